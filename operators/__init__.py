@@ -1,0 +1,1 @@
+"""Skiff's operators, triggers and helpers: the package DAG authors import (``from operators import ...``)."""
