@@ -31,6 +31,8 @@ TEMPLATE_PACKAGE = "k8s_templates"
 
 def yaml_value(value: Any) -> str:
     """Return ``value`` as a YAML flow value that parses back to exactly ``value``."""
+    if isinstance(value, jinja2.Undefined):
+        str(value)  # StrictUndefined: raises UndefinedError naming the missing variable
     if value is None:
         return "null"
     if isinstance(value, bool):
