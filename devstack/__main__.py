@@ -1,0 +1,96 @@
+"""``python -m devstack demo``: Skiff on a simulated cluster, end to end (what ``make demo`` runs).
+
+Starts kubesim (CPU, GPU and online-pool nodes), an SMTP sink and ``airflow standalone`` (SQLite, project-local
+``AIRFLOW_HOME`` under ``.demo/``), sets up the demo team's queue, triggers the example training pipeline and the
+failure example, shows where each Job ran and the alert e-mail, then keeps everything up for the UI until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from devstack.airflow_env import REPO
+from devstack.stack import Stack
+
+PIPELINE = "training_recommendation_daily"
+FAILING = "training_failure_demo"
+
+
+def say(msg: str = "") -> None:
+    print(f"[demo] {msg}" if msg else "", flush=True)
+
+
+def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
+    from kubernetes import client
+
+    core = client.CoreV1Api(stack.k8s())
+    pods = {p.metadata.labels.get("job-name"): p for p in core.list_pod_for_all_namespaces().items}
+    for ti in stack.task_instances(dag_id, run_id):
+        line = f"  {ti['task_id']:<24} {ti['state']:<8} try {ti['try_number']}"
+        for job, pod in pods.items():
+            if job and (pod.metadata.labels or {}).get("skiff.io/task-id") == ti["task_id"]:
+                line += f"  pod {pod.metadata.name} on node {pod.spec.node_name}"
+        say(line)
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def demo(exit_after: bool) -> int:
+    from devstack.demo_setup import setup_demo_cluster
+
+    t0 = time.monotonic()
+    stack = Stack(REPO / ".demo", dags_dirs=[REPO / "dags"])
+    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
+    say("starting kubesim, an SMTP sink and airflow standalone (about 15 s)...")
+    try:
+        stack.start()
+        say(f"Airflow UI:   {stack.airflow_url}   user: admin   password: {stack.admin_password}")
+        say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
+        say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        setup_demo_cluster(stack.k8s())
+        say(f"triggering {PIPELINE} ...")
+        run_id = stack.trigger(PIPELINE)
+        state = stack.wait_run(PIPELINE, run_id, timeout=150)
+        say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - t0:.0f} s after start)")
+        show_run(stack, PIPELINE, run_id)
+        say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) ...")
+        fail_id = stack.trigger(FAILING)
+        fail_state = stack.wait_run(FAILING, fail_id, timeout=150)
+        say(f"{FAILING}: {fail_state.upper()}")
+        deadline = time.monotonic() + 30
+        while not stack.mails() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for m in stack.mails():
+            say(f"e-mail to {m['To']}: {m['Subject']}")
+        if state != "success":
+            say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
+            return 1
+        if exit_after:
+            return 0
+        say("everything is up: open the UI above. Ctrl-C stops every process the demo started.")
+        while True:
+            signal.pause()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        say("stopping...")
+        stack.stop()
+        say("stopped.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m devstack")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="run the demo (make demo)")
+    d.add_argument("--exit", action="store_true", help="stop once the demo runs have finished")
+    args = ap.parse_args(argv)
+    return demo(exit_after=args.exit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Skiff's local stack: kubesim (a simulated cluster), an SMTP sink and ``airflow standalone``, as processes.
+
+``make demo`` and the end-to-end tests both use :class:`Stack`. Every process runs in its own session so that a
+Ctrl-C in the terminal reaches only the stack, which then stops each process cleanly (Airflow with SIGINT, as
+``airflow standalone`` expects; it ignores SIGINT when a script starts it in the background unless the default
+handler is restored before exec, which :func:`_spawn` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from email.message import EmailMessage
+from pathlib import Path
+
+import httpx
+
+from devstack.airflow_env import REPO, airflow_env
+from devstack.smtp import read_maildir, smtp_connection_uri
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _restore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _spawn(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = open(log, "ab")  # noqa: SIM115 (the child owns it)
+    return subprocess.Popen(
+        argv,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
+        preexec_fn=_restore_sigint,
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen, log: Path, pattern: str, timeout: float) -> re.Match:
+    rx = re.compile(pattern)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists():
+            m = rx.search(log.read_text(errors="replace"))
+            if m:
+                return m
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[:3]} exited with {proc.returncode}; see {log}:\n{_tail(log)}")
+        time.sleep(0.05)
+    raise TimeoutError(f"{proc.args[:3]} not ready within {timeout}s; see {log}:\n{_tail(log)}")
+
+
+def _tail(log: Path, n: int = 30) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-n:]) if log.exists() else "(no output)"
+
+
+class Stack:
+    """kubesim + SMTP sink + ``airflow standalone`` under ``workdir`` (kept between runs, reset by ``fresh``)."""
+
+    def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
+                 fresh: bool = True, airflow_port: int | None = None):
+        self.workdir = workdir.resolve()
+        self.dags_dirs = dags_dirs or [REPO / "dags"]
+        self.nodes_file = nodes_file
+        self.fresh = fresh
+        self.airflow_port = airflow_port or free_port()
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.kubesim_url = ""
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.maildir = self.workdir / "mail"
+        self.home = self.workdir / "airflow"
+        self.env: dict[str, str] = {}
+        self._token: str | None = None
+        self._http = httpx.Client(timeout=30)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def start(self, timeout: float = 180) -> Stack:
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, timeout: float) -> None:
+        if self.fresh and self.workdir.exists():
+            import shutil
+
+            shutil.rmtree(self.workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        logs = self.workdir / "logs"
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        base_env["PATH"] = f"{BIN}{os.pathsep}{base_env.get('PATH', '')}"
+        base_env["PYTHONUNBUFFERED"] = "1"
+
+        argv = [sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig)]
+        if self.nodes_file:
+            argv += ["--nodes", str(self.nodes_file)]
+        self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
+
+        smtp_port = free_port()
+        self.procs["smtp"] = _spawn(
+            [sys.executable, "-m", "devstack.smtp", "--port", str(smtp_port), "--maildir", str(self.maildir)],
+            logs / "smtp.log", base_env,
+        )
+        self.kubesim_url = _wait_for_line(
+            self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", 30).group(1)
+        _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", 30)
+
+        dags = self.workdir / "dags"
+        dags.mkdir(exist_ok=True)
+        for d in self.dags_dirs:  # one dags folder that holds every requested directory
+            link = dags / d.name
+            if not link.exists():
+                link.symlink_to(d.resolve(), target_is_directory=True)
+        self.env = {
+            **base_env,
+            **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.kubeconfig,
+                          smtp_connection=smtp_connection_uri(smtp_port)),
+        }
+        self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
+        self._wait_healthy(timeout)
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.procs["airflow"].poll() is not None:
+                raise RuntimeError(f"airflow standalone exited: {_tail(self.workdir / 'logs/airflow.log')}")
+            try:
+                health = self._http.get(f"{self.airflow_url}/api/v2/monitor/health").json()
+                parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+                if all((health.get(p) or {}).get("status") == "healthy" for p in parts):
+                    return
+                last = json.dumps(health)
+            except (httpx.HTTPError, ValueError) as e:
+                last = repr(e)
+            time.sleep(0.5)
+        raise TimeoutError(f"airflow not healthy within {timeout}s: {last}")
+
+    def stop(self) -> None:
+        """Stop Airflow first (SIGINT: it shuts its components down), then the sink and kubesim."""
+        order = ["airflow", "smtp", "kubesim"]
+        for name in order:
+            proc = self.procs.get(name)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.send_signal(signal.SIGINT if name == "airflow" else signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        for proc in self.procs.values():  # anything a component left behind in its session
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        self.procs.clear()
+        self._http.close()
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- Airflow REST API ------------------------------------------------------------------------------------
+    @property
+    def airflow_url(self) -> str:
+        return f"http://localhost:{self.airflow_port}"
+
+    @property
+    def admin_password(self) -> str:
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+
+    def _auth(self) -> dict[str, str]:
+        if self._token is None:
+            r = self._http.post(f"{self.airflow_url}/auth/token",
+                                json={"username": "admin", "password": self.admin_password})
+            r.raise_for_status()
+            self._token = r.json()["access_token"]
+        return {"Authorization": f"Bearer {self._token}"}
+
+    def api(self, method: str, path: str, json: dict | None = None, *, accept: str = "application/json",
+            ok=(200, 201, 204)):
+        r = self._http.request(method, f"{self.airflow_url}{path}", json=json,
+                               headers={**self._auth(), "Accept": accept})
+        if r.status_code not in ok:
+            raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
+        if accept != "application/json":
+            return r.text
+        return r.json() if r.content else {}
+
+    def wait_dag(self, dag_id: str, timeout: float = 90) -> dict:
+        """Wait until the dag-processor has parsed ``dag_id``; raise with its import errors if it never does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self._http.get(f"{self.airflow_url}/api/v2/dags/{dag_id}", headers=self._auth())
+            if r.status_code == 200:
+                return r.json()
+            time.sleep(0.5)
+        errors = self.api("GET", "/api/v2/importErrors")
+        raise TimeoutError(f"DAG {dag_id} not parsed within {timeout}s; import errors: {errors}")
+
+    def unpause(self, dag_id: str) -> None:
+        self.wait_dag(dag_id)
+        self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
+        self.unpause(dag_id)
+        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}})
+        return run["dag_run_id"]
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"]
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        state = None
+        while time.monotonic() < deadline:
+            state = self.run_state(dag_id, run_id)
+            if state in ("success", "failed"):
+                return state
+            time.sleep(0.5)
+        raise TimeoutError(f"{dag_id} run {run_id} still {state} after {timeout}s: {self.task_instances(dag_id, run_id)}")
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
+        return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+        return self.api(
+            "GET",
+            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}?full_content=true",
+            accept="text/plain",
+        )
+
+    def mails(self) -> list[EmailMessage]:
+        return read_maildir(self.maildir)
+
+    def k8s(self):
+        """A ``kubernetes`` ApiClient for the stack's kubesim."""
+        from kubernetes import config
+
+        return config.new_client_from_config(str(self.kubeconfig))
