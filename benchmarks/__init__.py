@@ -1,0 +1,1 @@
+"""Skiff's benchmarks (``make bench``): each module's ``run()`` returns a Markdown section for BENCHMARKS.md."""
