@@ -1,0 +1,474 @@
+"""Desired children of Sedna CRs: pure functions, no I/O (the functional core of the reconcile).
+
+From a FederatedLearningJob or JointInferenceService dict plus the Models and Datasets it names, compute the
+children Sedna's own controller would create (SPEC §4; kubeedge/sedna ``pkg/globalmanager``), with two
+differences that make a level-triggered, stateless reconcile safe:
+
+* Deterministic names. Sedna names FL pods ``<job>-aggregation-<random>``; Skiff names them
+  ``<job>-aggregation-<h>`` / ``<job>-train-<h>`` with ``h`` a short hash of (CR uid, spec hash, worker index).
+  Two reconciles running at once compute the same names, so the second create gets 409 AlreadyExists
+  ("someone else did it") instead of making a duplicate; a reconcile interrupted half-way resumes by
+  creating only what is missing. No "recently recreated" timer is needed. The uid is in the hash so a CR
+  deleted and re-created under the same name never collides with its predecessor's terminating pods.
+* A spec-hash label (``skiff.io/spec-hash``) on every child: a hash of everything the child is rendered
+  from (the CR spec, the resolved Model/Dataset URLs, the templates). Drift is detected by comparing labels,
+  without rendering or diffing defaulted API objects, so a no-drift pass renders nothing. FL pods share the
+  job-wide hash (a federated round restarts as a whole when the job changes); JI Deployments, Services and
+  HPAs each carry their own, so editing the edge worker rolls only the edge Deployment.
+
+Every child carries exactly one controller ownerReference to its CR, with the CR's Kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+from urllib.parse import urlsplit
+
+from operators.templating import render
+
+API_VERSION = "sedna.io/v1alpha1"
+FL_KIND = "FederatedLearningJob"
+JI_KIND = "JointInferenceService"
+FL_PLURAL = "federatedlearningjobs"
+JI_PLURAL = "jointinferenceservices"
+FL_LABEL_PREFIX = "federatedlearningjob.sedna.io/"
+JI_LABEL_PREFIX = "jointinferenceservice.sedna.io/"
+SPEC_HASH_LABEL = "skiff.io/spec-hash"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "skiff"}
+
+AGG_PORT = 7363
+BIG_MODEL_PORT = 5000
+DEFAULT_LC_SERVER = "http://localhost:9100"  # Sedna's default LocalController address
+
+# Sedna's URL handling (runtime/storage_initializer_injector.go)
+HOST_PATH_PREFIX = "/home/data"
+DOWNLOAD_PREFIX = "/downloads"
+DOWNLOAD_VOLUME = "sedna-storage-initializer"
+DOWNLOAD_SCHEMES = ("s3", "http", "https")
+
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s utilrand.String's alphabet
+
+
+class SpecError(ValueError):
+    """The CR cannot be turned into children; ``reason`` is a CamelCase condition reason."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Child:
+    """One desired child: its identity and spec hash (cheap); ``manifest`` is rendered on demand."""
+
+    kind: str  # "Pod" | "Service" | "Deployment" | "HorizontalPodAutoscaler"
+    name: str
+    spec_hash: str
+    worker_type: str
+    render: Callable[[], dict] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Desired:
+    """The desired children of one CR, or the error that prevents having any."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    children: tuple[Child, ...] = ()
+    error: SpecError | None = None
+
+    def by_kind(self, kind: str) -> dict[str, Child]:
+        return {c.name: c for c in self.children if c.kind == kind}
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+@lru_cache(maxsize=1)
+def templates_digest() -> str:
+    """Hash of the Sedna templates: changing a manifest shape rolls the children out."""
+    h = hashlib.sha256()
+    root = files("k8s_templates").joinpath("sedna")
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".j2"):
+            h.update(entry.name.encode() + b"\0" + entry.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def spec_hash(*parts: Any) -> str:
+    data = json.dumps([templates_digest(), *parts], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(data.encode()).hexdigest()[:10]
+
+
+def short_suffix(*parts: Any, length: int = 5) -> str:
+    n = int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "big")
+    out = []
+    for _ in range(length):
+        n, r = divmod(n, len(_SUFFIX_ALPHABET))
+        out.append(_SUFFIX_ALPHABET[r])
+    return "".join(out)
+
+
+def sedna_labels(prefix: str, name: str, uid: str, worker_type: str | None = None) -> dict[str, str]:
+    """runtime.generateLabels: <kind>.<group>/name, /uid and, for a worker, /worker-type (lower case)."""
+    labels = {prefix + "name": name, prefix + "uid": uid}
+    if worker_type:
+        labels[prefix + "worker-type"] = worker_type.lower()
+    return labels
+
+
+@lru_cache(maxsize=4096)  # pure; the identity pass of 1,000 CRs must not render a template per CR
+def _owner_reference_yaml(kind: str, name: str, uid: str) -> str:
+    return json.dumps(render("sedna/owner-reference.yaml.j2", kind=kind, name=name, uid=uid))
+
+
+def owner_reference(kind: str, name: str, uid: str) -> dict:
+    return json.loads(_owner_reference_yaml(kind, name, uid))
+
+
+def convert_k8s_valid_name(name: str) -> str:
+    """runtime.ConvertK8SValidName: a DNS-1123 label made from a host path (Sedna's volume names)."""
+    fixed: list[str] = []
+    for c in name.lower():
+        if c.isascii() and (c.isalnum() or c == "-"):
+            fixed.append(c)
+        elif fixed and fixed[-1] != "-":
+            fixed.append("-")
+    fixed = fixed[:63]
+    if fixed and fixed[-1] == "-":
+        fixed[-1] = "z"
+    return "".join(fixed) or "sedna-default-volume-name"
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A Model/Dataset URL and the env var that tells the worker where it is (runtime.WorkerMount)."""
+
+    env_name: str
+    url: str
+
+
+def _split_dir(path: str) -> str:
+    """Go's filepath.Split directory part: everything up to and including the last slash."""
+    return path[: path.rfind("/") + 1]
+
+
+def inject_mounts(pod_spec: dict, mounts: list[Mount]) -> dict[str, str]:
+    """runtime.InjectStorageInitializer, for URLs downloaded by the initializer (Sedna >= 0.4).
+
+    * a plain path ("/model/frozen.pb") is on the node: its directory is a hostPath volume mounted under
+      /home/data, and the env var points at /home/data/model/frozen.pb (plus DATA_PATH_PREFIX);
+    * s3:// and http(s):// URLs are fetched by the storage-initializer init container into an emptyDir
+      mounted read-only at /downloads; the env var points at /downloads/<host><path>;
+    * any other scheme is passed through unchanged in the env var (the worker reads it itself).
+    Mutates ``pod_spec``; returns the env vars to inject.
+    """
+    env: dict[str, str] = {}
+    host_volumes: dict[str, str] = {}  # volume name -> host dir
+    host_mounts: list[tuple[str, str]] = []
+    downloads: list[str] = []
+    for m in mounts:
+        u = urlsplit(m.url)
+        if u.scheme in DOWNLOAD_SCHEMES:
+            container_path = posixpath.join(DOWNLOAD_PREFIX, u.netloc + u.path)
+            downloads += [m.url, _split_dir(container_path)]
+            env[m.env_name] = container_path
+        elif u.scheme == "":
+            host_dir = _split_dir(m.url)
+            container_path = posixpath.join(HOST_PATH_PREFIX, u.path.lstrip("/"))
+            volume = convert_k8s_valid_name(host_dir)
+            host_volumes.setdefault(volume, host_dir)
+            if (volume, _split_dir(container_path)) not in host_mounts:  # Model and Dataset in one dir
+                host_mounts.append((volume, _split_dir(container_path)))
+            env[m.env_name] = container_path
+        else:
+            env[m.env_name] = m.url
+    containers = pod_spec["containers"]
+    volumes = pod_spec.setdefault("volumes", [])
+    if downloads:
+        pod_spec.setdefault("initContainers", []).append(
+            render("sedna/storage-initializer.yaml.j2", args=downloads)
+        )
+        volumes.append({"name": DOWNLOAD_VOLUME, "emptyDir": {}})
+        for c in containers:
+            c.setdefault("volumeMounts", []).append(
+                {"name": DOWNLOAD_VOLUME, "mountPath": DOWNLOAD_PREFIX, "readOnly": True}
+            )
+    for volume, host_dir in host_volumes.items():
+        volumes.append({"name": volume, "hostPath": {"path": host_dir, "type": "Directory"}})
+    for volume, mount_path in host_mounts:
+        for c in containers:
+            c.setdefault("volumeMounts", []).append({"name": volume, "mountPath": mount_path})
+    if host_mounts:
+        env["DATA_PATH_PREFIX"] = HOST_PATH_PREFIX
+    if not volumes:
+        del pod_spec["volumes"]
+    return env
+
+
+def inject_env(pod_spec: dict, env: Mapping[str, str]) -> None:
+    """Append the system env vars to every container, after the user's (runtime.injectWorkerParam).
+
+    A user env var with the same name as a system one is replaced: the system value wins, as in Sedna
+    (where the later duplicate wins in the container runtime), without sending duplicates to the API.
+    """
+    for c in pod_spec["containers"]:
+        user = [e for e in c.get("env") or [] if e.get("name") not in env]
+        c["env"] = user + [{"name": k, "value": str(v)} for k, v in env.items()]
+
+
+def _template(cr: dict, path: str) -> dict:
+    """A copy of the pod template at spec.<path>, checked to be usable."""
+    node: Any = cr.get("spec") or {}
+    for part in path.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or not isinstance(node.get("spec"), dict):
+        raise SpecError("InvalidSpec", f"spec.{path}.spec is missing in {cr['kind']} {cr['metadata']['name']!r}")
+    containers = node["spec"].get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise SpecError(
+            "InvalidSpec", f"spec.{path}.spec.containers must be a non-empty list, got {containers!r}"
+        )
+    return json.loads(json.dumps(node))
+
+
+def _resolve(kind: str, store: Mapping[str, dict], name: Any, field_path: str, namespace: str) -> dict:
+    """The Model or Dataset named at ``field_path``; a missing one is an error, never an empty URL."""
+    if not isinstance(name, str) or not name:
+        raise SpecError("InvalidSpec", f"{field_path} must name a {kind}, got {name!r}")
+    obj = store.get(name)
+    if obj is None:
+        raise SpecError(
+            f"{kind}NotFound", f"{kind} {name!r} (named by {field_path}) not found in namespace {namespace!r}"
+        )
+    spec = obj.get("spec") or {}
+    url = spec.get("url")
+    if not isinstance(url, str) or not url:
+        raise SpecError("InvalidSpec", f"{kind} {name!r} has no spec.url (got {url!r})")
+    if spec.get("credentialName"):
+        raise SpecError(
+            "Unsupported",
+            f"{kind} {name!r}: spec.credentialName {spec['credentialName']!r} is not supported by Skiff yet "
+            "(use a public URL or a node path)",
+        )
+    return obj
+
+
+# ---------------------------------------------------------------- FederatedLearningJob
+
+
+def desired_federated_learning(
+    job: dict, models: Mapping[str, dict], datasets: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER
+) -> Desired:
+    """Children of a FederatedLearningJob. ``models``/``datasets``: by name, in the job's namespace."""
+    meta = job["metadata"]
+    ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+    try:
+        spec = job.get("spec") or {}
+        agg_template = _template(job, "aggregationWorker.template")
+        model_name = (spec.get("aggregationWorker") or {}).get("model", {}).get("name")
+        model = _resolve("Model", models, model_name, "spec.aggregationWorker.model.name", ns)
+        pretrained = None
+        if spec.get("pretrainedModel"):
+            pretrained = _resolve(
+                "Model", models, spec["pretrainedModel"].get("name"), "spec.pretrainedModel.name", ns
+            )
+        workers = spec.get("trainingWorkers")
+        if not isinstance(workers, list) or not workers:
+            raise SpecError("InvalidSpec", f"spec.trainingWorkers must be a non-empty list, got {workers!r}")
+        trainers = []
+        for i, w in enumerate(workers):
+            dataset = _resolve(
+                "Dataset", datasets, (w.get("dataset") or {}).get("name"),
+                f"spec.trainingWorkers[{i}].dataset.name", ns,
+            )
+            trainers.append((_template(job, f"trainingWorkers.{i}.template"), dataset))
+        transmitter = spec.get("transmitter") or {}
+        s3 = transmitter.get("s3")
+        if s3 is not None and not (isinstance(s3, dict) and s3.get("aggDataPath")):
+            raise SpecError("InvalidSpec", f"spec.transmitter.s3.aggDataPath is required, got {s3!r}")
+        if s3 and s3.get("credentialName"):
+            raise SpecError(
+                "Unsupported",
+                f"spec.transmitter.s3.credentialName {s3['credentialName']!r} is not supported by Skiff yet",
+            )
+    except SpecError as e:
+        return Desired(FL_KIND, ns, name, uid, error=e)
+
+    urls = {
+        "model": model["spec"]["url"],
+        "pretrained": pretrained["spec"]["url"] if pretrained else None,
+        "datasets": [d["spec"]["url"] for _, d in trainers],
+    }
+    job_hash = spec_hash(FL_KIND, ns, name, uid, spec, urls, lc_server)
+    owner = owner_reference(FL_KIND, name, uid)
+    participants = str(len(trainers))
+    agg_service = f"{name}-aggregation"
+    transmitter_env = {"TRANSMITTER": "s3" if s3 else "ws"}
+    transmitter_mounts = [Mount("AGG_DATA_PATH", s3["aggDataPath"])] if s3 else []
+    model_mounts = [Mount("MODEL_URL", urls["model"])]
+    if pretrained:
+        model_mounts.append(Mount("PRETRAINED_MODEL_URL", urls["pretrained"]))
+
+    def pod(worker_type: str, index: int | str, template: dict, env: dict, mounts: list[Mount],
+            host_network: bool) -> Child:
+        suffix = short_suffix(uid, job_hash, index)
+        pod_name = f"{name}-{worker_type}-{suffix}"
+        env = {**env, "WORKER_NAME": f"{'aggworker' if worker_type == 'aggregation' else 'trainworker'}-{suffix}"}
+
+        def manifest() -> dict:
+            pod_spec = json.loads(json.dumps(template["spec"]))  # render twice, inject once each
+            mount_env = inject_mounts(pod_spec, mounts)
+            inject_env(pod_spec, {**env, **mount_env})
+            if host_network:
+                pod_spec["hostNetwork"] = True  # Sedna forces it for training workers (edge nodes)
+            pod_spec.setdefault("restartPolicy", "OnFailure")
+            tmeta = template.get("metadata") or {}
+            labels = {
+                **(tmeta.get("labels") or {}), **MANAGED_BY,
+                **sedna_labels(FL_LABEL_PREFIX, name, uid, worker_type), SPEC_HASH_LABEL: job_hash,
+            }
+            return render(
+                "sedna/fl-pod.yaml.j2", name=pod_name, namespace=ns, labels=labels,
+                annotations=tmeta.get("annotations") or {}, owner=owner, pod_spec=pod_spec,
+            )
+
+        return Child("Pod", pod_name, job_hash, worker_type, manifest)
+
+    children = [
+        pod(
+            "aggregation", "aggregation", agg_template,
+            {"NAMESPACE": ns, "JOB_NAME": name, "AGG_BIND_PORT": str(AGG_PORT),
+             "PARTICIPANTS_COUNT": participants, **transmitter_env},
+            model_mounts + transmitter_mounts, host_network=False,
+        )
+    ]
+    for i, (template, dataset) in enumerate(trainers):
+        children.append(pod(
+            "train", i, template,
+            {"AGG_IP": f"{agg_service}.{ns}", "AGG_PORT": str(AGG_PORT), "JOB_NAME": name,
+             "PARTICIPANTS_COUNT": participants, "NAMESPACE": ns, "MODEL_NAME": model_name,
+             "DATASET_NAME": dataset["metadata"]["name"], "LC_SERVER": lc_server, **transmitter_env},
+            model_mounts + [Mount("TRAIN_DATASET_URL", dataset["spec"]["url"])] + transmitter_mounts,
+            host_network=True,
+        ))
+    children.append(_service(FL_LABEL_PREFIX, ns, name, uid, owner, agg_service, "aggregation", AGG_PORT))
+    return Desired(FL_KIND, ns, name, uid, tuple(children))
+
+
+def _service(prefix: str, ns: str, cr_name: str, uid: str, owner: dict, svc_name: str, worker_type: str,
+             port: int) -> Child:
+    selector = sedna_labels(prefix, cr_name, uid, worker_type)
+    h = spec_hash("Service", ns, svc_name, selector, port)
+
+    def manifest() -> dict:
+        return render(
+            "sedna/worker-service.yaml.j2", name=svc_name, namespace=ns,
+            labels={**MANAGED_BY, **selector, SPEC_HASH_LABEL: h}, selector=selector, owner=owner, port=port,
+        )
+
+    return Child("Service", svc_name, h, worker_type, manifest)
+
+
+# ---------------------------------------------------------------- JointInferenceService
+
+
+def desired_joint_inference(
+    svc: dict, models: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER
+) -> Desired:
+    """Children of a JointInferenceService. ``models``: by name, in the service's namespace."""
+    meta = svc["metadata"]
+    ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+    try:
+        spec = svc.get("spec") or {}
+        cloud, edge = spec.get("cloudWorker") or {}, spec.get("edgeWorker") or {}
+        cloud_template = _template(svc, "cloudWorker.template")
+        edge_template = _template(svc, "edgeWorker.template")
+        cloud_model = _resolve("Model", models, (cloud.get("model") or {}).get("name"),
+                               "spec.cloudWorker.model.name", ns)
+        edge_model = _resolve("Model", models, (edge.get("model") or {}).get("name"),
+                              "spec.edgeWorker.model.name", ns)
+        hem = edge.get("hardExampleMining")
+        if not isinstance(hem, dict) or not hem.get("name"):
+            raise SpecError("InvalidSpec", f"spec.edgeWorker.hardExampleMining.name is required, got {hem!r}")
+        for path, worker in (("cloudWorker", cloud), ("edgeWorker", edge)):
+            hpa = worker.get("hpa")
+            if hpa is not None and not (isinstance(hpa, dict) and isinstance(hpa.get("maxReplicas"), int)):
+                raise SpecError("InvalidSpec", f"spec.{path}.hpa.maxReplicas must be an integer, got {hpa!r}")
+    except SpecError as e:
+        return Desired(JI_KIND, ns, name, uid, error=e)
+
+    owner = owner_reference(JI_KIND, name, uid)
+    cloud_service = f"{name}-cloud"
+    # HEM_PARAMETERS: the JSON of the parameter list, as Go's json.Marshal writes it (compact, key order)
+    hem_params = json.dumps(
+        [{"key": p.get("key"), "value": p.get("value")} for p in hem.get("parameters") or []],
+        separators=(",", ":"),
+    )
+    children = [
+        _deployment(ns, name, uid, owner, "cloud", cloud_template, cloud_model,
+                    {"BIG_MODEL_BIND_PORT": str(BIG_MODEL_PORT)}, lc_server),
+        _service(JI_LABEL_PREFIX, ns, name, uid, owner, cloud_service, "cloud", BIG_MODEL_PORT),
+        _deployment(ns, name, uid, owner, "edge", edge_template, edge_model,
+                    {"BIG_MODEL_IP": f"{cloud_service}.{ns}", "BIG_MODEL_PORT": str(BIG_MODEL_PORT),
+                     "HEM_NAME": hem["name"], "HEM_PARAMETERS": hem_params, "LC_SERVER": lc_server},
+                    lc_server),
+    ]
+    for worker_type, worker in (("cloud", cloud), ("edge", edge)):
+        if worker.get("hpa"):
+            children.append(_hpa(ns, name, uid, owner, worker_type, worker["hpa"]))
+    return Desired(JI_KIND, ns, name, uid, tuple(children))
+
+
+def _deployment(ns: str, svc: str, uid: str, owner: dict, worker_type: str, template: dict, model: dict,
+                env: dict, lc_server: str) -> Child:
+    dep_name = f"{svc}-deployment-{worker_type}"
+    labels = sedna_labels(JI_LABEL_PREFIX, svc, uid, worker_type)
+    # Sedna's edgemesh label (runtime.injectDeploymentParam), in the selector too
+    selector = {**labels, "app.sedna.io": f"{svc}-{worker_type}-svc"}
+    h = spec_hash("Deployment", ns, dep_name, uid, template, model["spec"]["url"], env, lc_server)
+    env = {**env, "NAMESPACE": ns, "SERVICE_NAME": svc,
+           "WORKER_NAME": f"{worker_type}worker-{short_suffix(uid, worker_type)}"}
+
+    def manifest() -> dict:
+        pod_spec = json.loads(json.dumps(template["spec"]))
+        mount_env = inject_mounts(pod_spec, [Mount("MODEL_URL", model["spec"]["url"])])
+        inject_env(pod_spec, {**env, **mount_env})
+        tmeta = template.get("metadata") or {}
+        return render(
+            "sedna/ji-deployment.yaml.j2", name=dep_name, namespace=ns,
+            labels={**MANAGED_BY, **selector, SPEC_HASH_LABEL: h}, selector=selector,
+            template_labels={**(tmeta.get("labels") or {}), **selector},
+            template_annotations=tmeta.get("annotations") or {}, owner=owner, pod_spec=pod_spec,
+        )
+
+    return Child("Deployment", dep_name, h, worker_type, manifest)
+
+
+def _hpa(ns: str, svc: str, uid: str, owner: dict, worker_type: str, hpa: dict) -> Child:
+    deployment = f"{svc}-deployment-{worker_type}"
+    hpa_name = f"hpa-{deployment}"
+    labels = sedna_labels(JI_LABEL_PREFIX, svc, uid, worker_type)
+    h = spec_hash("HorizontalPodAutoscaler", ns, hpa_name, uid, hpa)
+
+    def manifest() -> dict:
+        return render(
+            "sedna/ji-hpa.yaml.j2", name=hpa_name, namespace=ns,
+            labels={**MANAGED_BY, **labels, SPEC_HASH_LABEL: h}, owner=owner, deployment=deployment,
+            max_replicas=hpa["maxReplicas"], min_replicas=hpa.get("minReplicas"),
+            metrics=hpa.get("metrics"), behavior=hpa.get("behavior"),
+        )
+
+    return Child("HorizontalPodAutoscaler", hpa_name, h, worker_type, manifest)

@@ -1,0 +1,68 @@
+"""Helpers for the Sedna tests: sample CRs (copied from kubeedge/sedna, Apache-2.0, samples/LICENSE),
+Model/Dataset objects, env lookup, and polling a condition with a deadline."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SAMPLES = Path(__file__).parent / "samples"
+
+
+def load_sample(name: str) -> dict:
+    return yaml.safe_load((SAMPLES / name).read_text())
+
+
+def _with_meta(obj: dict, namespace: str, uid: str | None) -> dict:
+    obj["metadata"]["namespace"] = namespace
+    if uid is not None:
+        obj["metadata"]["uid"] = uid
+    return obj
+
+
+def fl_sample(name: str = "federatedlearningjob_v1alpha2.yaml", namespace: str = "default",
+              uid: str | None = None) -> dict:
+    return _with_meta(load_sample(name), namespace, uid)
+
+
+def ji_sample(name: str = "jointinferenceservice_v1alpha1.yaml", namespace: str = "default",
+              uid: str | None = None) -> dict:
+    obj = _with_meta(load_sample(name), namespace, uid)
+    for worker in ("cloudWorker", "edgeWorker"):  # the helmet sample has shell placeholders
+        spec = obj["spec"][worker]["template"]["spec"]
+        if str(spec.get("nodeName", "")).startswith("$"):
+            spec["nodeName"] = "edge-node"
+    return obj
+
+
+def model(name: str, url: str, namespace: str = "default") -> dict:
+    return {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"url": url, "format": "ckpt"}}
+
+
+def dataset(name: str, url: str, namespace: str = "default") -> dict:
+    return {"apiVersion": "sedna.io/v1alpha1", "kind": "Dataset",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"url": url, "format": "txt", "nodeName": "edge-node"}}
+
+
+def env_of(obj: dict, container: int = 0) -> dict[str, str]:
+    """The env of a pod (or pod template) container as a dict."""
+    spec = obj["spec"]
+    return {e["name"]: e.get("value") for e in spec["containers"][container].get("env") or []}
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
