@@ -1,0 +1,53 @@
+"""Install what the Sedna reconcile needs on a cluster: the 4 Sedna CRDs (``k8s_templates/sedna/crds``,
+unchanged from kubeedge/sedna, Apache-2.0) and the RBAC for the Airflow service account
+(``k8s_templates/sedna/rbac.yaml.j2``). ``kubectl apply -f`` on the same files does the same."""
+
+from __future__ import annotations
+
+import time
+from importlib.resources import files
+
+import yaml
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from operators.sedna.kube import Kube
+from operators.templating import render
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def crd_manifests() -> list[dict]:
+    root = files("k8s_templates").joinpath("sedna", "crds")
+    return [yaml.safe_load(p.read_text()) for p in sorted(root.iterdir(), key=lambda p: p.name)
+            if p.name.endswith(".yaml")]
+
+
+def rbac_manifests(namespace: str = "airflow", service_account: str = "airflow") -> list[dict]:
+    return render("sedna/rbac.yaml.j2", namespace=namespace, service_account=service_account)
+
+
+def install_crds(api: ApiClient, timeout: float = 10.0) -> list[str]:
+    """Create the CRDs (existing ones are left alone) and wait until the API serves them."""
+    kube = Kube(api)
+    names = []
+    for crd in crd_manifests():
+        try:
+            kube.request("POST", CRD_PATH, body=crd)
+        except ApiException as e:
+            if e.status != 409:
+                raise
+        names.append(crd["metadata"]["name"])
+    deadline = time.monotonic() + timeout
+    for crd in crd_manifests():
+        spec = crd["spec"]
+        path = f"/apis/{spec['group']}/{spec['versions'][0]['name']}/{spec['names']['plural']}"
+        while True:
+            try:
+                kube.request("GET", path)
+                break
+            except ApiException as e:
+                if e.status != 404 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    return names

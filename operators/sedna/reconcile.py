@@ -1,0 +1,305 @@
+"""Reconcile Sedna FederatedLearningJobs and JointInferenceServices with their children (the thin shell).
+
+One pass = observe, diff, act, for every CR in scope:
+
+* observe with ONE list per kind per scope (cluster-wide, or per configured namespace), children found by
+  the Sedna uid label. Children are listed BEFORE the CRs: any child we see was created before our CR list,
+  so a child whose uid matches no listed CR really is a leftover of a deleted CR (no race with a CR being
+  created right now);
+* diff with the pure ``plan_children`` and act: create (409 AlreadyExists = another reconcile did it),
+  delete (uid precondition: never an incarnation we did not see), update in place, repair ownerReferences;
+* status through the ``/status`` subresource, written only when it changed, and one Event on the CR per
+  kind of action taken.
+
+Before acting on a CR we GET it again and skip it if its generation, uid or deletion state changed since
+the list: a pass that observed an old spec must not recreate old-spec children after a newer pass rolled
+them out. There are no timers and nothing is remembered between passes; a second pass with no drift makes
+0 writes. Each reconcile returns a JSON-able summary of what it changed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from operators.sedna import kube as k
+from operators.sedna.desired import (
+    API_VERSION,
+    DEFAULT_LC_SERVER,
+    FL_KIND,
+    FL_LABEL_PREFIX,
+    JI_KIND,
+    JI_LABEL_PREFIX,
+    Desired,
+    desired_federated_learning,
+    desired_joint_inference,
+)
+from operators.sedna.plan import Action, fl_status, is_terminating, ji_status, plan_children
+from operators.templating import render
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED_ACTIONS = 200  # the summary lists actions up to this many (it goes to XCom and the log)
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Summary:
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.counts: dict[str, int] = defaultdict(int)
+        self.actions: list[str] = []
+        self.errors: list[str] = []
+        self.started = time.monotonic()
+
+    def add(self, what: str, line: str | None = None) -> None:
+        self.counts[what] += 1
+        if line and len(self.actions) < MAX_LISTED_ACTIONS:
+            self.actions.append(line)
+
+    def as_dict(self, kube: k.Kube) -> dict:
+        writes = sum(n for key, n in kube.requests.items() if not key.startswith(("list ", "get ")))
+        return {
+            "kind": self.kind, **dict(sorted(self.counts.items())), "writes": writes,
+            "requests": dict(sorted(kube.requests.items())), "actions": self.actions, "errors": self.errors,
+            "seconds": round(time.monotonic() - self.started, 3),
+        }
+
+
+def _by_name(objs: Iterable[dict]) -> dict[str, dict[str, dict]]:
+    """namespace -> name -> object"""
+    out: dict[str, dict[str, dict]] = defaultdict(dict)
+    for o in objs:
+        out[o["metadata"]["namespace"]][o["metadata"]["name"]] = o
+    return out
+
+
+def _by_uid(objs: Iterable[dict], prefix: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for o in objs:
+        uid = (o["metadata"].get("labels") or {}).get(prefix + "uid")
+        if uid:
+            out[uid].append(o)
+    return out
+
+
+class _Pass:
+    """One reconcile pass of one CR kind; all state lives for the pass only."""
+
+    def __init__(self, api: ApiClient, kind: str, lc_server: str):
+        self.kube = k.Kube(api)
+        self.kind = kind
+        self.fl = kind == FL_KIND
+        self.prefix = FL_LABEL_PREFIX if self.fl else JI_LABEL_PREFIX
+        self.cr_res = k.FL_JOBS if self.fl else k.JI_SERVICES
+        self.child_kinds = ("Pod", "Service") if self.fl else ("Deployment", "Service", "HorizontalPodAutoscaler")
+        self.lc_server = lc_server
+        self.summary = Summary(kind)
+
+    # -------------------------------------------------------------- observe
+    def _list_children(self, namespace: str | None) -> dict[str, list[dict]]:
+        children: dict[str, list[dict]] = {}
+        selector = self.prefix + "uid"  # "exists": every Sedna child of this kind, whatever its CR
+        for ckind in self.child_kinds:
+            try:
+                children[ckind] = self.kube.list(k.BY_KIND[ckind], namespace, selector)
+            except ApiException as e:
+                if ckind == "HorizontalPodAutoscaler" and e.status == 404:
+                    children[ckind] = []  # autoscaling/v2 not served: no HPAs to reconcile
+                    continue
+                raise
+        return children
+
+    def run(self, namespaces: list[str] | None) -> dict:
+        for ns in namespaces or [None]:
+            children = self._list_children(ns)
+            crs = self.kube.list(self.cr_res, ns)
+            models = _by_name(self.kube.list(k.MODELS, ns)) if crs else {}
+            datasets = _by_name(self.kube.list(k.DATASETS, ns)) if crs and self.fl else {}
+            by_uid = {ck: _by_uid(objs, self.prefix) for ck, objs in children.items()}
+            uids = set()
+            for cr in sorted(crs, key=lambda c: (c["metadata"]["namespace"], c["metadata"]["name"])):
+                uid = cr["metadata"]["uid"]
+                uids.add(uid)
+                actual = {ck: by_uid[ck].get(uid, []) for ck in self.child_kinds}
+                try:
+                    self._reconcile_one(cr, actual, models, datasets)
+                except ApiException as e:
+                    meta = cr["metadata"]
+                    self.summary.errors.append(f"{self.kind} {meta['namespace']}/{meta['name']}: "
+                                               f"{e.status} {e.reason}: {(e.body or '')[:300]}")
+            self._remove_leftovers(children, uids)
+        result = self.summary.as_dict(self.kube)
+        log.info("reconciled %s: %s", self.kind, {k_: v for k_, v in result.items() if k_ != "actions"})
+        return result
+
+    # -------------------------------------------------------------- one CR
+    def _reconcile_one(self, cr: dict, actual: dict[str, list[dict]], models: dict, datasets: dict) -> None:
+        meta = cr["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        self.summary.add("crs")
+        if is_terminating(cr):
+            self.summary.add("skipped_deleting")  # its children go through garbage collection
+            return
+        if self.fl:
+            desired = desired_federated_learning(cr, models.get(ns, {}), datasets.get(ns, {}), self.lc_server)
+        else:
+            desired = desired_joint_inference(cr, models.get(ns, {}), self.lc_server)
+        status = cr.get("status") or {}
+        finished = self.fl and status.get("phase") == "Succeeded"
+        if finished:
+            self.summary.add("skipped_finished")
+        actions = [] if desired.error else plan_children(
+            desired, actual, first_pass=not status.get("startTime"), finished=finished,
+            # FL pods are replaced (new names); everything else is updated in place and keeps its identity
+            replace_in_place=frozenset({"Service"} if self.fl else {"Deployment", "Service", "HorizontalPodAutoscaler"}),
+        )
+        if finished:
+            actions = [a for a in actions if a.verb == "repair-owner"]
+        after = {ck: [o for o in objs] for ck, objs in actual.items()}
+        act_error = None
+        if actions:
+            fresh = self.kube.get(self.cr_res, ns, name)
+            if (fresh is None or is_terminating(fresh) or fresh["metadata"]["uid"] != meta["uid"]
+                    or fresh["metadata"].get("generation") != meta.get("generation")):
+                self.summary.add("skipped_stale")  # changed since we listed it: the next pass sees it
+                return
+            done: dict[str, list[str]] = defaultdict(list)
+            for a in actions:
+                try:
+                    obj = self._act(ns, a)
+                except ApiException as e:
+                    if e.status in (404, 409):  # gone / changed under us: the next pass sees it
+                        continue
+                    act_error = f"{a.verb} {a.kind} {a.name} failed: {e.status} {e.reason}: {(e.body or '')[:200]}"
+                    self.summary.errors.append(f"{self.kind} {ns}/{name}: {act_error}")
+                    continue
+                if obj is None:
+                    continue
+                done[a.reason].append(f"{a.kind} {a.name}")
+                self.summary.add({"create": "created", "delete": "deleted", "update": "updated",
+                                  "repair-owner": "owner_repaired"}[a.verb],
+                                 f"{a.verb} {a.kind} {ns}/{a.name} ({a.reason})")
+                objs = after.setdefault(a.kind, [])
+                objs[:] = [o for o in objs if o["metadata"]["name"] != a.name]
+                if a.verb != "delete":
+                    objs.append(obj if isinstance(obj, dict) else {})
+            for reason, what in done.items():
+                self._event(cr, "Normal", reason, f"{_VERBS[reason]}: {', '.join(what)}")
+        if not finished:
+            self._write_status(cr, desired, after, act_error)
+
+    def _act(self, ns: str, a: Action) -> dict | bool | None:
+        res = k.BY_KIND[a.kind]
+        if a.verb == "create":
+            return self.kube.create(res, ns, a.child.render())
+        if a.verb == "delete":
+            return self.kube.delete(res, ns, a.name, uid=a.actual["metadata"]["uid"]) or None
+        if a.verb == "repair-owner":
+            owner_refs = a.child.render()["metadata"]["ownerReferences"]
+            return self.kube.merge_patch(res, ns, a.name, {"metadata": {
+                "ownerReferences": owner_refs, "resourceVersion": a.actual["metadata"]["resourceVersion"]}})
+        # update in place: Deployments roll (replicas stay as the HPA or the user set them), a Service keeps
+        # its clusterIP. PUT with the observed resourceVersion: 409 if it changed meanwhile.
+        want = a.child.render()
+        body = dict(a.actual)
+        body["metadata"] = {**a.actual["metadata"], "labels": want["metadata"]["labels"],
+                            "ownerReferences": want["metadata"]["ownerReferences"]}
+        spec = dict(a.actual.get("spec") or {})
+        if a.kind == "Deployment":
+            spec["template"] = want["spec"]["template"]
+        elif a.kind == "Service":
+            spec.update(selector=want["spec"]["selector"], ports=want["spec"]["ports"], type=want["spec"]["type"])
+        else:
+            spec = want["spec"]
+        body["spec"] = spec
+        body.pop("status", None)
+        return self.kube.replace(res, ns, a.name, body)
+
+    def _write_status(self, cr: dict, desired: Desired, after: dict[str, list[dict]], act_error: str | None) -> None:
+        error = str(desired.error) if desired.error else act_error
+        reason = desired.error.reason if desired.error else "CreateFailed"
+        now = now_rfc3339()
+        if self.fl:
+            want = desired.by_kind("Pod")
+            pods = [p for p in after.get("Pod", []) if p.get("metadata", {}).get("name") in want]
+            new = fl_status(cr, desired, pods, error=error, error_reason=reason, now=now)
+        else:
+            deps = [d for d in after.get("Deployment", []) if d.get("metadata", {}).get("name")]
+            new = ji_status(cr, deps, error=error, error_reason=reason, now=now)
+        old = cr.get("status") or {}
+        if new == old:
+            return
+        meta = cr["metadata"]
+        try:
+            self.kube.merge_patch(self.cr_res, meta["namespace"], meta["name"], {"status": new}, sub="status")
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        self.summary.add("status_updated")
+        failed_now = any(c["type"] == "Failed" and c["status"] == "True" for c in new.get("conditions", []))
+        failed_before = any(c.get("type") == "Failed" and c.get("status") == "True" for c in old.get("conditions") or [])
+        if failed_now and not failed_before:
+            cond = next(c for c in new["conditions"] if c["type"] == "Failed")
+            self._event(cr, "Warning", cond["reason"] or "Failed", cond["message"] or "failed")
+
+    # -------------------------------------------------------------- leftovers
+    def _remove_leftovers(self, children: dict[str, list[dict]], live_uids: set[str]) -> None:
+        """Children with Sedna labels whose CR (by uid) is gone: garbage collection normally removes them;
+        this catches the ones it cannot (no or a wrong-kind ownerReference)."""
+        for ckind, objs in children.items():
+            for o in objs:
+                uid = o["metadata"]["labels"].get(self.prefix + "uid")
+                if uid in live_uids or is_terminating(o):
+                    continue
+                meta = o["metadata"]
+                try:
+                    if self.kube.delete(k.BY_KIND[ckind], meta["namespace"], meta["name"], uid=meta["uid"]):
+                        self.summary.add("leftovers_deleted", f"delete {ckind} {meta['namespace']}/{meta['name']} "
+                                                              f"(owner {self.kind} uid {uid} is gone)")
+                except ApiException as e:
+                    self.summary.errors.append(f"delete leftover {ckind} {meta['name']}: {e.status} {e.reason}")
+
+    # -------------------------------------------------------------- events
+    def _event(self, cr: dict, etype: str, reason: str, message: str) -> None:
+        meta = cr["metadata"]
+        stamp = now_rfc3339()
+        digest = hashlib.sha256(f"{meta['uid']}/{reason}/{message}/{time.time_ns()}".encode()).hexdigest()[:16]
+        body = render(
+            "sedna/event.yaml.j2", name=f"{meta['name']}.{digest}", namespace=meta["namespace"],
+            involved={"apiVersion": API_VERSION, "kind": self.kind, "name": meta["name"],
+                      "namespace": meta["namespace"], "uid": meta["uid"]},
+            type=etype, reason=reason, message=message[:1000], timestamp=stamp,
+        )
+        try:
+            self.kube.create(k.EVENTS, meta["namespace"], body)
+            self.summary.add("events")
+        except ApiException as e:  # an Event is best effort: never fail a reconcile for it
+            log.warning("could not record event %s on %s/%s: %s", reason, meta["namespace"], meta["name"], e)
+
+
+_VERBS = {"Created": "created", "Recreated": "recreated (deleted by hand or lost)",
+          "RolledOut": "rolled out the new spec", "OwnerRepaired": "repaired the ownerReference of",
+          "Removed": "removed"}
+
+
+def reconcile_federated_learning(api: ApiClient, namespaces: list[str] | None = None,
+                                 lc_server: str = DEFAULT_LC_SERVER) -> dict:
+    """One pass over every FederatedLearningJob (in ``namespaces``, or cluster-wide); returns a summary."""
+    return _Pass(api, FL_KIND, lc_server).run(namespaces)
+
+
+def reconcile_joint_inference(api: ApiClient, namespaces: list[str] | None = None,
+                              lc_server: str = DEFAULT_LC_SERVER) -> dict:
+    """One pass over every JointInferenceService (in ``namespaces``, or cluster-wide); returns a summary."""
+    return _Pass(api, JI_KIND, lc_server).run(namespaces)
