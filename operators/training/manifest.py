@@ -1,0 +1,80 @@
+"""The desired training Job as a dict (pure): validated spec + task-instance identity -> template."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import timedelta
+
+from operators.templating import render
+from operators.training.naming import (
+    TaskInstanceKey,
+    is_label_value,
+    job_annotations,
+    job_labels,
+    job_name,
+)
+from operators.training.spec import TrainingJobSpec, label_key
+
+TEMPLATE = "training/job.yaml.j2"
+
+
+def _string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, val in (value or {}).items():
+        label_key(field, key)
+        if not isinstance(val, str) or (label_values and not is_label_value(val)):
+            raise ValueError(f"{field}[{key!r}]={val!r}: is not a valid {'label' if label_values else 'annotation'} value")
+        out[key] = val
+    return out
+
+
+def deadline_seconds(execution_timeout: timedelta | None) -> int | None:
+    if execution_timeout is None:
+        return None
+    seconds = math.ceil(execution_timeout.total_seconds())
+    if seconds <= 0:
+        raise ValueError(f"execution_timeout={execution_timeout!r}: must be positive")
+    return seconds
+
+
+def job_manifest(
+    spec: TrainingJobSpec,
+    key: TaskInstanceKey,
+    *,
+    labels: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    execution_timeout: timedelta | None = None,
+    ttl_seconds_after_finished: int | None = None,
+) -> dict:
+    if ttl_seconds_after_finished is not None and (
+        isinstance(ttl_seconds_after_finished, bool)
+        or not isinstance(ttl_seconds_after_finished, int)
+        or ttl_seconds_after_finished < 0
+    ):
+        raise ValueError(f"ttl_seconds_after_finished={ttl_seconds_after_finished!r}: must be a whole number >= 0")
+    name = job_name(key)
+    return render(
+        TEMPLATE,
+        name=name,
+        namespace=spec.namespace,
+        labels=job_labels(key, name, _string_map("labels", labels, label_values=True)),
+        annotations=job_annotations(key),
+        pod_annotations={**_string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key)},
+        image=spec.image,
+        command=spec.command,
+        env=spec.env,
+        cpu=spec.cpu,
+        memory_gi=spec.memory_gi,
+        gpu=spec.gpu,
+        pvc=spec.pvc,
+        volumes=[
+            {"name": f"vol-{i}", "claim": v.pvc, "mount_path": v.mount_path, "read_only": v.read_only}
+            for i, v in enumerate(spec.volumes)
+        ],
+        online=spec.online,
+        pool_key=spec.pool_key,
+        pool_value=spec.pool_value,
+        active_deadline_seconds=deadline_seconds(execution_timeout),
+        ttl_seconds_after_finished=ttl_seconds_after_finished,
+    )

@@ -1,0 +1,106 @@
+"""Names, labels and annotations that tie a training Job to its Airflow task instance (pure functions).
+
+* The Job name is DNS-1123 (a label, <= 63 chars), unique per (dag, task, run, map index, try):
+  ``<dag>-<task>`` slug (truncated) + ``-<10 hex of the task-instance hash>-t<try>``.
+* Labels are sanitised to label-value rules (they are for selection and display); the
+  ``skiff.io/ti-hash`` label is the lookup key of the task instance across tries: it is what a retry uses
+  to find (and adopt) a Job an earlier try left running.  Truncated/sanitised label values may collide,
+  the hash does not.
+* Annotations keep the raw ids (annotations have no charset or length limit that matters here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+MANAGED_BY = "skiff"
+APP_NAME = "skiff-training"
+
+LABEL_TI_HASH = "skiff.io/ti-hash"
+LABEL_TRY = "skiff.io/try-number"
+LABEL_JOB = "skiff.io/job-name"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_dns_label(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.match(value))
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def is_label_value(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.match(value))
+
+
+def label_value(raw: str) -> str:
+    """``raw`` made a valid label value: invalid characters become ``_``, at most 63 chars, alnum ends."""
+    value = re.sub(r"[^A-Za-z0-9_.-]", "_", str(raw))[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
+
+
+def dns_slug(raw: str, max_len: int) -> str:
+    """Lower-case DNS-label fragment of ``raw`` (may be empty), at most ``max_len`` chars."""
+    slug = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")[:max_len]
+    return slug.strip("-")
+
+
+@dataclass(frozen=True)
+class TaskInstanceKey:
+    dag_id: str
+    task_id: str
+    run_id: str
+    try_number: int
+    map_index: int = -1
+
+    @property
+    def ti_hash(self) -> str:
+        """Stable across tries: identifies the task instance (not the try)."""
+        raw = "\x00".join((self.dag_id, self.task_id, self.run_id, str(self.map_index)))
+        return hashlib.sha256(raw.encode()).hexdigest()[:10]
+
+
+def job_name(key: TaskInstanceKey) -> str:
+    suffix = f"-{key.ti_hash}-t{key.try_number}"
+    slug = dns_slug(f"{key.dag_id}-{key.task_id}", 63 - len(suffix)) or "skiff"
+    return slug + suffix
+
+
+def job_labels(key: TaskInstanceKey, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """User labels first, Skiff's last (a user label can never hide a Job from Skiff's lookup)."""
+    labels = dict(extra or {})
+    labels.update(
+        {
+            "app.kubernetes.io/name": APP_NAME,
+            "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/managed-by": MANAGED_BY,
+            "skiff.io/dag-id": label_value(key.dag_id),
+            "skiff.io/task-id": label_value(key.task_id),
+            "skiff.io/run-id": label_value(key.run_id),
+            LABEL_TRY: str(key.try_number),
+            LABEL_TI_HASH: key.ti_hash,
+            LABEL_JOB: name,
+        }
+    )
+    return labels
+
+
+def job_annotations(key: TaskInstanceKey) -> dict[str, str]:
+    return {
+        "skiff.io/dag-id": key.dag_id,
+        "skiff.io/task-id": key.task_id,
+        "skiff.io/run-id": key.run_id,
+        "skiff.io/map-index": str(key.map_index),
+        "skiff.io/try-number": str(key.try_number),
+    }
+
+
+def ti_selector(key: TaskInstanceKey) -> str:
+    """Label selector for every Job of this task instance, whatever the try."""
+    return f"app.kubernetes.io/managed-by={MANAGED_BY},{LABEL_TI_HASH}={key.ti_hash}"

@@ -1,0 +1,346 @@
+"""``TrainingJobOperator``: one training step as a Kubernetes ``batch/v1`` Job (SPEC §1).
+
+Thin shell around pure parts: ``spec`` validates inputs and builds the command, ``manifest`` renders the Job,
+``failure`` explains failures, ``follow`` watches the Job (in the triggerer by default, or in the worker).
+
+Crash safety (``ResumableJobMixin``) and the decision on reattaching:
+  The Job name contains the try number (``...-t2``), so every try that *creates* a Job creates a new one and a
+  failed try's Job stays inspectable.  A retry first asks the mixin's ``task_state_store`` for the Job the
+  previous try saved: still active -> reattach to it (same uid, nothing created), succeeded -> done, failed or
+  gone -> create this try's Job.  Then, to close the mixin's gap (a worker that died between creating the Job
+  and saving its id), ``submit_job`` looks the task instance's Jobs up by the ``skiff.io/ti-hash`` label
+  (same for every try of this dag/task/run/map-index) and adopts the newest one that is active or succeeded
+  instead of creating a second Job.  An adopted Job keeps its original name (an earlier try number).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from airflow.configuration import conf
+from airflow.providers.common.compat.sdk import AirflowException
+from airflow.sdk import BaseOperator
+from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR
+from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from operators.k8s import DEFAULT_CONN_ID, api_error_message, async_hook, sync_hook
+from operators.training import failure
+from operators.training.follow import FollowSettings, follow_job
+from operators.training.manifest import job_manifest
+from operators.training.naming import TaskInstanceKey, ti_selector
+from operators.training.spec import Volume, build_spec, default_pvc
+from operators.training.trigger import TrainingJobTrigger
+
+DEFAULT_POOL_KEY = "node.netease.com/node-pool"
+DEFAULT_POOL_VALUE = "online"
+
+
+class TrainingJobFailed(AirflowException):
+    """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
+
+    def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None) -> None:
+        self.reason = reason
+        self.log_tail = list(log_tail)
+        self.job = job
+        text = f"Training Job {job} failed: {reason}" if job else f"Training failed: {reason}"
+        if self.log_tail:
+            text += f"\n--- last {len(self.log_tail)} log lines ---\n" + "\n".join(self.log_tail)
+        super().__init__(text)
+
+
+def _seconds(field: str, value: timedelta | float | int | None, *, allow_none: bool) -> float | None:
+    if value is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{field}=None: a duration is required")
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        raise ValueError(f"{field}={value!r}: must be a timedelta or seconds >= 0")
+    return float(seconds)
+
+
+def task_instance_key(context: Mapping[str, Any]) -> TaskInstanceKey:
+    ti = context["ti"]
+    map_index = getattr(ti, "map_index", -1)
+    return TaskInstanceKey(ti.dag_id, ti.task_id, ti.run_id, int(ti.try_number),
+                           -1 if map_index is None else int(map_index))
+
+
+class TrainingJobOperator(ResumableJobMixin, BaseOperator):
+    """Run a training step as a Kubernetes Job and wait for it, streaming its logs into the task log.
+
+    :param image: container image (required).
+    :param entry_path: script to run, relative to ``/root`` (the user's PVC), e.g. ``"recsys/train.py"``;
+        ``None`` runs ``exec_command`` alone.
+    :param work_dir: directory to ``cd`` into first (default ``/root``).
+    :param exec_command: program that runs the entry file: ``"python -u"`` (split once with ``shlex``, never
+        given to a shell) or a list of words.
+    :param run_args: list of arguments appended after the entry file; each arrives in ``sys.argv`` verbatim.
+    :param env: environment variables (dict).
+    :param cpu: cores (``2``, ``0.5`` or ``"500m"``); requests == limits.
+    :param memory: GiB (``4``, ``0.5``); requests == limits.
+    :param gpu: whole number of ``nvidia.com/gpu``; > 0 also adds the GPU toleration.
+    :param pvc: PVC mounted at ``/root``; default: the owner's default PVC ``<owner>-home`` (task ``owner``
+        lower-cased and DNS-sanitised), the convention of Skiff's team queues.
+    :param volumes: extra PVC mounts: ``[Volume(pvc="shared", mount_path="/data", read_only=True)]`` or dicts.
+    :param namespace: the team's queue (namespace); ``skiff_default_args(team=...)`` sets it for a whole DAG.
+    :param online: production task: tolerate the online pool's taint and *prefer* its nodes (falls back to
+        ordinary nodes when the pool is full).  Development/test tasks (False) never tolerate the pool taint.
+    :param online_pool_key / online_pool_value: the pool's label/taint; default from Airflow config
+        ``[skiff] online_pool_key`` / ``online_pool_value`` (``node.netease.com/node-pool`` / ``online``).
+    :param pod_annotations / labels: added to the pod / Job (Skiff's own labels always win).
+    :param ttl_seconds_after_finished: Kubernetes deletes the finished Job after this long (None: never).
+    :param kubernetes_conn_id: Kubernetes connection (in-cluster, kubeconfig path or kubeconfig in extras).
+    :param deferrable: wait in the triggerer (default) instead of holding a worker slot.
+    :param pod_discovery_timeout: how long the Job may exist without any pod before the task fails.
+    :param quota_wait: how long a ResourceQuota refusal may last before the task fails with the quota
+        message (default 0: fail at once); ``None`` waits for quota as long as the task may run.
+    :param unschedulable_timeout: how long a pod may stay unschedulable (no node fits) before failing.
+
+    ``execution_timeout`` becomes the Job's ``activeDeadlineSeconds``; ``backoffLimit`` is 0 because retries
+    (with exponential back-off) are Airflow's.
+    """
+
+    template_fields: Sequence[str] = (
+        "image", "entry_path", "work_dir", "exec_command", "run_args", "env", "cpu", "memory", "gpu", "pvc",
+        "namespace", "labels", "pod_annotations",
+    )
+    template_fields_renderers = {"env": "json", "run_args": "json", "labels": "json", "pod_annotations": "json"}
+    ui_color = "#d8ecf3"
+    external_id_key = "skiff_training_job"
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        entry_path: str | None = None,
+        work_dir: str = "/root",
+        exec_command: str | Sequence[str] = "python",
+        run_args: Sequence[Any] = (),
+        env: Mapping[str, Any] | None = None,
+        cpu: float | int | str = 1,
+        memory: float | int | str = 2,
+        gpu: int = 0,
+        pvc: str | None = None,
+        volumes: Sequence[Volume | Mapping[str, Any]] | None = None,
+        namespace: str = "default",
+        online: bool = False,
+        online_pool_key: str | None = None,
+        online_pool_value: str | None = None,
+        pod_annotations: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        ttl_seconds_after_finished: int | None = 86400,
+        kubernetes_conn_id: str = DEFAULT_CONN_ID,
+        deferrable: bool = True,
+        pod_discovery_timeout: timedelta | float = timedelta(minutes=5),
+        quota_wait: timedelta | float | None = timedelta(0),
+        unschedulable_timeout: timedelta | float | None = timedelta(minutes=30),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.image = image
+        self.entry_path = entry_path
+        self.work_dir = work_dir
+        self.exec_command = exec_command
+        self.run_args = list(run_args) if not isinstance(run_args, str) else run_args
+        self.env = dict(env or {})
+        self.cpu = cpu
+        self.memory = memory
+        self.gpu = gpu
+        self.pvc = pvc
+        self.volumes = list(volumes or [])
+        self.namespace = namespace
+        self.online = online
+        self.online_pool_key = online_pool_key
+        self.online_pool_value = online_pool_value
+        self.pod_annotations = dict(pod_annotations or {})
+        self.labels = dict(labels or {})
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.deferrable = deferrable
+        self.follow_settings = FollowSettings(
+            pod_discovery_timeout=_seconds("pod_discovery_timeout", pod_discovery_timeout, allow_none=False),
+            quota_wait=_seconds("quota_wait", quota_wait, allow_none=True),
+            unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
+        )
+        self._job_ref: dict | None = None
+        if not _has_jinja(self):
+            self.build_manifest(TaskInstanceKey("dag", "task", "run", 1))  # fail at DAG parse, not at run
+
+    # ---- pure: inputs -> desired Job ---------------------------------------------------------------------
+    def build_manifest(self, key: TaskInstanceKey) -> dict:
+        spec = build_spec(
+            image=self.image, namespace=self.namespace, work_dir=self.work_dir, exec_command=self.exec_command,
+            entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
+            gpu=self.gpu, pvc=self.pvc if self.pvc is not None else default_pvc(self.owner),
+            volumes_=self.volumes, online=self.online,
+            pool_key=self.online_pool_key or conf.get("skiff", "online_pool_key", fallback=DEFAULT_POOL_KEY),
+            pool_value=self.online_pool_value or conf.get("skiff", "online_pool_value", fallback=DEFAULT_POOL_VALUE),
+        )
+        return job_manifest(spec, key, labels=self.labels, pod_annotations=self.pod_annotations,
+                            execution_timeout=self.execution_timeout,
+                            ttl_seconds_after_finished=self.ttl_seconds_after_finished)
+
+    # ---- ResumableJobMixin ------------------------------------------------------------------------------------
+    def execute(self, context):
+        self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
+        return self.execute_resumable(context)
+
+    def _batch(self) -> k8s.BatchV1Api:
+        return k8s.BatchV1Api(sync_hook(self.kubernetes_conn_id).get_conn())
+
+    def get_job_status(self, external_id, context) -> str:
+        try:
+            job = self._batch().read_namespaced_job(external_id["name"], external_id["namespace"])
+        except ApiException as exc:
+            if exc.status == 404:
+                return "gone"
+            raise AirflowException(f"cannot read Job {external_id}: {api_error_message(exc)}") from exc
+        if external_id.get("uid") and job.metadata.uid != external_id["uid"]:
+            return "gone"  # same name, another object: not ours to reattach to
+        return failure.job_state(job.to_dict(serialize=True))
+
+    def is_job_active(self, status: str) -> bool:
+        return status == "active"
+
+    def is_job_succeeded(self, status: str) -> bool:
+        return status == "succeeded"
+
+    def submit_job(self, context) -> dict:
+        manifest = self._manifest
+        namespace = manifest["metadata"]["namespace"]
+        hook = sync_hook(self.kubernetes_conn_id)
+        api = hook.get_conn()
+        batch, core = k8s.BatchV1Api(api), k8s.CoreV1Api(api)
+        adopted = self._find_adoptable(batch, namespace, task_instance_key(context))
+        if adopted:
+            self.log.info("Adopting Job %s/%s (uid %s) left by an earlier try instead of creating another",
+                          namespace, adopted["name"], adopted["uid"])
+            self._job_ref = adopted
+            return adopted
+        self._check_claims(core, manifest)
+        try:
+            created = batch.create_namespaced_job(namespace, manifest)
+        except ApiException as exc:
+            if exc.status == 409:  # this very try already created it (e.g. re-run after a crash): adopt it
+                created = batch.read_namespaced_job(manifest["metadata"]["name"], namespace)
+            else:
+                raise AirflowException(
+                    f"cannot create Job {namespace}/{manifest['metadata']['name']}: {api_error_message(exc)}"
+                ) from exc
+        self._job_ref = {"namespace": namespace, "name": created.metadata.name, "uid": created.metadata.uid}
+        self.log.info("Created Job %s/%s (uid %s)", namespace, created.metadata.name, created.metadata.uid)
+        return self._job_ref
+
+    def _find_adoptable(self, batch: k8s.BatchV1Api, namespace: str, key: TaskInstanceKey) -> dict | None:
+        jobs = batch.list_namespaced_job(namespace, label_selector=ti_selector(key)).items
+        jobs.sort(key=lambda j: j.metadata.creation_timestamp, reverse=True)
+        for job in jobs:
+            if job.metadata.deletion_timestamp is None and failure.job_state(job.to_dict(serialize=True)) in (
+                "active", "succeeded"
+            ):
+                return {"namespace": namespace, "name": job.metadata.name, "uid": job.metadata.uid}
+        return None
+
+    def _check_claims(self, core: k8s.CoreV1Api, manifest: dict) -> None:
+        namespace = manifest["metadata"]["namespace"]
+        for volume in manifest["spec"]["template"]["spec"]["volumes"]:
+            claim = volume["persistentVolumeClaim"]["claimName"]
+            field = "pvc" if volume["name"] == "root-dir" else f"volumes[{int(volume['name'][4:])}].pvc"
+            try:
+                core.read_namespaced_persistent_volume_claim(claim, namespace)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise ValueError(f"{field}={claim!r}: no such PersistentVolumeClaim in namespace "
+                                     f"{namespace!r}") from exc
+                raise AirflowException(f"cannot check PVC {namespace}/{claim}: {api_error_message(exc)}") from exc
+
+    def poll_until_complete(self, external_id, context) -> None:
+        self._job_ref = external_id
+        if self.deferrable:
+            self.defer(
+                trigger=TrainingJobTrigger(namespace=external_id["namespace"], name=external_id["name"],
+                                           uid=external_id.get("uid"), kubernetes_conn_id=self.kubernetes_conn_id,
+                                           settings=self.follow_settings.to_dict()),
+                method_name="execute_complete",
+                timeout=self._defer_timeout(context),
+            )
+        hook = sync_hook(self.kubernetes_conn_id)
+        extras = hook.conn_extras
+
+        async def _follow() -> dict:
+            async with async_hook(self.kubernetes_conn_id, connection_extras=extras).get_conn() as api:
+                return await follow_job(api, external_id["namespace"], external_id["name"], self.follow_settings,
+                                        lambda line: self.log.info("%s", line))
+
+        self._finish(asyncio.run(_follow()))
+
+    def get_job_result(self, external_id, context) -> dict:
+        return {k: external_id.get(k) for k in ("namespace", "name", "uid")}
+
+    def _defer_timeout(self, context) -> timedelta | None:
+        if self.execution_timeout is None:
+            return None
+        start = getattr(context.get("ti"), "start_date", None)
+        elapsed = (time.time() - start.timestamp()) if start else 0.0
+        # a minute of grace: the Job's own activeDeadlineSeconds should end it first, with a clearer reason
+        return max(self.execution_timeout - timedelta(seconds=elapsed), timedelta(0)) + timedelta(minutes=1)
+
+    # ---- results, kill, timeout -----------------------------------------------------------------------------
+    def execute_complete(self, context, event: dict) -> dict:
+        self._job_ref = {k: event.get(k) for k in ("namespace", "name", "uid")}
+        self._finish(event)
+        return self.get_job_result(self._job_ref, context)
+
+    def _finish(self, result: dict) -> None:
+        job = f"{result['namespace']}/{result['name']}"
+        if result["status"] == "success":
+            self.log.info("Job %s succeeded", job)
+            return
+        if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery"):
+            # the Job is still active but can never progress on its own: remove it (and any pending pod)
+            self._delete_job(result["namespace"], result["name"])
+        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job)
+
+    def _delete_job(self, namespace: str, name: str) -> None:
+        try:
+            self._batch().delete_namespaced_job(name, namespace, propagation_policy="Background")
+            self.log.info("Deleted Job %s/%s (propagation Background)", namespace, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                self.log.warning("Could not delete Job %s/%s: %s", namespace, name, api_error_message(exc))
+
+    def on_kill(self) -> None:
+        """Sync mode: the task was killed or timed out: delete the Job (its pods go with it)."""
+        if self._job_ref:
+            self._delete_job(self._job_ref["namespace"], self._job_ref["name"])
+
+    def resume_execution(self, next_method: str, next_kwargs: dict | None, context):
+        if next_method == TRIGGER_FAIL_REPR:
+            # the trigger timed out (execution_timeout) or crashed: stop this task instance's active Jobs
+            key = task_instance_key(context)
+            batch = self._batch()
+            for job in batch.list_namespaced_job(self.namespace, label_selector=ti_selector(key)).items:
+                if failure.job_state(job.to_dict(serialize=True)) == "active":
+                    self._delete_job(self.namespace, job.metadata.name)
+        return super().resume_execution(next_method, next_kwargs, context)
+
+
+def _has_jinja(op: TrainingJobOperator) -> bool:
+    def walk(value: Any) -> bool:
+        if isinstance(value, str):
+            return "{{" in value or "{%" in value
+        if isinstance(value, Mapping):
+            return any(walk(k) or walk(v) for k, v in value.items())
+        if isinstance(value, list | tuple):
+            return any(walk(v) for v in value)
+        # numbers, None, Volume are static; anything else (an XComArg, a callable...) is resolved at run time
+        return not isinstance(value, int | float | Volume | None)
+
+    return any(walk(getattr(op, f, None)) for f in op.template_fields)

@@ -1,0 +1,266 @@
+"""Validate a training step's inputs and build its container command (pure functions, no I/O).
+
+Every check raises ``ValueError`` naming the field and the offending value, so a bad DAG fails before
+anything is written to the cluster.
+
+The command is injection-proof by construction.  SPEC §1's
+``/bin/bash -ic "cd ${workDir} && ${execCommand} /root/${entryPath} ${runArgs}"`` becomes the argv list::
+
+    ["/bin/bash", "-ic", 'cd -- "$1" && shift && exec "$@"', "skiff", work_dir, *exec_command,
+     "/root/" + entry_path, *run_args]
+
+The bash script is a constant; user values only ever arrive as positional parameters and are expanded
+quoted (``"$1"``, ``"$@"``), which bash never re-parses, so no value can inject shell.  ``-i`` is kept from
+the reference so the user's ``/root/.bashrc`` (on their PVC: conda, PATH...) is still loaded.
+``exec_command`` is the program (and options) that runs the entry file: a list of argv words, or a string
+split ONCE with ``shlex.split`` (``"python -u"`` -> ``["python", "-u"]``); it is never evaluated by a shell.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
+
+SHELL = "/bin/bash"
+SCRIPT = 'cd -- "$1" && shift && exec "$@"'
+ARGV0 = "skiff"  # $0 of the script, shows in bash error messages
+ROOT_MOUNT = "/root"
+
+_CPU = re.compile(r"^(\d+(\.\d+)?|\.\d+)m?$")
+_NUMBER = re.compile(r"^(\d+(\.\d+)?|\.\d+)$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_LABEL_KEY_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+
+
+def _bad(field: str, value: Any, why: str) -> ValueError:
+    return ValueError(f"{field}={value!r}: {why}")
+
+
+@dataclass(frozen=True)
+class Volume:
+    """An extra PVC mounted into the training container (read-only unless ``read_only=False``)."""
+
+    pvc: str
+    mount_path: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class TrainingJobSpec:
+    """Validated, normalised inputs of one training Job (what the template needs besides identity)."""
+
+    image: str
+    namespace: str
+    command: list[str]
+    env: dict[str, str]
+    cpu: str
+    memory_gi: str
+    gpu: int
+    pvc: str
+    volumes: tuple[Volume, ...]
+    online: bool
+    pool_key: str
+    pool_value: str
+
+
+def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _bad(field, value, "must be a string")
+    text = str(value)
+    if not allow_empty and not text:
+        raise _bad(field, value, "must not be empty")
+    if "\x00" in text:
+        raise _bad(field, value, "must not contain a NUL byte (it cannot be passed to a process)")
+    return text
+
+
+def _number_text(value: float | int) -> str:
+    if isinstance(value, int):
+        return str(value)
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def cpu_quantity(value: Any) -> str:
+    """``2`` / ``0.5`` / ``"500m"`` -> a Kubernetes cpu quantity string; > 0."""
+    if isinstance(value, bool):
+        raise _bad("cpu", value, "must be a positive number of cores or a quantity like '500m'")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value <= 0:
+            raise _bad("cpu", value, "must be a positive number of cores")
+        return _number_text(value)
+    if isinstance(value, str) and _CPU.match(value.strip()):
+        text = value.strip()
+        if float(text.rstrip("m")) <= 0:
+            raise _bad("cpu", value, "must be positive")
+        return text
+    raise _bad("cpu", value, "must be a positive number of cores or a quantity like '500m'")
+
+
+def memory_gi(value: Any) -> str:
+    """Memory in GiB (``4``, ``0.5``, ``"16"``) -> the number as text (the template appends ``Gi``); > 0."""
+    if isinstance(value, bool):
+        raise _bad("memory", value, "must be a positive number of GiB")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value <= 0:
+            raise _bad("memory", value, "must be a positive number of GiB")
+        return _number_text(value)
+    if isinstance(value, str) and _NUMBER.match(value.strip()):
+        if float(value) <= 0:
+            raise _bad("memory", value, "must be a positive number of GiB")
+        return value.strip()
+    raise _bad("memory", value, "must be a positive number of GiB (e.g. 4 or '0.5')")
+
+
+def gpu_count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _bad("gpu", value, "must be a whole number of GPUs >= 0")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise _bad("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
+    if value < 0:
+        raise _bad("gpu", value, "must be >= 0")
+    return value
+
+
+def exec_argv(value: Any) -> list[str]:
+    if isinstance(value, str):
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise _bad("exec_command", value, f"cannot be split into words ({exc})") from exc
+    elif isinstance(value, Sequence):
+        words = [_text(f"exec_command[{i}]", w, allow_empty=True) for i, w in enumerate(value)]
+    else:
+        raise _bad("exec_command", value, "must be a string like 'python -u' or a list of words")
+    if not words or not words[0]:
+        raise _bad("exec_command", value, "must name a program")
+    for word in words:
+        _text("exec_command", word, allow_empty=True)
+    return words
+
+
+def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: Any) -> list[str]:
+    """The container argv (see module docstring): user values are positional parameters, never code."""
+    work = _text("work_dir", work_dir)
+    argv = exec_argv(exec_command)
+    if entry_path is not None:
+        argv.append(f"{ROOT_MOUNT}/{_text('entry_path', entry_path)}")
+    if isinstance(run_args, str | bytes) or not isinstance(run_args, Sequence):
+        raise _bad("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
+    argv.extend(_text(f"run_args[{i}]", a, allow_empty=True) for i, a in enumerate(run_args))
+    return [SHELL, "-ic", SCRIPT, ARGV0, work, *argv]
+
+
+def env_vars(env: Any) -> dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        raise _bad("env", env, "must be a dict of NAME -> value")
+    out = {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise _bad("env", name, "is not a valid environment variable name")
+        if value is None:
+            raise _bad(f"env[{name}]", value, "must be a string")
+        out[name] = _text(f"env[{name}]", value, allow_empty=True)
+    return out
+
+
+def image_ref(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad("image", value, "an image is required, e.g. 'registry/team/train:1.2'")
+    if value != value.strip() or any(c.isspace() for c in value):
+        raise _bad("image", value, "must not contain whitespace")
+    return value
+
+
+def volumes(value: Any) -> tuple[Volume, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, Mapping | str) or not isinstance(value, Sequence):
+        raise _bad("volumes", value, "must be a list of Volume(pvc=..., mount_path=..., read_only=...)")
+    out: list[Volume] = []
+    paths = {ROOT_MOUNT}
+    for i, item in enumerate(value):
+        vol = Volume(**item) if isinstance(item, Mapping) else item
+        if not isinstance(vol, Volume):
+            raise _bad(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")
+        if not is_dns_subdomain(vol.pvc):
+            raise _bad(f"volumes[{i}].pvc", vol.pvc, "is not a valid PVC name (DNS-1123 subdomain)")
+        path = _text(f"volumes[{i}].mount_path", vol.mount_path)
+        if not path.startswith("/") or ":" in path:
+            raise _bad(f"volumes[{i}].mount_path", path, "must be an absolute path without ':'")
+        if path.rstrip("/") in paths:
+            raise _bad(f"volumes[{i}].mount_path", path, "is already mounted (/root is the home PVC)")
+        paths.add(path.rstrip("/"))
+        if not isinstance(vol.read_only, bool):
+            raise _bad(f"volumes[{i}].read_only", vol.read_only, "must be true or false")
+        out.append(vol)
+    return tuple(out)
+
+
+def default_pvc(owner: str) -> str:
+    """The user's default PVC convention: ``<owner>-home`` (owner lower-cased, DNS-sanitised)."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", (owner or "airflow").lower()).strip("-")[:58] or "airflow"
+    return f"{slug}-home"
+
+
+def label_key(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise _bad(field, value, "must be a label key like 'node.example.com/pool'")
+    prefix, _, name = value.rpartition("/")
+    if (prefix and not is_dns_subdomain(prefix)) or len(name) > 63 or not _LABEL_KEY_NAME.match(name):
+        raise _bad(field, value, "is not a valid label key")
+    return value
+
+
+def build_spec(
+    *,
+    image: Any,
+    namespace: Any,
+    work_dir: Any,
+    exec_command: Any,
+    entry_path: Any,
+    run_args: Any,
+    env: Any,
+    cpu: Any,
+    memory: Any,
+    gpu: Any,
+    pvc: Any,
+    volumes_: Any,
+    online: Any,
+    pool_key: Any,
+    pool_value: Any,
+) -> TrainingJobSpec:
+    if not is_dns_label(namespace):
+        raise _bad("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
+    if not is_dns_subdomain(pvc):
+        raise _bad("pvc", pvc, "is not a valid PVC name (DNS-1123 subdomain)")
+    if not isinstance(online, bool):
+        raise _bad("online", online, "must be true or false")
+    if not is_label_value(pool_value) or not pool_value:
+        raise _bad("online_pool_value", pool_value, "is not a valid label value")
+    return TrainingJobSpec(
+        image=image_ref(image),
+        namespace=namespace,
+        command=build_command(work_dir, exec_command, entry_path, run_args),
+        env=env_vars(env),
+        cpu=cpu_quantity(cpu),
+        memory_gi=memory_gi(memory),
+        gpu=gpu_count(gpu),
+        pvc=pvc,
+        volumes=volumes(volumes_),
+        online=online,
+        pool_key=label_key("online_pool_key", pool_key),
+        pool_value=pool_value,
+    )

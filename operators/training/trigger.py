@@ -1,0 +1,64 @@
+"""The deferrable half of ``TrainingJobOperator``: runs in the triggerer, watches the Job and streams its logs.
+
+Importable from the installed ``operators`` package (the triggerer imports triggers by class path).
+Log lines go through ``self.log``, which Airflow 3 writes into the task's log while the task is deferred.
+``on_kill`` (Airflow 3.3: a user marked/cleared the deferred task) deletes the Job, propagation Background, so
+its pods go too; ``cleanup`` only releases local resources (it also runs on triggerer restarts, when the Job
+must keep running).  A trigger *timeout* (execution_timeout) is handled worker-side in
+``TrainingJobOperator.resume_execution``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from operators.k8s import DEFAULT_CONN_ID, async_hook
+from operators.training.follow import FollowSettings, follow_job
+
+
+class TrainingJobTrigger(BaseTrigger):
+    def __init__(self, *, namespace: str, name: str, uid: str | None = None,
+                 kubernetes_conn_id: str = DEFAULT_CONN_ID, settings: dict | None = None) -> None:
+        super().__init__()
+        self.namespace = namespace
+        self.name = name
+        self.uid = uid
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.settings = settings or {}
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"namespace": self.namespace, "name": self.name, "uid": self.uid,
+             "kubernetes_conn_id": self.kubernetes_conn_id, "settings": self.settings},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = async_hook(self.kubernetes_conn_id)
+        self.log.info("Watching Job %s/%s and streaming its pods' logs", self.namespace, self.name)
+        async with hook.get_conn() as api:
+            result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
+                                      lambda line: self.log.info("%s", line))
+        yield TriggerEvent(result)
+
+    async def on_kill(self) -> None:
+        await delete_job(async_hook(self.kubernetes_conn_id), self.namespace, self.name, log=self.log)
+
+
+async def delete_job(hook, namespace: str, name: str, *, log=None) -> bool:
+    """Delete the Job and (Background propagation) its pods; False if it was already gone."""
+    async with hook.get_conn() as api:
+        try:
+            await k8s.BatchV1Api(api).delete_namespaced_job(name, namespace, propagation_policy="Background")
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+    if log is not None:
+        log.info("Deleted Job %s/%s (propagation Background)", namespace, name)
+    return True
