@@ -1,0 +1,38 @@
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE]`: kubesim as a process.
+
+Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from kubesim.server import KubeSim
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kubesim", description=__doc__)
+    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
+    parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig for this server")
+    parser.add_argument("--nodes", default=None, help="a nodes file (see kubesim/nodes.py) instead of the defaults")
+    parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
+    args = parser.parse_args(argv)
+
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port).start()
+    try:
+        sim.write_kubeconfig(args.kubeconfig)
+        print(f"kubesim ready {sim.url}", flush=True)
+        while not done.wait(0.5):
+            pass
+    finally:
+        sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""ApiError and the `Status` bodies kube-apiserver returns for failures."""
+from __future__ import annotations
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class ApiError(Exception):
+    """A failure that becomes a `Status` body with `code` as the HTTP status."""
+
+    def __init__(self, code: int, message: str, reason: str | None = None, *, name: str | None = None,
+                 group: str | None = None, kind: str | None = None, causes: list[dict] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.reason = reason or REASONS.get(code, "Unknown")
+        self.details: dict = {}
+        if name is not None:
+            self.details["name"] = name
+        if group:         # the real server omits the empty core group
+            self.details["group"] = group
+        if kind is not None:
+            self.details["kind"] = kind
+        if causes:
+            self.details["causes"] = causes
+
+    def status(self) -> dict:
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details:
+            body["details"] = dict(self.details)
+        return body
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.code}, {self.reason}, {self.message!r})"
+
+
+def _qualified(rt) -> str:
+    """`pods`, `deployments.apps`: how the real server names a resource in messages."""
+    return rt.plural if not rt.group else f"{rt.plural}.{rt.group}"
+
+
+def not_found(rt, name: str) -> ApiError:
+    return ApiError(404, f'{_qualified(rt)} "{name}" not found', "NotFound", name=name, group=rt.group,
+                    kind=rt.plural)
+
+
+def namespace_not_found(name: str) -> ApiError:
+    return ApiError(404, f'namespaces "{name}" not found', "NotFound", name=name, group="", kind="namespaces")
+
+
+def already_exists(rt, name: str) -> ApiError:
+    return ApiError(409, f'{_qualified(rt)} "{name}" already exists', "AlreadyExists", name=name,
+                    group=rt.group, kind=rt.plural)
+
+
+def conflict(rt, name: str, why: str = "the object has been modified; please apply your changes to the "
+             "latest version and try again") -> ApiError:
+    return ApiError(409, f'Operation cannot be fulfilled on {_qualified(rt)} "{name}": {why}', "Conflict",
+                    name=name, group=rt.group, kind=rt.plural)
+
+
+def invalid(rt, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
+    """causes: (field, reason type e.g. 'FieldValueRequired', message e.g. 'Required value')."""
+    parts = [f"{field}: {msg}" for field, _t, msg in causes]
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return ApiError(422, f'{rt.kind} "{name}" is invalid: {text}', "Invalid", name=name, group=rt.group,
+                    kind=rt.kind,
+                    causes=[{"reason": t, "message": m, "field": f} for f, t, m in causes])
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message, "BadRequest")
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(410, message, "Expired")

@@ -1,0 +1,93 @@
+"""pytest fixtures for kubesim (registered by `pytest_plugins = ["kubesim.testing"]` in tests/conftest.py).
+
+- `kubesim_server` (session): one KubeSim started for the whole run.
+- `kubesim` (function): the same server, reset to a fresh cluster before the test.
+- `kubeconfig` (session): a kubeconfig file path for it.
+- `k8s`: a `kubernetes.client.ApiClient` for it; `k8s_async`: a `kubernetes_asyncio` ApiClient.
+- `async_api_client(url)`: an async context manager giving a `kubernetes_asyncio` ApiClient.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import asynccontextmanager
+
+import pytest
+
+from kubesim.server import KubeSim
+
+
+def sync_api_client(url: str):
+    import kubernetes.client
+    cfg = kubernetes.client.Configuration()
+    cfg.host = url
+    return kubernetes.client.ApiClient(cfg)
+
+
+@asynccontextmanager
+async def async_api_client(url: str):
+    from kubernetes_asyncio import client
+    cfg = client.Configuration()
+    cfg.host = url
+    api = client.ApiClient(cfg)
+    try:
+        yield api
+    finally:
+        await api.close()
+
+
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
+    """Poll `predicate()` until truthy (returned) or raise TimeoutError: never a bare sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
+    """`wait_until` for async tests; `predicate` may be sync or async."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def kubesim_server():
+    sim = KubeSim().start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def kubesim(kubesim_server):
+    kubesim_server.reset()
+    yield kubesim_server
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(kubesim_server, tmp_path_factory):
+    return str(kubesim_server.write_kubeconfig(tmp_path_factory.mktemp("kubesim") / "kubeconfig"))
+
+
+@pytest.fixture
+def k8s(kubesim):
+    api = sync_api_client(kubesim.url)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+async def k8s_async(kubesim):
+    async with async_api_client(kubesim.url) as api:
+        yield api

@@ -1,0 +1,145 @@
+"""Run kubesim API tests through both clients: `kubernetes` (sync) and `kubernetes_asyncio`."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import kubernetes
+import kubernetes_asyncio
+import pytest
+
+from kubesim.testing import async_api_client, sync_api_client
+
+API_EXCEPTIONS = (kubernetes.client.exceptions.ApiException, kubernetes_asyncio.client.exceptions.ApiException)
+
+
+class Events(list):
+    """Watch events collected in the background: (type, object model) pairs."""
+
+    async def wait_for(self, predicate, timeout: float = 10.0):
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"watch condition not met within {timeout} s; got {self.summary()}")
+            await asyncio.sleep(0.01)
+        return self
+
+    def summary(self):
+        return [(t, getattr(getattr(o, "metadata", None), "name", o)) for t, o in self]
+
+
+class Kube:
+    """One client flavour behind one async interface: `await kube.api("CoreV1Api").list_namespace()`."""
+
+    def __init__(self, flavour: str, sync_client, async_client):
+        self.flavour = flavour
+        self.sync_client, self.async_client = sync_client, async_client
+        self.client = sync_client if flavour == "kubernetes" else async_client
+
+    def api(self, name: str):
+        if self.flavour == "kubernetes":
+            target = getattr(kubernetes.client, name)(self.sync_client)
+
+            class _Sync:
+                def __getattr__(self, attr):
+                    fn = getattr(target, attr)
+
+                    async def call(*a, **kw):
+                        return fn(*a, **kw)
+                    return call
+            return _Sync()
+        return getattr(kubernetes_asyncio.client, name)(self.async_client)
+
+    async def error(self, coro) -> tuple[int, dict]:
+        """Await a call that must fail; return (HTTP status, Status body)."""
+        import json
+        with pytest.raises(API_EXCEPTIONS) as info:
+            await coro
+        return info.value.status, json.loads(info.value.body)
+
+    def watching(self, api_name: str, method: str, *args, **kwargs):
+        return _Watching(self, api_name, method, args, kwargs)
+
+
+class _Watching:
+    """`async with kube.watching("CoreV1Api", "list_namespaced_pod", "default") as events:`"""
+
+    def __init__(self, kube: Kube, api_name, method, args, kwargs):
+        self.kube, self.api_name, self.method, self.args, self.kwargs = kube, api_name, method, args, kwargs
+        self.events = Events()
+        self.ended = threading.Event()
+        self.error: BaseException | None = None
+
+    async def __aenter__(self) -> Events:
+        if self.kube.flavour == "kubernetes":
+            api = getattr(kubernetes.client, self.api_name)(self.kube.sync_client)
+            self.watch = kubernetes.watch.Watch()
+
+            def run():
+                try:
+                    for ev in self.watch.stream(getattr(api, self.method), *self.args, **self.kwargs):
+                        self.events.append((ev["type"], ev["object"]))
+                except BaseException as e:   # surfaced to the test via .error
+                    self.error = e
+                finally:
+                    self.ended.set()
+            threading.Thread(target=run, daemon=True).start()
+        else:
+            api = getattr(kubernetes_asyncio.client, self.api_name)(self.kube.async_client)
+            self.watch = kubernetes_asyncio.watch.Watch()
+
+            async def run():
+                try:
+                    async for ev in self.watch.stream(getattr(api, self.method), *self.args, **self.kwargs):
+                        self.events.append((ev["type"], ev["object"]))
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as e:
+                    self.error = e
+                finally:
+                    self.ended.set()
+            self.task = asyncio.create_task(run())
+        self.events.ctx = self
+        return self.events
+
+    async def __aexit__(self, *exc):
+        self.watch.stop()
+        if self.kube.flavour != "kubernetes":
+            self.task.cancel()
+            try:
+                await self.task
+            except (asyncio.CancelledError, Exception):
+                pass
+        return False
+
+
+@pytest.fixture(params=["kubernetes", "kubernetes_asyncio"])
+async def kube(request, kubesim):
+    sync = sync_api_client(kubesim.url)
+    async with async_api_client(kubesim.url) as aclient:
+        yield Kube(request.param, sync, aclient)
+    sync.close()
+
+
+def pod(name: str | None = None, labels: dict | None = None, **spec) -> dict:
+    md = {"name": name} if name else {"generateName": "p-"}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md,
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], **spec}}
+
+
+def configmap(name: str, data: dict | None = None, labels: dict | None = None) -> dict:
+    md = {"name": name}
+    if labels:
+        md["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data or {"k": "v"}}
+
+
+def deployment(name: str, replicas: int = 1) -> dict:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}

@@ -1,0 +1,322 @@
+"""kube-apiserver verbs and server-set metadata, through both clients."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.kubesim.conftest import configmap, deployment, pod
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_create_get_list_replace_delete_pod(kube):
+    """create → 201 with the object; get/list return it; replace updates it; delete removes it (get → 404)."""
+    core = kube.api("CoreV1Api")
+    created = await core.create_namespaced_pod("default", pod("web", labels={"app": "web"}))
+    assert created.metadata.name == "web" and created.metadata.namespace == "default"
+    got = await core.read_namespaced_pod("web", "default")
+    assert got.metadata.uid == created.metadata.uid
+    listed = await core.list_namespaced_pod("default")
+    assert [p.metadata.name for p in listed.items] == ["web"]
+    assert int(listed.metadata.resource_version) >= int(created.metadata.resource_version)
+    got.metadata.labels["tier"] = "front"
+    replaced = await core.replace_namespaced_pod("web", "default", got)
+    assert replaced.metadata.labels == {"app": "web", "tier": "front"}
+    assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
+    await core.delete_namespaced_pod("web", "default")
+    status, body = await kube.error(core.read_namespaced_pod("web", "default"))
+    assert status == 404 and body["message"] == 'pods "web" not found'
+
+
+async def test_server_sets_uid_timestamp_resource_version_generation(kube):
+    """uid (a UUID), creationTimestamp (RFC 3339), resourceVersion (a global increasing integer, as a
+    string) and generation 1 are set by the server on create; client-sent values are ignored."""
+    core = kube.api("CoreV1Api")
+    body = configmap("a")
+    body["metadata"].update(uid="mine", resourceVersion="", generation=7)
+    a = await core.create_namespaced_config_map("default", body)
+    b = await core.create_namespaced_config_map("default", configmap("b"))
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", a.metadata.uid)
+    assert a.metadata.uid != b.metadata.uid
+    assert a.metadata.creation_timestamp is not None
+    assert a.metadata.generation == 1
+    assert int(b.metadata.resource_version) > int(a.metadata.resource_version)
+
+
+async def test_generate_name(kube):
+    """generateName: the server appends 5 random [a-z0-9] characters; name takes precedence if given."""
+    core = kube.api("CoreV1Api")
+    names = {(await core.create_namespaced_pod("default", pod())).metadata.name for _ in range(5)}
+    assert len(names) == 5
+    assert all(re.fullmatch(r"p-[a-z0-9]{5}", n) for n in names)
+
+
+async def test_name_required(kube):
+    """No name and no generateName → 422 Invalid naming metadata.name."""
+    core = kube.api("CoreV1Api")
+    body = configmap("x")
+    del body["metadata"]["name"]
+    status, err = await kube.error(core.create_namespaced_config_map("default", body))
+    assert status == 422 and err["reason"] == "Invalid"
+    assert "metadata.name: Required value: name or generateName is required" in err["message"]
+
+
+@pytest.mark.parametrize("kind,name", [("config_map", "Bad_Name"), ("namespace", "a.b"), ("service", "1abc")])
+async def test_invalid_names(kube, kind, name):
+    """Names must be DNS-1123 subdomains (most kinds), DNS-1123 labels (namespaces) or DNS-1035 labels
+    (services) → otherwise 422 Invalid, naming the field and the value."""
+    core = kube.api("CoreV1Api")
+    if kind == "config_map":
+        call = core.create_namespaced_config_map("default", configmap(name))
+    elif kind == "namespace":
+        call = core.create_namespace({"metadata": {"name": name}})
+    else:
+        call = core.create_namespaced_service("default", {"metadata": {"name": name},
+                                                          "spec": {"ports": [{"port": 80}]}})
+    status, err = await kube.error(call)
+    assert status == 422 and err["reason"] == "Invalid"
+    assert f'metadata.name: Invalid value: "{name}"' in err["message"]
+
+
+async def test_already_exists(kube):
+    """Creating an existing name → 409 AlreadyExists `pods "x" already exists`."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespaced_pod("default", pod("dup"))
+    status, err = await kube.error(core.create_namespaced_pod("default", pod("dup")))
+    assert (status, err["reason"], err["message"]) == (409, "AlreadyExists", 'pods "dup" already exists')
+    assert err["details"] == {"name": "dup", "kind": "pods"}
+
+
+async def test_stale_resource_version_conflict(kube):
+    """PUT with a resourceVersion that is no longer current → 409 Conflict with the real message."""
+    core = kube.api("CoreV1Api")
+    first = await core.create_namespaced_config_map("default", configmap("c"))
+    fresh = await core.read_namespaced_config_map("c", "default")
+    fresh.data = {"k": "v2"}
+    await core.replace_namespaced_config_map("c", "default", fresh)
+    first.data = {"k": "v3"}
+    status, err = await kube.error(core.replace_namespaced_config_map("c", "default", first))
+    assert status == 409 and err["reason"] == "Conflict"
+    assert err["message"] == ('Operation cannot be fulfilled on configmaps "c": the object has been modified; '
+                              "please apply your changes to the latest version and try again")
+    assert (await core.read_namespaced_config_map("c", "default")).data == {"k": "v2"}
+
+
+async def test_replace_missing_is_not_found(kube):
+    """PUT of an object that does not exist → 404 NotFound."""
+    core = kube.api("CoreV1Api")
+    status, err = await kube.error(core.replace_namespaced_config_map("nope", "default", configmap("nope")))
+    assert status == 404 and err["message"] == 'configmaps "nope" not found'
+
+
+async def test_generation_bumps_on_spec_change_only(kube):
+    """generation: 1 on create, +1 when spec changes; metadata-only and status changes leave it."""
+    apps = kube.api("AppsV1Api")
+    await apps.create_namespaced_deployment("default", deployment("d"))
+    d = await apps.patch_namespaced_deployment("d", "default", {"metadata": {"labels": {"x": "y"}}})
+    assert d.metadata.generation == 1
+    d = await apps.patch_namespaced_deployment("d", "default", {"spec": {"replicas": 4}})
+    assert d.metadata.generation == 2
+    d = await apps.patch_namespaced_deployment_status("d", "default", {"status": {"replicas": 4}})
+    assert d.metadata.generation == 2 and d.status.replicas == 4
+
+
+async def test_generation_for_kinds_without_spec(kube):
+    """For kinds without spec (ConfigMap), any change outside metadata bumps generation."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespaced_config_map("default", configmap("g"))
+    c = await core.patch_namespaced_config_map("g", "default", {"metadata": {"annotations": {"a": "b"}}})
+    assert c.metadata.generation == 1
+    c = await core.patch_namespaced_config_map("g", "default", {"data": {"k": "changed"}})
+    assert c.metadata.generation == 2
+
+
+async def test_status_only_through_status_subresource(kube):
+    """For kinds with a status subresource, PUT/PATCH on the object ignore status; PUT/PATCH on /status
+    change only status (spec and metadata changes there are ignored)."""
+    batch = kube.api("BatchV1Api")
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                          "containers": [{"name": "m", "image": "busybox"}]}}}}
+    await batch.create_namespaced_job("default", job)
+    j = await batch.patch_namespaced_job("j", "default", {"status": {"succeeded": 5}})
+    assert not j.status or not j.status.succeeded
+    j = await batch.patch_namespaced_job_status("j", "default", {"status": {"succeeded": 1},
+                                                                 "spec": {"parallelism": 9},
+                                                                 "metadata": {"labels": {"z": "z"}}})
+    assert j.status.succeeded == 1
+    assert j.spec.parallelism != 9 and not (j.metadata.labels or {}).get("z")
+    got = await batch.read_namespaced_job_status("j", "default")
+    assert got.status.succeeded == 1
+
+
+async def test_namespace_mismatch_is_bad_request(kube):
+    """metadata.namespace in the body must match the namespace in the URL → 400 BadRequest."""
+    core = kube.api("CoreV1Api")
+    body = configmap("m")
+    body["metadata"]["namespace"] = "kube-system"
+    status, err = await kube.error(core.create_namespaced_config_map("default", body))
+    assert status == 400 and err["reason"] == "BadRequest"
+    assert "does not match the namespace" in err["message"]
+
+
+async def test_kind_mismatch_is_bad_request(kube):
+    """The kind/apiVersion in the body must match the URL's resource → 400 BadRequest."""
+    core = kube.api("CoreV1Api")
+    body = configmap("m")
+    body["kind"] = "Secret"
+    status, err = await kube.error(core.create_namespaced_config_map("default", body))
+    assert status == 400 and "Secret" in err["message"]
+
+
+async def test_default_namespaces_and_missing_namespace(kube):
+    """default, kube-system and kube-public exist at start; creating in a missing namespace → 404
+    `namespaces "x" not found`."""
+    core = kube.api("CoreV1Api")
+    names = {n.metadata.name for n in (await core.list_namespace()).items}
+    assert {"default", "kube-system", "kube-public"} <= names
+    status, err = await kube.error(core.create_namespaced_pod("nowhere", pod("p")))
+    assert status == 404 and err["message"] == 'namespaces "nowhere" not found'
+
+
+async def test_namespace_deletion_terminates_and_deletes_contents(kube, kubesim):
+    """Deleting a namespace sets phase Terminating, deletes its objects, then removes the namespace; new
+    objects may not be created in a Terminating namespace (403 Forbidden)."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespace({"metadata": {"name": "team-a"}})
+    await core.create_namespaced_config_map("team-a", configmap("c1"))
+    held = configmap("held")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    await core.create_namespaced_config_map("team-a", held)
+    ns = await core.delete_namespace("team-a")
+    got = await core.read_namespace("team-a")
+    assert got.status.phase == "Terminating" and got.metadata.deletion_timestamp is not None
+    assert [c.metadata.name for c in (await core.list_namespaced_config_map("team-a")).items] == ["held"]
+    status, err = await kube.error(core.create_namespaced_config_map("team-a", configmap("late")))
+    assert status == 403 and "being terminated" in err["message"]
+    await core.patch_namespaced_config_map("held", "team-a", {"metadata": {"finalizers": None}})
+    status, _ = await kube.error(core.read_namespace("team-a"))
+    assert status == 404
+    assert ns is not None
+
+
+async def test_dry_run_stores_nothing(kube):
+    """dryRun=All: the request is validated and the would-be object returned, but nothing is stored."""
+    core = kube.api("CoreV1Api")
+    out = await core.create_namespaced_config_map("default", configmap("dry"), dry_run="All")
+    assert out.metadata.name == "dry"
+    assert (await core.list_namespaced_config_map("default")).items == []
+    await core.create_namespaced_config_map("default", configmap("real"))
+    await core.patch_namespaced_config_map("real", "default", {"data": {"k": "dry"}}, dry_run="All")
+    assert (await core.read_namespaced_config_map("real", "default")).data == {"k": "v"}
+    await core.delete_namespaced_config_map("real", "default", dry_run="All")
+    assert (await core.read_namespaced_config_map("real", "default")).metadata.name == "real"
+
+
+async def test_deletion_with_finalizers(kube):
+    """An object with finalizers is not removed by DELETE: it gets deletionTimestamp (and
+    deletionGracePeriodSeconds) and stays until its finalizers are removed."""
+    core = kube.api("CoreV1Api")
+    body = configmap("f")
+    body["metadata"]["finalizers"] = ["example.com/a"]
+    await core.create_namespaced_config_map("default", body)
+    await core.delete_namespaced_config_map("f", "default")
+    got = await core.read_namespaced_config_map("f", "default")
+    assert got.metadata.deletion_timestamp is not None
+    assert got.metadata.deletion_grace_period_seconds == 0
+    assert got.metadata.finalizers == ["example.com/a"]
+    # a strategic merge of [] into a merge-strategy list keeps it (as the real server): null removes
+    await core.patch_namespaced_config_map("f", "default", {"metadata": {"finalizers": None}})
+    status, _ = await kube.error(core.read_namespaced_config_map("f", "default"))
+    assert status == 404
+
+
+async def test_delete_preconditions(kube):
+    """DeleteOptions.preconditions (uid, resourceVersion) that do not match → 409 Conflict, not deleted."""
+    core = kube.api("CoreV1Api")
+    c = await core.create_namespaced_config_map("default", configmap("pc"))
+    status, err = await kube.error(core.delete_namespaced_config_map(
+        "pc", "default", body={"preconditions": {"uid": "not-the-uid"}}))
+    assert status == 409 and "Precondition failed: UID in precondition: not-the-uid" in err["message"]
+    status, err = await kube.error(core.delete_namespaced_config_map(
+        "pc", "default", body={"preconditions": {"resourceVersion": "1"}}))
+    assert status == 409 and "Precondition failed: ResourceVersion" in err["message"]
+    await core.delete_namespaced_config_map("pc", "default", body={"preconditions": {"uid": c.metadata.uid}})
+    status, _ = await kube.error(core.read_namespaced_config_map("pc", "default"))
+    assert status == 404
+
+
+async def test_propagation_policies_set_finalizers(kube):
+    """propagationPolicy=Foreground adds the foregroundDeletion finalizer and Orphan the orphan finalizer
+    (the garbage collector removes them later); the DELETE response shows the object being deleted."""
+    core = kube.api("CoreV1Api")
+    for name, policy, finalizer in [("fg", "Foreground", "foregroundDeletion"), ("or", "Orphan", "orphan")]:
+        await core.create_namespaced_pod("default", pod(name))
+        out = await core.delete_namespaced_pod(name, "default", body={"propagationPolicy": policy})
+        assert out.metadata.deletion_timestamp is not None
+        assert finalizer in out.metadata.finalizers
+
+
+async def test_delete_collection_with_selector(kube):
+    """deletecollection deletes exactly the objects matching the label selector."""
+    core = kube.api("CoreV1Api")
+    for i, team in enumerate(["a", "a", "b"]):
+        await core.create_namespaced_config_map("default", configmap(f"c{i}", labels={"team": team}))
+    await core.delete_collection_namespaced_config_map("default", label_selector="team=a")
+    left = (await core.list_namespaced_config_map("default")).items
+    assert [c.metadata.name for c in left] == ["c2"]
+
+
+async def test_list_pagination(kube):
+    """limit/continue: pages of at most `limit` items, a continue token while more remain, and every
+    object exactly once."""
+    core = kube.api("CoreV1Api")
+    for i in range(7):
+        await core.create_namespaced_config_map("default", configmap(f"c{i}"))
+    seen, token, pages = [], None, 0
+    while True:
+        page = await core.list_namespaced_config_map("default", limit=3, _continue=token)
+        pages += 1
+        assert len(page.items) <= 3
+        seen += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert pages == 3 and sorted(seen) == [f"c{i}" for i in range(7)]
+
+
+async def test_list_all_namespaces_and_cluster_scoped(kube):
+    """Namespaced kinds list across namespaces at /api/v1/pods; cluster-scoped kinds have no namespace."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespace({"metadata": {"name": "other"}})
+    await core.create_namespaced_config_map("default", configmap("x"))
+    await core.create_namespaced_config_map("other", configmap("x"))
+    items = (await core.list_config_map_for_all_namespaces()).items
+    assert sorted(c.metadata.namespace for c in items) == ["default", "other"]
+    pv = await core.create_persistent_volume({"metadata": {"name": "pv1"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp"}}})
+    assert pv.metadata.namespace is None
+
+
+async def test_scale_subresource(kube):
+    """apps/v1 /scale reads and writes spec.replicas as an autoscaling/v1 Scale."""
+    apps = kube.api("AppsV1Api")
+    await apps.create_namespaced_deployment("default", deployment("s", replicas=2))
+    scale = await apps.read_namespaced_deployment_scale("s", "default")
+    assert scale.spec.replicas == 2 and scale.status.selector == "app=s"
+    await apps.patch_namespaced_deployment_scale("s", "default", {"spec": {"replicas": 5}})
+    assert (await apps.read_namespaced_deployment("s", "default")).spec.replicas == 5
+
+
+async def test_rbac_and_leases_are_stored(kube):
+    """rbac.authorization.k8s.io/v1 and coordination.k8s.io/v1 objects are stored (RBAC names may hold
+    colons, as system roles do)."""
+    rbac = kube.api("RbacAuthorizationV1Api")
+    await rbac.create_cluster_role({"metadata": {"name": "system:skiff:reader"},
+                                    "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
+    assert (await rbac.read_cluster_role("system:skiff:reader")).rules[0].verbs == ["get"]
+    coord = kube.api("CoordinationV1Api")
+    await coord.create_namespaced_lease("default", {"metadata": {"name": "leader"},
+                                                    "spec": {"holderIdentity": "me"}})
+    assert (await coord.read_namespaced_lease("leader", "default")).spec.holder_identity == "me"
