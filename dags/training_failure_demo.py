@@ -1,0 +1,38 @@
+"""A training step that runs out of memory: shows the failure reason and the alert e-mail.
+
+The container is OOMKilled (scripted on kubesim); the task fails with ``OOMKilled ... memory limit of 1Gi``
+plus the last log lines, and the owner gets ``[Skiff] training_failure_demo.train_too_big failed: OOMKilled...``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from operators import TrainingJobOperator, skiff_default_args
+
+with DAG(
+    dag_id="training_failure_demo",
+    description="A step that exceeds its memory limit, to show Skiff's failure alert",
+    schedule=None,
+    start_date=datetime(2026, 11, 1),
+    catchup=False,
+    # no retries: the point is the alert, straight away
+    default_args=skiff_default_args(team="recsys", owner_email="alice@example.com", retries=0),
+    tags=["skiff", "training", "demo"],
+    doc_md=__doc__,
+):
+    TrainingJobOperator(
+        task_id="train_too_big",
+        image="registry.local/recsys/train:1.4",
+        work_dir="/root/recsys",
+        entry_path="recsys/train.py",
+        run_args=["--batch-size", "4096"],
+        cpu=1,
+        memory=1,
+        execution_timeout=timedelta(minutes=30),
+        # kubesim: run 3 s, log, then die the way the kernel's OOM killer ends a container
+        pod_annotations={"kubesim.io/duration": "3", "kubesim.io/log-lines": "60",
+                         "kubesim.io/exit-code": "137", "kubesim.io/reason": "OOMKilled"},
+    )

@@ -1,0 +1,24 @@
+"""The example training DAGs import cleanly (no DB, no cluster) and say what the team means."""
+
+from pathlib import Path
+
+from airflow.dag_processing.dagbag import DagBag
+
+from operators import SkiffAlert, TrainingJobOperator
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+
+
+def test_example_dags_import_and_are_wired():
+    bag = DagBag(dag_folder=str(DAGS))
+    assert not {k: v for k, v in bag.import_errors.items() if "training_" in k}
+    daily = bag.dags["training_recommendation_daily"]
+    assert [t.task_id for t in daily.topological_sort()] == ["preprocess", "train", "evaluate"]
+    train = daily.task_dict["train"]
+    assert isinstance(train, TrainingJobOperator)
+    assert (train.gpu, train.online, train.namespace, train.deferrable) == (1, True, "recsys", True)
+    assert daily.task_dict["preprocess"].gpu == 0 and not daily.task_dict["preprocess"].online
+    assert train.retries == 2 and train.retry_exponential_backoff
+    assert any(isinstance(cb, SkiffAlert) for cb in train.on_failure_callback)
+    failing = bag.dags["training_failure_demo"].task_dict["train_too_big"]
+    assert failing.retries == 0
