@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from operators.templating import render
+from operators.training.spec import default_pvc
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|Ki)?$")
@@ -25,11 +26,10 @@ DEFAULT_QUOTA = {
 
 
 def default_pvc_name(user: str) -> str:
-    """The PVC every user gets in each of their team queues, mounted at ``/root`` by default."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", user.lower()).strip("-")[:50].strip("-")
-    if not slug:
-        raise ValueError(f"user: {user!r} has no character usable in a volume name")
-    return f"{slug}-home"
+    """The PVC every user gets in each of their team queues; TrainingJobOperator mounts it at ``/root``."""
+    if not isinstance(user, str) or not re.search(r"[A-Za-z0-9]", user):
+        raise ValueError(f"users: {user!r} has no character usable in a volume name")
+    return default_pvc(user)
 
 
 def queue_manifests(team: str, users: list[str], quota: dict[str, str] | None = None,
