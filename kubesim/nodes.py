@@ -1,0 +1,127 @@
+"""The simulated nodes: kubesim's default set and the `--nodes FILE` format.
+
+Default set (what SPEC §1 placement needs to be observable):
+
+| nodes                  | cpu | memory | nvidia.com/gpu | labels / taints                                          |
+| ---------------------- | --- | ------ | -------------- | -------------------------------------------------------- |
+| `cpu-1`, `cpu-2`       | 8   | 32Gi   | -              | -                                                        |
+| `gpu-1`, `gpu-2`       | 16  | 64Gi   | 4              | `nvidia.com/gpu.present=true`, taint `nvidia.com/gpu=true:NoSchedule` |
+| `online-1`, `online-2` | 8   | 32Gi   | -              | label + taint `node.netease.com/node-pool=online:NoSchedule` |
+
+Every node allows 110 pods.
+
+`--nodes FILE` is a YAML list; each item is either a full Node manifest (`kind: Node`, used as given and
+completed with a Ready status where missing) or the compact form::
+
+    - name: big-gpu            # required
+      cpu: 32                  # default 8
+      memory: 128Gi            # default 32Gi
+      gpu: 8                   # nvidia.com/gpu, default 0 (absent)
+      pods: 110                # default 110
+      labels: {team: a}        # extra labels
+      taints: ["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute"]   # key[=value]:Effect
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+
+import yaml
+
+GPU = "nvidia.com/gpu"
+GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
+ONLINE_KEY = "node.netease.com/node-pool"
+ONLINE_TAINT = f"{ONLINE_KEY}=online:NoSchedule"
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+DEFAULT_NODES: list[dict] = [
+    {"name": "cpu-1", "cpu": 8, "memory": "32Gi"},
+    {"name": "cpu-2", "cpu": 8, "memory": "32Gi"},
+    {"name": "gpu-1", "cpu": 16, "memory": "64Gi", "gpu": 4,
+     "labels": {"nvidia.com/gpu.present": "true"}, "taints": [GPU_TAINT]},
+    {"name": "gpu-2", "cpu": 16, "memory": "64Gi", "gpu": 4,
+     "labels": {"nvidia.com/gpu.present": "true"}, "taints": [GPU_TAINT]},
+    {"name": "online-1", "cpu": 8, "memory": "32Gi", "labels": {ONLINE_KEY: "online"}, "taints": [ONLINE_TAINT]},
+    {"name": "online-2", "cpu": 8, "memory": "32Gi", "labels": {ONLINE_KEY: "online"}, "taints": [ONLINE_TAINT]},
+]
+
+
+def parse_taint(text: str) -> dict:
+    """`key[=value]:Effect` (kubectl taint syntax) -> a core/v1 Taint."""
+    head, sep, effect = text.rpartition(":")
+    if not sep or not head or effect not in TAINT_EFFECTS:
+        raise ValueError(f"taint {text!r}: expected key[=value]:Effect with Effect one of {TAINT_EFFECTS}")
+    key, _, value = head.partition("=")
+    taint = {"key": key, "effect": effect}
+    if value:
+        taint["value"] = value
+    return taint
+
+
+def node_manifest(spec: dict, index: int = 0) -> dict:
+    """A schema-complete Node from the compact form (or a full manifest, completed)."""
+    if spec.get("kind") == "Node":
+        return _complete(copy.deepcopy(spec), index)
+    unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints"}
+    if unknown:
+        raise ValueError(f"node {spec.get('name')!r}: unknown field(s) {sorted(unknown)}")
+    if not spec.get("name"):
+        raise ValueError(f"node #{index}: 'name' is required")
+    name = str(spec["name"])
+    capacity = {"cpu": str(spec.get("cpu", 8)), "memory": str(spec.get("memory", "32Gi")),
+                "pods": str(spec.get("pods", 110)), "ephemeral-storage": "100Gi"}
+    if int(spec.get("gpu", 0) or 0) > 0:
+        capacity[GPU] = str(int(spec["gpu"]))
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              **{str(k): str(v) for k, v in (spec.get("labels") or {}).items()}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)}}
+    taints = [parse_taint(t) if isinstance(t, str) else dict(t) for t in spec.get("taints") or []]
+    if taints:
+        node["spec"]["taints"] = taints
+    return _complete(node, index)
+
+
+def _complete(node: dict, index: int) -> dict:
+    """Fill what kubelets report (conditions, addresses, nodeInfo) where a manifest leaves it out."""
+    name = node["metadata"]["name"]
+    status = node.setdefault("status", {})
+    status.setdefault("capacity", {"cpu": "8", "memory": "32Gi", "pods": "110"})
+    status.setdefault("allocatable", dict(status["capacity"]))
+    status.setdefault("conditions", [
+        {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+         "message": "kubelet has sufficient memory available"},
+        {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure",
+         "message": "kubelet has no disk pressure"},
+        {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID",
+         "message": "kubelet has sufficient PID available"},
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"},
+    ])
+    status.setdefault("addresses", [{"type": "InternalIP", "address": f"10.0.0.{10 + index}"},
+                                    {"type": "Hostname", "address": name}])
+    status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 10250}})
+    status.setdefault("nodeInfo", {
+        "machineID": f"kubesim-{name}", "systemUUID": f"kubesim-{name}", "bootID": f"kubesim-{name}",
+        "kernelVersion": "6.1.0-kubesim", "osImage": "kubesim", "containerRuntimeVersion": "kubesim://1.0",
+        "kubeletVersion": "v1.31.0", "kubeProxyVersion": "v1.31.0", "operatingSystem": "linux",
+        "architecture": "amd64"})
+    return node
+
+
+def node_manifests(specs: Iterable[dict] | None = None) -> list[dict]:
+    specs = DEFAULT_NODES if specs is None else list(specs)
+    names = [s.get("name") or (s.get("metadata") or {}).get("name") for s in specs]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ValueError(f"duplicate node name(s): {sorted(dupes)}")
+    return [node_manifest(s, i) for i, s in enumerate(specs)]
+
+
+def load_nodes_file(path: str) -> list[dict]:
+    """Read a `--nodes FILE` (see the module docstring) into Node manifests."""
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a YAML list of nodes, got {type(data).__name__}")
+    return node_manifests(data)

@@ -1,0 +1,270 @@
+"""ResourceQuota: admission on create (the real 403 messages) and the controller keeping `status.used`.
+
+As in Kubernetes, pods in a terminal phase (Succeeded/Failed) use no quota; a quota that limits cpu or
+memory refuses pods whose containers do not state the matching requests/limits.
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+
+from kubernetes.utils import parse_quantity
+
+from kubesim.cluster import Cluster, Controller
+from kubesim.errors import ApiError
+
+ZERO = Decimal(0)
+# quota names that count a kind's objects without the `count/` prefix
+LEGACY_COUNTS = {"pods": ("", "pods"), "persistentvolumeclaims": ("", "persistentvolumeclaims"),
+                 "services": ("", "services"), "configmaps": ("", "configmaps"), "secrets": ("", "secrets"),
+                 "replicationcontrollers": ("", "replicationcontrollers"),
+                 "resourcequotas": ("", "resourcequotas")}
+# compute resources a quota can make mandatory on every container
+MUST_SPECIFY = {"cpu": ("requests", "cpu"), "requests.cpu": ("requests", "cpu"),
+                "memory": ("requests", "memory"), "requests.memory": ("requests", "memory"),
+                "limits.cpu": ("limits", "cpu"), "limits.memory": ("limits", "memory")}
+BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
+DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+
+
+@lru_cache(maxsize=4096)
+def _qty(text: str) -> Decimal:
+    return parse_quantity(text)
+
+
+def qty(value) -> Decimal:
+    """A resource quantity ("500m", "2Gi", "1e3", 4) as a Decimal; ValueError when it does not parse."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"quantities must match the regular expression: {value!r}")
+    try:
+        return _qty(str(value))
+    except (ValueError, InvalidOperation) as e:
+        raise ValueError(str(e)) from None
+
+
+def format_qty(resource: str, amount: Decimal) -> str:
+    """Canonical-looking quantity text for messages and status (`2`, `1500m`, `2Gi`)."""
+    if amount != amount.to_integral_value():
+        milli = amount * 1000
+        return f"{int(milli)}m" if milli == milli.to_integral_value() else str(amount)
+    n = int(amount)
+    if n and resource.rsplit(".", 1)[-1] in ("memory", "storage", "ephemeral-storage"):
+        for suffix, factor in BINARY + DECIMAL:
+            if n % factor == 0:
+                return f"{n // factor}{suffix}"
+    return str(n)
+
+
+def _containers(pod: dict, key: str) -> list[dict]:
+    return (pod.get("spec") or {}).get(key) or []
+
+
+def container_amounts(container: dict, kind: str) -> dict[str, Decimal]:
+    """A container's `requests` (falling back to its limits, as API defaulting does) or `limits`."""
+    res = container.get("resources") or {}
+    out = {k: qty(v) for k, v in (res.get("limits") or {}).items()} if kind == "requests" else {}
+    out.update({k: qty(v) for k, v in (res.get(kind) or {}).items()})
+    return out
+
+
+def pod_amounts(pod: dict, kind: str) -> dict[str, Decimal]:
+    """Effective pod requests/limits: sum over containers, at least the largest init container."""
+    total: dict[str, Decimal] = {}
+    for c in _containers(pod, "containers"):
+        for r, a in container_amounts(c, kind).items():
+            total[r] = total.get(r, ZERO) + a
+    for c in _containers(pod, "initContainers"):
+        for r, a in container_amounts(c, kind).items():
+            total[r] = max(total.get(r, ZERO), a)
+    for r, a in ((pod.get("spec") or {}).get("overhead") or {}).items():
+        total[r] = total.get(r, ZERO) + qty(a)
+    return total
+
+
+def pod_requests(pod: dict) -> dict[str, Decimal]:
+    return pod_amounts(pod, "requests")
+
+
+def terminal(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_usage(pod: dict) -> dict[str, Decimal]:
+    """What one non-terminal pod charges against a quota."""
+    usage = {"pods": Decimal(1), "count/pods": Decimal(1)}
+    for kind in ("requests", "limits"):
+        for r, a in pod_amounts(pod, kind).items():
+            usage[f"{kind}.{r}"] = a
+            if kind == "requests" and r in ("cpu", "memory", "ephemeral-storage"):
+                usage[r] = a
+    return usage
+
+
+def pvc_usage(pvc: dict) -> dict[str, Decimal]:
+    storage = (((pvc.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage")
+    usage = {"persistentvolumeclaims": Decimal(1), "count/persistentvolumeclaims": Decimal(1)}
+    if storage is not None:
+        usage["requests.storage"] = qty(storage)
+    return usage
+
+
+def add(total: dict[str, Decimal], more: dict[str, Decimal]) -> None:
+    for k, v in more.items():
+        total[k] = total.get(k, ZERO) + v
+
+
+def count_key(rt) -> str:
+    return f"count/{rt.plural}" + (f".{rt.group}" if rt.group else "")
+
+
+def missing_specs(pod: dict, hard: dict) -> str | None:
+    """kube's `must specify limits.cpu for: a,b; requests.cpu for: a` for a quota on compute resources."""
+    required = sorted(name for name in hard if name in MUST_SPECIFY)
+    missing: dict[str, list[str]] = {}
+    for c in _containers(pod, "containers") + _containers(pod, "initContainers"):
+        res = c.get("resources") or {}
+        for name in required:
+            kind, resource = MUST_SPECIFY[name]
+            have = set(res.get(kind) or {}) | (set(res.get("limits") or {}) if kind == "requests" else set())
+            if resource not in have:
+                missing.setdefault(name, []).append(c.get("name", ""))
+    if not missing:
+        return None
+    return "must specify " + "; ".join(f"{n} for: {','.join(sorted(cs))}" for n, cs in sorted(missing.items()))
+
+
+def _pretty(values: dict[str, Decimal]) -> str:
+    return ",".join(f"{k}={format_qty(k, v)}" for k, v in sorted(values.items()))
+
+
+class QuotaAdmission:
+    """Admission plugin (after validation): refuses creates that would exceed a ResourceQuota."""
+
+    def __init__(self, store):
+        self.store = store
+        self._rq = store.registry.lookup("", "v1", "resourcequotas")
+        self._pods = store.registry.lookup("", "v1", "pods")
+        self._pvcs = store.registry.lookup("", "v1", "persistentvolumeclaims")
+
+    def __call__(self, req) -> None:
+        if req.operation != "CREATE" or req.subresource or not req.namespace or not req.rt.namespaced:
+            return
+        if req.rt.plural == "events" and req.rt.group == "":
+            return
+        quotas, _ = self.store.list(self._rq, req.namespace)
+        if not quotas:
+            return
+        obj, rt = req.obj, req.rt
+        name = obj["metadata"].get("name") or obj["metadata"].get("generateName", "")
+        qualified = rt.plural if not rt.group else f"{rt.plural}.{rt.group}"
+        if rt.group == "" and rt.plural == "pods":
+            requested = pod_usage(obj)
+        elif rt.group == "" and rt.plural == "persistentvolumeclaims":
+            requested = pvc_usage(obj)
+        else:
+            requested = {count_key(rt): Decimal(1)}
+            legacy = next((k for k, v in LEGACY_COUNTS.items() if v == (rt.group, rt.plural)), None)
+            if legacy:
+                requested[legacy] = Decimal(1)
+        used: dict[str, Decimal] | None = None
+        for quota in sorted(quotas, key=lambda q: q["metadata"]["name"]):
+            hard = {k: qty(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
+            qname = quota["metadata"]["name"]
+            if rt.group == "" and rt.plural == "pods" and not terminal(obj):
+                why = missing_specs(obj, hard)
+                if why:
+                    raise ApiError(403, f'{qualified} "{name}" is forbidden: failed quota: {qname}: {why}',
+                                   "Forbidden", name=name, group=rt.group, kind=rt.plural)
+            tracked = {k: v for k, v in requested.items() if k in hard}
+            if not tracked:
+                continue
+            if used is None:
+                used = self.namespace_usage(req.namespace, rt)
+            over = {k for k, v in tracked.items() if used.get(k, ZERO) + v > hard[k]}
+            if over:
+                raise ApiError(
+                    403, f'{qualified} "{name}" is forbidden: exceeded quota: {qname}, '
+                    f"requested: {_pretty({k: tracked[k] for k in over})}, "
+                    f"used: {_pretty({k: used.get(k, ZERO) for k in over})}, "
+                    f"limited: {_pretty({k: hard[k] for k in over})}",
+                    "Forbidden", name=name, group=rt.group, kind=rt.plural)
+
+    def namespace_usage(self, namespace: str, rt=None) -> dict[str, Decimal]:
+        return usage_of(self.store, namespace, extra_kinds=[rt] if rt is not None else [])
+
+
+def usage_of(store, namespace: str, extra_kinds=(), hard: dict | None = None) -> dict[str, Decimal]:
+    """What the namespace's objects use now (read under the store lock, so admission is consistent)."""
+    reg = store.registry
+    used: dict[str, Decimal] = {}
+    pods, _ = store.list(reg.lookup("", "v1", "pods"), namespace)
+    for pod in pods:
+        if not terminal(pod):
+            add(used, pod_usage(pod))
+    pvcs, _ = store.list(reg.lookup("", "v1", "persistentvolumeclaims"), namespace)
+    for pvc in pvcs:
+        add(used, pvc_usage(pvc))
+    kinds = {(rt.group, rt.plural): rt for rt in extra_kinds if rt is not None}
+    for name in hard or {}:
+        if name.startswith("count/"):
+            plural, _, group = name[len("count/"):].partition(".")
+            rt = next((r for r in reg.all() if r.plural == plural and r.group == group), None)
+            if rt is not None:
+                kinds[(group, plural)] = rt
+        elif name in LEGACY_COUNTS:
+            rt = reg.lookup("", "v1", LEGACY_COUNTS[name][1])
+            if rt is not None:
+                kinds[("", rt.plural)] = rt
+    for (group, plural), rt in kinds.items():
+        if (group, plural) in (("", "pods"), ("", "persistentvolumeclaims")):
+            continue
+        objs, _ = store.list(rt, namespace)
+        used[count_key(rt)] = Decimal(len(objs))
+        legacy = next((k for k, v in LEGACY_COUNTS.items() if v == (group, plural)), None)
+        if legacy:
+            used[legacy] = Decimal(len(objs))
+    return used
+
+
+class QuotaController(Controller):
+    """Keeps each ResourceQuota's `status.hard` and `status.used` current as objects come, end and go."""
+
+    name = "resourcequota-controller"
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self.rq_rt = cluster.rt("resourcequotas")
+
+    def on_event(self, event_type, rt, obj, old):
+        ns = obj["metadata"].get("namespace")
+        if not ns or (rt.group == "" and rt.plural == "events"):
+            return
+        if (rt.group, rt.plural) == ("", "resourcequotas"):
+            if event_type != "DELETED":
+                self.queue.add((ns, obj["metadata"]["name"]))
+            return
+        for quota in self.cluster.cache.list(self.rq_rt, ns):
+            self.queue.add((ns, quota["metadata"]["name"]))
+
+    def reconcile(self, key):
+        ns, name = key
+        try:
+            quota = self.store.get(self.rq_rt, ns, name)
+        except ApiError as e:
+            if e.code == 404:
+                return
+            raise
+        hard_spec = (quota.get("spec") or {}).get("hard") or {}
+        used = usage_of(self.store, ns, hard=hard_spec)
+        status = {"hard": dict(hard_spec),
+                  "used": {k: format_qty(k, used.get(k, ZERO)) for k in hard_spec}}
+        if quota.get("status") == status:
+            return
+        quota["status"] = status
+        try:
+            self.cluster.observe(self.rq_rt, self.store.update(self.rq_rt, ns, name, quota, subresource="status"))
+        except ApiError as e:
+            if e.code == 409:
+                self.queue.add_after(key, 0.01)
+            elif e.code != 404:
+                raise

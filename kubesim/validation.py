@@ -1,0 +1,693 @@
+"""Admission (first plugin): defaulting and validation as kube-apiserver does them.
+
+- Built-in kinds: API defaulting clients rely on (pod restartPolicy/dnsPolicy/schedulerName/..., container
+  imagePullPolicy, Service clusterIP allocation, Job selector + controller-uid/job-name labels, Deployment
+  and StatefulSet strategies), then the Kubernetes 1.31 OpenAPI schema shipped by `kubernetes-validate`
+  (read offline, one compiled validator per kind), then the checks the schema lacks (container names and
+  images, ports, resource quantities, requests <= limits, extended resources, immutable fields).
+- Custom resources: structural pruning of fields the CRD's openAPIV3Schema does not declare (unless
+  `x-kubernetes-preserve-unknown-fields`), then validation against that schema (`nullable`,
+  `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource` respected).
+
+Failures raise `Invalid` (422) whose causes name the field path and value, with the real messages.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+from decimal import Decimal
+from functools import lru_cache
+from importlib.resources import files
+
+import jsonschema
+from referencing import Registry, Resource
+
+from kubesim.errors import ApiError
+from kubesim.quota import qty
+
+SCHEMA_VERSION = "v1.31.0-local"
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+              "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+_PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
+POD_UPDATE_MSG = ("Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                  "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+                  "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+                  "to 1 if it was previously negative)")
+# kinds whose spec.template is a PodTemplateSpec, and where the template sits
+TEMPLATE_PATHS = {("batch", "jobs"): ("spec", "template"),
+                  ("apps", "deployments"): ("spec", "template"),
+                  ("apps", "replicasets"): ("spec", "template"),
+                  ("apps", "statefulsets"): ("spec", "template"),
+                  ("apps", "daemonsets"): ("spec", "template"),
+                  ("batch", "cronjobs"): ("spec", "jobTemplate", "spec", "template")}
+
+
+class Causes(list):
+    """Collected field errors: (field, reason type, message)."""
+
+    def required(self, field: str, detail: str = "") -> None:
+        self.append((field, "FieldValueRequired", "Required value" + (f": {detail}" if detail else "")))
+
+    def invalid(self, field: str, value, detail: str) -> None:
+        self.append((field, "FieldValueInvalid", f"Invalid value: {_show(value)}: {detail}"))
+
+    def unsupported(self, field: str, value, supported: list[str]) -> None:
+        self.append((field, "FieldValueNotSupported", f"Unsupported value: {_show(value)}: supported values: "
+                     + ", ".join(f'"{s}"' for s in supported)))
+
+    def forbidden(self, field: str, detail: str) -> None:
+        self.append((field, "FieldValueForbidden", detail))
+
+    def duplicate(self, field: str, value) -> None:
+        self.append((field, "FieldValueDuplicate", f"Duplicate value: {_show(value)}"))
+
+
+def _show(value) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return json.dumps(value)
+
+
+def qualified_kind(rt) -> str:
+    """`Pod`, `Job.batch`, `Model.sedna.io`: how the real server names a kind in Invalid messages."""
+    return rt.kind if not rt.group else f"{rt.kind}.{rt.group}"
+
+
+def invalid_error(rt, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
+    parts = [f"{f}: {m}" for f, _t, m in causes]
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return ApiError(422, f'{qualified_kind(rt)} "{name}" is invalid: {text}', "Invalid", name=name,
+                    group=rt.group, kind=rt.kind,
+                    causes=[{"reason": t, "message": m, "field": f} for f, t, m in causes])
+
+
+def field_path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# JSON schema validation (built-in kinds and custom resources)
+
+def _schema_errors(validator, obj: dict, causes: Causes) -> None:
+    for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
+        path = list(err.absolute_path)
+        if err.validator == "required":
+            missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+            for k in missing or [err.message.split("'")[1] if "'" in err.message else "?"]:
+                causes.required(field_path(path + [k]))
+        elif err.validator == "type":
+            want = err.validator_value
+            want = [t for t in want if t != "null"] if isinstance(want, list) else [want]
+            where = field_path(path)
+            causes.invalid(where, _type_name(err.instance),
+                           f"{where} in body must be of type {' or '.join(want)}: \"{_type_name(err.instance)}\"")
+        elif err.validator == "enum":
+            causes.unsupported(field_path(path), err.instance, [str(v) for v in err.validator_value])
+        elif err.validator in ("oneOf", "anyOf"):
+            causes.invalid(field_path(path), err.instance, "must be a string or a number"
+                           if _is_quantity_or_intstr(err.validator_value) else "does not match any allowed schema")
+        elif err.validator == "additionalProperties" and err.validator_value is False:
+            for k in sorted(set(err.instance) - set(err.schema.get("properties", {}))):
+                causes.append((field_path(path + [k]), "FieldValueNotSupported", f'Unsupported value: "{k}"'))
+        else:
+            where = field_path(path)
+            causes.invalid(where, err.instance, f"{where} in body {_describe(err)}")
+
+
+def _type_name(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _is_quantity_or_intstr(options) -> bool:
+    return isinstance(options, list) and len(options) == 2
+
+
+def _describe(err) -> str:
+    v, val = err.validator, err.validator_value
+    return {
+        "minimum": f"should be greater than or equal to {val}",
+        "maximum": f"should be less than or equal to {val}",
+        "minLength": f"should be at least {val} chars long",
+        "maxLength": f"may not be longer than {val}",
+        "minItems": f"should have at least {val} items",
+        "maxItems": f"must have at most {val} items",
+        "pattern": f"should match '{val}'",
+        "format": f"must be of type {val}",
+    }.get(v, err.message)
+
+
+class BuiltinSchemas:
+    """Compiled validators for the 1.31 OpenAPI schema of each built-in kind, built on first use."""
+
+    def __init__(self):
+        self._base = files("kubernetes_validate").joinpath("kubernetes-json-schema", SCHEMA_VERSION)
+        self._registry = None
+        self._validators: dict[tuple[str, str], object] = {}
+        self._lock = threading.Lock()
+
+    def validator(self, api_version: str, kind: str):
+        key = (api_version, kind)
+        v = self._validators.get(key)
+        if v is None and key not in self._validators:
+            with self._lock:
+                v = self._validators[key] = self._build(api_version, kind)
+        return v
+
+    def _build(self, api_version: str, kind: str):
+        group, _, version = api_version.rpartition("/")
+        suffix = f"{group.split('.')[0]}-{version}" if group else version
+        path = self._base.joinpath(f"{kind.lower()}-{suffix}.json")
+        if not path.is_file():
+            return None
+        if self._registry is None:
+            defs = json.loads(self._base.joinpath("_definitions.json").read_text())
+            self._registry = Resource.from_contents(defs) @ Registry()
+        schema = json.loads(path.read_text())
+        return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ self._registry)
+
+
+SCHEMAS = BuiltinSchemas()
+
+
+# ---------------------------------------------------------------------------------------------------
+# custom resources: structural schema -> jsonschema, pruning
+
+def _to_jsonschema(s):
+    """An OpenAPI v3 structural schema as Draft 4 JSON schema (nullable, int-or-string, embedded)."""
+    if isinstance(s, list):
+        return [_to_jsonschema(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    out = {}
+    for k, v in s.items():
+        if k in ("properties", "patternProperties", "definitions"):
+            out[k] = {pk: _to_jsonschema(pv) for pk, pv in v.items()}
+        elif k in ("items", "additionalProperties", "not") and isinstance(v, dict):
+            out[k] = _to_jsonschema(v)
+        elif k in ("allOf", "anyOf", "oneOf"):
+            out[k] = _to_jsonschema(v)
+        elif k.startswith("x-kubernetes-") or k in ("nullable", "default", "example", "externalDocs",
+                                                    "description", "format"):
+            continue
+        else:
+            out[k] = v
+    if s.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if s.get("x-kubernetes-embedded-resource"):
+        out["required"] = sorted(set(out.get("required", [])) | {"apiVersion", "kind"})
+    if s.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"] if isinstance(out["type"], str) else list(out["type"]) + ["null"]
+    return out
+
+
+def prune(obj, schema: dict | None, *, root: bool = False):
+    """Drop fields the structural schema does not declare (a real server's pruning). In place."""
+    if schema is None:
+        return obj
+    if isinstance(obj, dict):
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        preserve = schema.get("x-kubernetes-preserve-unknown-fields")
+        embedded = schema.get("x-kubernetes-embedded-resource") or root
+        for k in list(obj):
+            if embedded and k in ("apiVersion", "kind", "metadata"):
+                if k == "metadata" and not root and isinstance(obj[k], dict):
+                    keep = ("name", "generateName", "namespace", "labels", "annotations", "finalizers",
+                            "ownerReferences", "uid")
+                    for mk in [mk for mk in obj[k] if mk not in keep]:
+                        del obj[k][mk]
+                continue
+            if props is not None and k in props:
+                prune(obj[k], props[k])
+            elif isinstance(additional, dict):
+                prune(obj[k], additional)
+            elif not preserve and additional is not True:
+                del obj[k]
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            prune(item, schema["items"])
+    return obj
+
+
+@lru_cache(maxsize=256)
+def _cr_validator(schema_json: str):
+    schema = _to_jsonschema(json.loads(schema_json))
+    # metadata is validated by the API server itself (ObjectMeta), not by the CRD's schema
+    schema.get("properties", {}).pop("metadata", None)
+    return jsonschema.Draft4Validator(schema)
+
+
+def validate_custom(rt, obj: dict, causes: Causes) -> None:
+    schema = rt.crd_schema or {}
+    prune(obj, schema, root=True)
+    validator = _cr_validator(json.dumps(schema, sort_keys=True))
+    _schema_errors(validator, obj, causes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# defaulting
+
+def image_pull_policy(image: str) -> str:
+    tail = (image or "").rsplit("/", 1)[-1]
+    if "@" in tail:
+        return "IfNotPresent"
+    tag = tail.rpartition(":")[2] if ":" in tail else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def default_container(c: dict) -> None:
+    c.setdefault("imagePullPolicy", image_pull_policy(c.get("image", "")))
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    res = c.setdefault("resources", {})
+    if isinstance(res, dict) and isinstance(res.get("limits"), dict):
+        # requests default to limits for any resource that states only a limit (real API defaulting)
+        requests = res.setdefault("requests", {})
+        if isinstance(requests, dict):
+            for k, v in res["limits"].items():
+                requests.setdefault(k, v)
+    for p in c.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+
+
+def default_pod_spec(spec: dict, *, is_pod: bool) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict):
+                default_container(c)
+    for v in spec.get("volumes") or []:
+        for src in ("configMap", "secret"):
+            if isinstance(v, dict) and isinstance(v.get(src), dict):
+                v[src].setdefault("defaultMode", 420)
+    if is_pod:
+        spec.setdefault("serviceAccountName", "default")
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.setdefault("priority", 0)
+        tolerations = spec.setdefault("tolerations", [])
+        keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
+        for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+            if taint not in keys:   # the DefaultTolerationSeconds admission plugin
+                tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": 300})
+
+
+def _template(obj: dict, path: tuple[str, ...]) -> dict | None:
+    cur = obj
+    for p in path:
+        cur = cur.get(p) if isinstance(cur, dict) else None
+    return cur if isinstance(cur, dict) else None
+
+
+class ClusterIPs:
+    """The service-cluster-ip-range allocator: 10.96.0.0/16 (10.96.0.1 is the `kubernetes` Service)."""
+
+    def __init__(self):
+        self._next = 10
+        self._used: set[str] = set()
+        self._fresh: dict[str, bool] = {}
+        self._lock = threading.Lock()
+
+    def allocate(self) -> str:
+        with self._lock:
+            while True:
+                n, self._next = self._next, self._next + 1
+                ip = f"10.96.{(n >> 8) & 255}.{n & 255}"
+                if ip not in self._used:
+                    self._used.add(ip)
+                    self._fresh[ip] = True
+                    return ip
+
+    def allocated_here(self, ip: str) -> bool:
+        """True once for an IP `allocate()` just handed out (so the caller does not reserve it twice)."""
+        with self._lock:
+            return self._fresh.pop(ip, False)
+
+    def reserve(self, ip: str) -> bool:
+        with self._lock:
+            if ip in self._used:
+                return False
+            self._used.add(ip)
+            return True
+
+
+def default_object(rt, obj: dict, old: dict | None, ips: ClusterIPs) -> None:
+    kind = (rt.group, rt.plural)
+    spec = obj.get("spec")
+    if kind == ("", "pods") and isinstance(spec, dict):
+        default_pod_spec(spec, is_pod=True)
+        return
+    if kind in TEMPLATE_PATHS and isinstance(spec, dict):
+        tmpl = _template(obj, TEMPLATE_PATHS[kind])
+        if tmpl is not None and isinstance(tmpl.get("spec"), dict):
+            default_pod_spec(tmpl["spec"], is_pod=False)
+    if kind == ("batch", "jobs") and isinstance(spec, dict):
+        _default_job(obj, spec, old)
+    elif kind == ("apps", "deployments") and isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+        spec.setdefault("strategy", {"type": "RollingUpdate"})
+        if spec["strategy"].get("type", "RollingUpdate") == "RollingUpdate":
+            spec["strategy"].setdefault("type", "RollingUpdate")
+            ru = spec["strategy"].setdefault("rollingUpdate", {})
+            ru.setdefault("maxUnavailable", "25%")
+            ru.setdefault("maxSurge", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind == ("apps", "replicasets") and isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+    elif kind == ("apps", "statefulsets") and isinstance(spec, dict):
+        spec.setdefault("replicas", 1)
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+        for t in spec.get("volumeClaimTemplates") or []:
+            if isinstance(t, dict):
+                t.setdefault("apiVersion", "v1")
+                t.setdefault("kind", "PersistentVolumeClaim")
+                t.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+    elif kind == ("", "services") and isinstance(spec, dict):
+        _default_service(spec, old, ips)
+    elif kind == ("", "persistentvolumeclaims") and isinstance(spec, dict):
+        spec.setdefault("volumeMode", "Filesystem")
+        if old is None:
+            obj["status"] = {"phase": "Pending"}
+
+
+def _default_job(obj: dict, spec: dict, old: dict | None) -> None:
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    if old is None and not spec.get("manualSelector"):
+        uid, name = obj["metadata"]["uid"], obj["metadata"]["name"]
+        labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                  "controller-uid": uid, "job-name": name}
+        if "selector" not in spec:
+            spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        tmpl = spec.get("template")
+        if isinstance(tmpl, dict):
+            md = tmpl.setdefault("metadata", {}) or {}
+            tmpl["metadata"] = md
+            md["labels"] = {**(md.get("labels") or {}), **labels}
+
+
+def _default_service(spec: dict, old: dict | None, ips: ClusterIPs) -> None:
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if "port" in p:
+                p.setdefault("targetPort", p["port"])
+    if spec["type"] == "ExternalName":
+        return
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    if old is not None:
+        old_ip = (old.get("spec") or {}).get("clusterIP")
+        if not spec.get("clusterIP"):
+            spec["clusterIP"] = old_ip
+            spec["clusterIPs"] = (old.get("spec") or {}).get("clusterIPs") or [old_ip]
+        return
+    if not spec.get("clusterIP"):
+        spec["clusterIP"] = ips.allocate()
+    spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    if spec["clusterIP"] == "None":
+        spec["clusterIPs"] = ["None"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# checks the schema does not make
+
+def _quantity(causes: Causes, where: str, value) -> Decimal | None:
+    try:
+        q = qty(value)
+    except ValueError:
+        causes.invalid(where, value, _QUANTITY_MSG)
+        return None
+    if q < 0:
+        causes.invalid(where, value, "must be greater than or equal to 0")
+        return None
+    return q
+
+
+def check_container(c: dict, where: str, causes: Causes, names: set[str]) -> None:
+    name = c.get("name")
+    if not name:
+        causes.required(f"{where}.name")
+    elif not isinstance(name, str) or len(name) > 63 or not _LABEL.match(name):
+        causes.invalid(f"{where}.name", name, _LABEL_MSG)
+    elif name in names:
+        causes.duplicate(f"{where}.name", name)
+    else:
+        names.add(name)
+    if not c.get("image"):
+        causes.required(f"{where}.image")
+    port_names: set[str] = set()
+    for i, p in enumerate(c.get("ports") or []):
+        if not isinstance(p, dict):
+            continue
+        pw = f"{where}.ports[{i}]"
+        cp = p.get("containerPort")
+        if cp is None:
+            causes.required(f"{pw}.containerPort")
+        elif isinstance(cp, int) and not 1 <= cp <= 65535:
+            causes.invalid(f"{pw}.containerPort", cp, "must be between 1 and 65535, inclusive")
+        pn = p.get("name")
+        if pn:
+            if len(pn) > 15 or not _PORT_NAME.match(pn) or not re.search("[a-z]", pn) or "--" in pn:
+                causes.invalid(f"{pw}.name", pn, "must contain only alpha-numeric characters (a-z, 0-9), and "
+                               "hyphens (-)" if not _PORT_NAME.match(pn) else "must be no more than 15 "
+                               "characters" if len(pn) > 15 else "must contain at least one letter (a-z)"
+                               if not re.search("[a-z]", pn) else "must not contain consecutive hyphens")
+            elif pn in port_names:
+                causes.duplicate(f"{pw}.name", pn)
+            port_names.add(pn)
+    res = c.get("resources") or {}
+    if not isinstance(res, dict):
+        return
+    amounts: dict[str, dict[str, Decimal]] = {"limits": {}, "requests": {}}
+    for kind in ("limits", "requests"):
+        for r, v in (res.get(kind) or {}).items():
+            q = _quantity(causes, f"{where}.resources.{kind}[{r}]", v)
+            if q is not None:
+                amounts[kind][r] = q
+    for r, req in amounts["requests"].items():
+        lim = amounts["limits"].get(r)
+        extended = r not in NATIVE_RESOURCES and "/" in r and not r.startswith("hugepages-")
+        if extended:
+            if lim is None:
+                causes.required(f"{where}.resources.limits", "Limit must be set for non overcommitable resources")
+            elif lim != req:
+                causes.invalid(f"{where}.resources.requests", res["requests"][r],
+                               f"must be equal to {r} limit of {res['limits'][r]}")
+            if req != req.to_integral_value():
+                causes.invalid(f"{where}.resources.requests[{r}]", res["requests"][r], "must be an integer")
+        elif lim is not None and req > lim:
+            causes.invalid(f"{where}.resources.requests", res["requests"][r],
+                           f"must be less than or equal to {r} limit of {res['limits'][r]}")
+    for r, lim in amounts["limits"].items():
+        if r not in NATIVE_RESOURCES and "/" in r and lim != lim.to_integral_value():
+            causes.invalid(f"{where}.resources.limits[{r}]", res["limits"][r], "must be an integer")
+
+
+def check_pod_spec(spec, where: str, causes: Causes) -> None:
+    if not isinstance(spec, dict):
+        causes.required(where)
+        return
+    containers = spec.get("containers")
+    if not containers:
+        causes.required(f"{where}.containers")
+    names: set[str] = set()
+    for key in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(key) or []):
+            if isinstance(c, dict):
+                check_container(c, f"{where}.{key}[{i}]", causes, names)
+    policy = spec.get("restartPolicy")
+    if policy not in (None, "Always", "OnFailure", "Never"):
+        causes.unsupported(f"{where}.restartPolicy", policy, ["Always", "OnFailure", "Never"])
+    ads = spec.get("activeDeadlineSeconds")
+    if isinstance(ads, int) and ads <= 0:
+        causes.invalid(f"{where}.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive")
+    for i, t in enumerate(spec.get("tolerations") or []):
+        if isinstance(t, dict):
+            op = t.get("operator") or "Equal"
+            if op not in ("Equal", "Exists"):
+                causes.unsupported(f"{where}.tolerations[{i}].operator", op, ["Equal", "Exists"])
+            elif op == "Exists" and t.get("value"):
+                causes.invalid(f"{where}.tolerations[{i}].operator", t.get("value"),
+                               "value must be empty when `operator` is 'Exists'")
+            elif op == "Equal" and not t.get("key"):
+                causes.invalid(f"{where}.tolerations[{i}].operator", op,
+                               "operator must be Exists when `key` is empty, which means \"match all values "
+                               "and all keys\"")
+
+
+def _selector_matches(selector: dict, labels: dict) -> bool:
+    from kubesim.selectors import parse_label_selector
+    ml = selector.get("matchLabels") or {}
+    if any(labels.get(k) != v for k, v in ml.items()):
+        return False
+    exprs = selector.get("matchExpressions") or []
+    if not exprs:
+        return bool(ml)
+    parts = []
+    for e in exprs:
+        op, key, vals = e.get("operator"), e.get("key"), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(vals)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(vals)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return parse_label_selector(",".join(parts)).matches(labels)
+
+
+def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
+    kind = (rt.group, rt.plural)
+    if kind == ("", "pods"):
+        check_pod_spec(obj.get("spec"), "spec", causes)
+        if old is not None:
+            _check_pod_update(obj, old, causes)
+        return
+    if kind in TEMPLATE_PATHS:
+        path = TEMPLATE_PATHS[kind]
+        tmpl = _template(obj, path)
+        where = ".".join(path)
+        if tmpl is None:
+            causes.required(where)
+        else:
+            check_pod_spec(tmpl.get("spec"), f"{where}.spec", causes)
+            labels = (tmpl.get("metadata") or {}).get("labels") or {}
+            selector = (obj.get("spec") or {}).get("selector")
+            if kind[0] == "apps":
+                if not selector:
+                    causes.required("spec.selector")
+                elif not _selector_matches(selector, labels):
+                    causes.invalid(f"{where}.metadata.labels", labels, "`selector` does not match template "
+                                   "`labels`")
+            if kind == ("batch", "jobs"):
+                policy = (tmpl.get("spec") or {}).get("restartPolicy")
+                if policy not in ("OnFailure", "Never"):
+                    causes.unsupported(f"{where}.spec.restartPolicy", policy, ["OnFailure", "Never"])
+    spec = obj.get("spec") or {}
+    old_spec = (old or {}).get("spec") or {}
+    if kind == ("batch", "jobs"):
+        for f in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+            v = spec.get(f)
+            if isinstance(v, int) and v < (1 if f == "activeDeadlineSeconds" else 0):
+                causes.invalid(f"spec.{f}", v, "must be greater than or equal to "
+                               + ("1" if f == "activeDeadlineSeconds" else "0"))
+        if old is not None:
+            for f in ("selector", "template", "completionMode"):
+                if spec.get(f) != old_spec.get(f):
+                    causes.invalid(f"spec.{f}", spec.get(f), "field is immutable")
+    elif kind in (("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")):
+        if isinstance(spec.get("replicas"), int) and spec["replicas"] < 0:
+            causes.invalid("spec.replicas", spec["replicas"], "must be greater than or equal to 0")
+        if old is not None and spec.get("selector") != old_spec.get("selector"):
+            causes.invalid("spec.selector", spec.get("selector"), "field is immutable")
+    elif kind == ("", "services"):
+        if old is not None and old_spec.get("clusterIP") and spec.get("clusterIP") != old_spec.get("clusterIP"):
+            causes.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable")
+
+
+def _check_pod_update(new: dict, old: dict, causes: Causes) -> None:
+    """A pod's spec is immutable but for images, activeDeadlineSeconds, added tolerations (and binding)."""
+    ns, os_ = copy.deepcopy(new.get("spec") or {}), old.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        for c_new, c_old in zip(ns.get(key) or [], os_.get(key) or [], strict=False):
+            if isinstance(c_new, dict) and isinstance(c_old, dict) and "image" in c_old:
+                c_new["image"] = c_old["image"]
+    old_ads, new_ads = os_.get("activeDeadlineSeconds"), ns.get("activeDeadlineSeconds")
+    if new_ads is not None and (old_ads is None or new_ads <= old_ads):
+        ns["activeDeadlineSeconds"] = old_ads
+        if old_ads is None:
+            ns.pop("activeDeadlineSeconds")
+    old_tol = os_.get("tolerations") or []
+    new_tol = ns.get("tolerations") or []
+    if all(t in new_tol for t in old_tol):
+        if old_tol:
+            ns["tolerations"] = old_tol
+        else:
+            ns.pop("tolerations", None)
+    if not os_.get("nodeName") and ns.get("nodeName"):
+        ns.pop("nodeName")     # binding (kubesim's scheduler binds with an update)
+    if ns != os_:
+        causes.forbidden("spec", POD_UPDATE_MSG)
+
+
+class Validator:
+    """The admission plugin: default, validate, and refuse with 422 Invalid before anything is written."""
+
+    def __init__(self, store):
+        self.store = store
+        self.ips = ClusterIPs()
+        svc = store.registry.lookup("", "v1", "services")
+        for s in store.list(svc)[0]:
+            ip = (s.get("spec") or {}).get("clusterIP")
+            if ip and ip != "None":
+                self.ips.reserve(ip)
+
+    def __call__(self, req) -> None:
+        if req.operation == "DELETE" or req.obj is None:
+            return
+        rt, obj, old = req.rt, req.obj, req.old
+        name = (obj.get("metadata") or {}).get("name", "")
+        causes = Causes()
+        if rt.crd_schema is not None:
+            if req.subresource not in (None, "status"):
+                return
+            validate_custom(rt, obj, causes)
+        else:
+            if req.subresource is not None:
+                return    # status writes come from controllers; spec rules do not apply
+            default_object(rt, obj, old, self.ips)
+            validator = SCHEMAS.validator(rt.api_version, rt.kind)
+            if validator is not None:
+                _schema_errors(validator, obj, causes)
+            if not causes:
+                check_object(rt, obj, old, causes)
+            if not causes and (rt.group, rt.plural) == ("", "services") and old is None and not req.dry_run:
+                ip = obj["spec"].get("clusterIP")
+                if ip and ip != "None" and not self.ips.allocated_here(ip) and not self.ips.reserve(ip):
+                    causes.invalid("spec.clusterIPs", [ip], f"failed to allocate IP {ip}: provided IP is "
+                                   "already allocated")
+        if causes:
+            raise invalid_error(rt, name, causes)

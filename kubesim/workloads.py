@@ -1,0 +1,627 @@
+"""Workload controllers as kube-controller-manager runs them: Job, Deployment (via ReplicaSets),
+ReplicaSet, StatefulSet, and PVC binding (a PVC becomes Bound with its requested capacity).
+
+Each controller owns what it creates with a controller ownerReference (`blockOwnerDeletion: true`), finds
+its children by that reference, and reports status through the status subresource. A refused create (e.g.
+quota) becomes a `FailedCreate` Warning event on the owner and is retried with back-off.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from datetime import datetime
+
+from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.errors import ApiError
+
+TERMINAL = ("Succeeded", "Failed")
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alphabet
+
+
+def controllers(cluster: Cluster) -> list[Controller]:
+    return [JobController(cluster), DeploymentController(cluster), ReplicaSetController(cluster),
+            StatefulSetController(cluster), PVCBinder(cluster)]
+
+
+def template_hash(template: dict, size: int = 10) -> str:
+    n = int.from_bytes(hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()[:8], "big")
+    out = ""
+    for _ in range(size):
+        n, r = divmod(n, len(_SAFE))
+        out += _SAFE[r]
+    return out
+
+
+def controller_ref(owner: dict) -> dict:
+    md = owner["metadata"]
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": md["name"], "uid": md["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def controller_uid(obj: dict) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref.get("uid")
+    return None
+
+
+def pod_ready(pod: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def pod_phase(pod: dict) -> str:
+    return (pod.get("status") or {}).get("phase") or "Pending"
+
+
+def active(pod: dict) -> bool:
+    return pod_phase(pod) not in TERMINAL and not pod["metadata"].get("deletionTimestamp")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def condition(type_: str, status: str, reason: str, message: str, now: str) -> dict:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastProbeTime": now, "lastTransitionTime": now}
+
+
+class OwnerController(Controller):
+    """A controller of `kind` objects that own `child` objects (found by controller ownerReference)."""
+
+    kind: tuple[str, str] = ("", "")      # (group, plural) of the owner
+    child: tuple[str, str] = ("", "pods")
+    component = ""
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self.rt = cluster.rt(self.kind[1], self.kind[0])
+        self.child_rt = cluster.rt(self.child[1], self.child[0])
+        self.events = EventRecorder(self.store, self.component)
+        self.children: dict[str, set[Key]] = {}     # owner uid -> child keys
+        self.child_owner: dict[Key, str] = {}
+        self.uid_key: dict[str, Key] = {}
+        self.failures: dict[Key, int] = {}          # consecutive refused creates, for the back-off
+
+    def reset(self) -> None:
+        self.children.clear()
+        self.child_owner.clear()
+        self.uid_key.clear()
+        self.failures.clear()
+
+    def on_event(self, event_type, rt, obj, old):
+        if (rt.group, rt.plural) == self.kind:
+            key = key_of(obj)
+            if event_type == "DELETED":
+                self.uid_key.pop(obj["metadata"]["uid"], None)
+            else:
+                self.uid_key[obj["metadata"]["uid"]] = key
+            self.queue.add(key)
+        elif (rt.group, rt.plural) == self.child:
+            self._index_child(obj, deleted=event_type == "DELETED")
+            for o in (controller_uid(obj), controller_uid(old) if old else None):
+                if o and o in self.uid_key:
+                    self.queue.add(self.uid_key[o])
+
+    def _index_child(self, obj: dict, deleted: bool = False) -> None:
+        key = key_of(obj)
+        prev = self.child_owner.pop(key, None)
+        if prev is not None:
+            self.children.get(prev, set()).discard(key)
+        owner = controller_uid(obj)
+        if owner and not deleted:
+            self.child_owner[key] = owner
+            self.children.setdefault(owner, set()).add(key)
+
+    def owned(self, owner: dict) -> list[dict]:
+        uid = owner["metadata"]["uid"]
+        out = []
+        for key in list(self.children.get(uid, ())):
+            obj = self.cluster.cache.get(self.child_rt, *key)
+            if obj is not None and controller_uid(obj) == uid:
+                out.append(obj)
+        return sorted(out, key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"]))
+
+    def current(self, key: Key) -> dict | None:
+        try:
+            return self.store.get(self.rt, *key)
+        except ApiError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def create_child(self, owner: dict, obj: dict, rt=None) -> dict | None:
+        """Create a child; a refusal becomes a FailedCreate event and a retry with back-off."""
+        rt = rt or self.child_rt
+        key = key_of(owner)
+        try:
+            created = self.cluster.observe(rt, self.store.create(rt, owner["metadata"]["namespace"], obj))
+        except ApiError as e:
+            n = self.failures.get(key, 0)
+            self.failures[key] = n + 1
+            self.events.record(owner, "Warning", "FailedCreate", f"Error creating: {e.message}")
+            base = self.cluster.timing.create_retry
+            self.queue.add_after(key, min(base * 2 ** n, base * 10))
+            return None
+        self.failures.pop(key, None)
+        if rt is self.child_rt:
+            self._index_child(created)
+        return created
+
+    def delete_child(self, owner: dict, child: dict, event: bool = True) -> None:
+        try:
+            self.store.delete(self.child_rt, child["metadata"]["namespace"], child["metadata"]["name"],
+                              propagation="Background")
+        except ApiError as e:
+            if e.code != 404:
+                raise
+            return
+        if event:
+            self.events.record(owner, "Normal", "SuccessfulDelete",
+                               f"Deleted {self.child_rt.kind.lower()}: {child['metadata']['name']}")
+
+    def write_status(self, owner: dict, status: dict) -> dict:
+        if owner.get("status") == status:
+            return owner
+        owner = copy.deepcopy(owner)
+        owner["status"] = status
+        try:
+            return self.cluster.observe(self.rt, self.store.update(
+                self.rt, owner["metadata"]["namespace"], owner["metadata"]["name"], owner, subresource="status"))
+        except ApiError as e:
+            if e.code == 409:
+                self.queue.add_after(key_of(owner), 0.01)
+                return owner
+            if e.code == 404:
+                return owner
+            raise
+
+    def pod_from_template(self, owner: dict, template: dict, *, name: str | None = None,
+                          generate_name: str | None = None, labels: dict | None = None) -> dict:
+        tmd = template.get("metadata") or {}
+        md = {"labels": {**(tmd.get("labels") or {}), **(labels or {})},
+              "ownerReferences": [controller_ref(owner)]}
+        if tmd.get("annotations"):
+            md["annotations"] = dict(tmd["annotations"])
+        if tmd.get("finalizers"):
+            md["finalizers"] = list(tmd["finalizers"])
+        if name:
+            md["name"] = name
+        else:
+            md["generateName"] = generate_name
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+# ------------------------------------------------------------------------------------------------------
+class JobController(OwnerController):
+    """batch/v1 Jobs: pods `<job>-<5 random>`, backoffLimit, activeDeadlineSeconds, suspend, TTL, conditions."""
+
+    name = "job-controller"
+    kind = ("batch", "jobs")
+    component = "job-controller"
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self.counted: dict[str, set[str]] = {}    # job uid -> uids of finished pods already in its status
+
+    def reset(self) -> None:
+        super().reset()
+        self.counted.clear()
+
+    def reconcile(self, key: Key) -> None:
+        job = self.current(key)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            return
+        spec, status = job["spec"], copy.deepcopy(job.get("status") or {})
+        now = self.cluster.now()
+        conds = status.get("conditions") or []
+        if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
+            self._ttl(job, status)
+            return
+        pods = self.owned(job)
+        # As the real controller: status.succeeded/failed are what was counted so far; each pod that
+        # finished since is added once (the real one marks counted pods by removing its finalizer).
+        counted = self.counted.setdefault(job["metadata"]["uid"], set())
+        succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
+        for p in pods:
+            if pod_phase(p) in TERMINAL and p["metadata"]["uid"] not in counted:
+                counted.add(p["metadata"]["uid"])
+                if pod_phase(p) == "Succeeded":
+                    succeeded += 1
+                else:
+                    failed += 1
+        running = [p for p in pods if active(p)]
+        failures = failed    # for backoffLimit; with OnFailure, container restarts count too (as in 1.31)
+        if spec.get("template", {}).get("spec", {}).get("restartPolicy") == "OnFailure":
+            failures += sum(cs.get("restartCount", 0) for p in running
+                            for cs in (p.get("status") or {}).get("containerStatuses") or [])
+
+        if spec.get("suspend"):
+            for p in running:
+                self.delete_child(job, p)
+            if not any(c["type"] == "Suspended" and c["status"] == "True" for c in conds):
+                conds = [c for c in conds if c["type"] != "Suspended"] + [
+                    condition("Suspended", "True", "JobSuspended", "Job suspended", now)]
+                self.events.record(job, "Normal", "Suspended", "Job suspended")
+            status.pop("startTime", None)
+            self._status(job, status, [], succeeded, failed, conds)
+            return
+        if any(c["type"] == "Suspended" and c["status"] == "True" for c in conds):
+            conds = [c for c in conds if c["type"] != "Suspended"] + [
+                condition("Suspended", "False", "JobResumed", "Job resumed", now)]
+            self.events.record(job, "Normal", "Resumed", "Job resumed")
+        status.setdefault("startTime", now)
+
+        finish = None
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None:
+            elapsed = (self.store.clock.now() - parse_time(status["startTime"])).total_seconds()
+            if elapsed >= deadline:
+                finish = ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
+            else:
+                self.queue.add_after(key, deadline - elapsed)
+        if finish is None and failures > int(spec.get("backoffLimit", 6)):
+            finish = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        completions = spec.get("completions")
+        if finish is None and ((completions is not None and succeeded >= completions) or
+                               (completions is None and succeeded > 0 and not running)):
+            finish = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+        if finish is not None:
+            outcome, reason, message = finish
+            for p in running:
+                self.delete_child(job, p)
+            first = "SuccessCriteriaMet" if outcome == "Complete" else "FailureTarget"
+            conds = [c for c in conds if c["type"] not in (first, outcome)] + [
+                condition(first, "True", reason, message, now), condition(outcome, "True", reason, message, now)]
+            if outcome == "Complete":
+                status["completionTime"] = now
+                self.events.record(job, "Normal", "Completed", "Job completed")
+            else:
+                self.events.record(job, "Warning", reason, message)
+            job = self._status(job, status, [], succeeded, failed, conds)
+            self._ttl(job, job.get("status") or {})
+            return
+
+        parallelism = int(spec.get("parallelism", 1))
+        if completions is None:
+            want = parallelism if succeeded == 0 else 0
+        else:
+            want = min(parallelism, completions - succeeded)
+        template = spec.get("template") or {}
+        for _ in range(want - len(running)):
+            pod = self.pod_from_template(job, template, generate_name=f"{job['metadata']['name']}-")
+            created = self.create_child(job, pod)
+            if created is None:
+                break
+            running.append(created)
+            self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        for p in running[max(want, 0):]:
+            self.delete_child(job, p)
+        self._status(job, status, running[:max(want, 0)], succeeded, failed, conds)
+
+    def _status(self, job: dict, status: dict, running: list[dict], succeeded: int, failed: int,
+                conds: list[dict]) -> dict:
+        status = {k: v for k, v in status.items() if k not in ("active", "succeeded", "failed")}
+        if running:
+            status["active"] = len(running)
+        if succeeded:
+            status["succeeded"] = succeeded
+        if failed:
+            status["failed"] = failed
+        status["ready"] = sum(1 for p in running if pod_ready(p))
+        status["terminating"] = 0
+        status["uncountedTerminatedPods"] = {}
+        if conds:
+            status["conditions"] = conds
+        return self.write_status(job, status)
+
+    def _ttl(self, job: dict, status: dict) -> None:
+        """ttlSecondsAfterFinished: the TTL-after-finished controller deletes the Job (Background)."""
+        ttl = job["spec"].get("ttlSecondsAfterFinished")
+        if ttl is None:
+            return
+        done = [c for c in status.get("conditions") or [] if c["type"] in ("Complete", "Failed")]
+        finished = parse_time(status.get("completionTime") or (done[0]["lastTransitionTime"] if done else None))
+        if finished is None:
+            return
+        left = ttl - (self.store.clock.now() - finished).total_seconds()
+        if left > 0:
+            self.queue.add_after(key_of(job), left)
+            return
+        try:
+            self.store.delete(self.rt, job["metadata"]["namespace"], job["metadata"]["name"],
+                              propagation="Background", preconditions={"uid": job["metadata"]["uid"]})
+        except ApiError as e:
+            if e.code not in (404, 409):
+                raise
+
+
+# ------------------------------------------------------------------------------------------------------
+class ReplicaSetController(OwnerController):
+    """apps/v1 ReplicaSets: keep `replicas` pods `<rs>-<5 random>` (heals deleted pods)."""
+
+    name = "replicaset-controller"
+    kind = ("apps", "replicasets")
+    component = "replicaset-controller"
+
+    def reconcile(self, key: Key) -> None:
+        rs = self.current(key)
+        if rs is None or rs["metadata"].get("deletionTimestamp"):
+            return
+        pods = self.owned(rs)
+        for p in pods:
+            if pod_phase(p) in TERMINAL and not p["metadata"].get("deletionTimestamp"):
+                self.delete_child(rs, p, event=False)     # a failed replica is replaced
+        alive = [p for p in pods if active(p)]
+        want = int(rs["spec"].get("replicas", 1))
+        for _ in range(want - len(alive)):
+            pod = self.pod_from_template(rs, rs["spec"].get("template") or {},
+                                         generate_name=f"{rs['metadata']['name']}-")
+            created = self.create_child(rs, pod)
+            if created is None:
+                break
+            alive.append(created)
+            self.events.record(rs, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
+        if len(alive) > want:
+            # not-ready and newest first, as the real controller prefers
+            victims = sorted(alive, key=lambda p: (pod_ready(p), p["metadata"].get("creationTimestamp", "")))
+            for p in victims[:len(alive) - want]:
+                self.delete_child(rs, p)
+                alive.remove(p)
+        ready = sum(1 for p in alive if pod_ready(p))
+        self.write_status(rs, {"replicas": len(alive), "fullyLabeledReplicas": len(alive), "readyReplicas": ready,
+                               "availableReplicas": ready, "observedGeneration": rs["metadata"]["generation"]})
+
+
+# ------------------------------------------------------------------------------------------------------
+class DeploymentController(OwnerController):
+    """apps/v1 Deployments: one ReplicaSet `<deploy>-<pod-template-hash>` per template; a template change
+    scales the new ReplicaSet up and the old ones down as new pods become available (a simple rollout)."""
+
+    name = "deployment-controller"
+    kind = ("apps", "deployments")
+    child = ("apps", "replicasets")
+    component = "deployment-controller"
+
+    def reconcile(self, key: Key) -> None:
+        d = self.current(key)
+        if d is None or d["metadata"].get("deletionTimestamp"):
+            return
+        spec = d["spec"]
+        want = int(spec.get("replicas", 1))
+        template = copy.deepcopy(spec.get("template") or {})
+        phash = template_hash(template)
+        name = f"{d['metadata']['name']}-{phash}"
+        sets = self.owned(d)
+        new = next((rs for rs in sets if rs["metadata"]["name"] == name), None)
+        old = [rs for rs in sets if rs is not new]
+        revisions = [int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", 0))
+                     for rs in sets]
+        if new is None:
+            template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = phash
+            selector = copy.deepcopy(spec.get("selector") or {})
+            selector.setdefault("matchLabels", {})["pod-template-hash"] = phash
+            revision = str(max(revisions, default=0) + 1)
+            rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                  "metadata": {"name": name, "labels": dict(template["metadata"]["labels"]),
+                               "annotations": {"deployment.kubernetes.io/revision": revision,
+                                               "deployment.kubernetes.io/desired-replicas": str(want)},
+                               "ownerReferences": [controller_ref(d)]},
+                  "spec": {"replicas": want, "selector": selector, "template": template}}
+            new = self.create_child(d, rs)
+            if new is None:
+                return
+            self.events.record(d, "Normal", "ScalingReplicaSet",
+                               f"Scaled up replica set {name} from 0 to {want}")
+            self._set_annotation(d, "deployment.kubernetes.io/revision", revision)
+        elif new["spec"].get("replicas") != want:
+            self._scale(d, new, want)
+        new_ready = int((new.get("status") or {}).get("availableReplicas", 0))
+        recreate = spec.get("strategy", {}).get("type") == "Recreate"
+        for rs in old:
+            target = 0 if recreate else max(0, want - new_ready)
+            target = min(target, int(rs["spec"].get("replicas", 0)))
+            if rs["spec"].get("replicas") != target:
+                self._scale(d, rs, target)
+        self._status(d, new, sets if new in sets else sets + [new], want)
+
+    def _scale(self, d: dict, rs: dict, replicas: int) -> None:
+        fresh = self.store.get(self.child_rt, rs["metadata"]["namespace"], rs["metadata"]["name"])
+        before = fresh["spec"].get("replicas", 0)
+        fresh["spec"]["replicas"] = replicas
+        try:
+            self.cluster.observe(self.child_rt, self.store.update(self.child_rt, fresh["metadata"]["namespace"],
+                                                                  fresh["metadata"]["name"], fresh))
+        except ApiError as e:
+            if e.code in (404, 409):
+                self.queue.add_after(key_of(d), 0.01)
+                return
+            raise
+        verb = "up" if replicas > before else "down"
+        self.events.record(d, "Normal", "ScalingReplicaSet",
+                           f"Scaled {verb} replica set {rs['metadata']['name']} from {before} to {replicas}")
+
+    def _set_annotation(self, d: dict, key: str, value: str) -> None:
+        fresh = self.current(key_of(d))
+        if fresh is None:
+            return
+        fresh["metadata"].setdefault("annotations", {})[key] = value
+        try:
+            self.cluster.observe(self.rt, self.store.update(self.rt, *key_of(d), fresh))
+        except ApiError as e:
+            if e.code not in (404, 409):
+                raise
+
+    def _status(self, d: dict, new: dict, sets: list[dict], want: int) -> None:
+        d = self.current(key_of(d)) or d
+        def total(field: str, rss) -> int:
+            return sum(int((rs.get("status") or {}).get(field, 0)) for rs in rss)
+        replicas, available = total("replicas", sets), total("availableReplicas", sets)
+        updated = int((new.get("status") or {}).get("replicas", 0))
+        now = self.cluster.now()
+        old = {c["type"]: c for c in (d.get("status") or {}).get("conditions") or []}
+        complete = updated == want and replicas == want and available == want
+
+        def cond(type_, status, reason, message):
+            prev = old.get(type_)
+            c = condition(type_, status, reason, message, now)
+            if prev and prev.get("status") == status:
+                c["lastTransitionTime"] = prev.get("lastTransitionTime", now)
+                if prev.get("reason") == reason:
+                    c["lastUpdateTime"] = prev.get("lastUpdateTime", now)
+            c.setdefault("lastUpdateTime", now)
+            c.pop("lastProbeTime", None)
+            return c
+        rsname = new["metadata"]["name"]
+        conditions = [
+            cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+            if available >= want else
+            cond("Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
+            cond("Progressing", "True", "NewReplicaSetAvailable", f'ReplicaSet "{rsname}" has successfully progressed.')
+            if complete else
+            cond("Progressing", "True", "ReplicaSetUpdated", f'ReplicaSet "{rsname}" is progressing.'),
+        ]
+        status = {"observedGeneration": d["metadata"]["generation"], "replicas": replicas,
+                  "updatedReplicas": updated, "readyReplicas": total("readyReplicas", sets),
+                  "availableReplicas": available, "conditions": conditions}
+        if replicas - available > 0:
+            status["unavailableReplicas"] = replicas - available
+        self.write_status(d, status)
+
+
+# ------------------------------------------------------------------------------------------------------
+class StatefulSetController(OwnerController):
+    """apps/v1 StatefulSets: ordinal pods `<sts>-0`..., PVCs `<template>-<sts>-<i>` kept when pods or the
+    set go (retention Retain); OrderedReady creates a pod once the previous ones are Running and Ready."""
+
+    name = "statefulset-controller"
+    kind = ("apps", "statefulsets")
+    component = "statefulset-controller"
+
+    def reconcile(self, key: Key) -> None:
+        sts = self.current(key)
+        if sts is None or sts["metadata"].get("deletionTimestamp"):
+            return
+        spec = sts["spec"]
+        name = sts["metadata"]["name"]
+        want = int(spec.get("replicas", 1))
+        revision = f"{name}-{template_hash(spec.get('template') or {})}"
+        pods = {p["metadata"]["name"]: p for p in self.owned(sts)}
+        ordered = spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady"
+        for pname, p in list(pods.items()):
+            ordinal = self._ordinal(name, pname)
+            outdated = (p["metadata"].get("labels") or {}).get("controller-revision-hash") != revision
+            if ordinal is None or ordinal >= want or pod_phase(p) in TERMINAL or (outdated and active(p)):
+                if not p["metadata"].get("deletionTimestamp"):
+                    self.delete_child(sts, p)
+                del pods[pname]
+        for i in range(want):
+            pname = f"{name}-{i}"
+            if pname in pods:
+                if ordered and not (pod_phase(pods[pname]) == "Running" and pod_ready(pods[pname])):
+                    break
+                continue
+            if not self._claims(sts, i):
+                break
+            pod = self._pod(sts, i, revision)
+            created = self.create_child(sts, pod)
+            if created is None:
+                break
+            pods[pname] = created
+            self.events.record(sts, "Normal", "SuccessfulCreate",
+                               f"create Pod {pname} in StatefulSet {name} successful")
+            if ordered:
+                break
+        ready = sum(1 for p in pods.values() if pod_ready(p))
+        current = sum(1 for p in pods.values()
+                      if (p["metadata"].get("labels") or {}).get("controller-revision-hash") == revision)
+        self.write_status(sts, {"observedGeneration": sts["metadata"]["generation"], "replicas": len(pods),
+                                "readyReplicas": ready, "currentReplicas": current, "updatedReplicas": current,
+                                "availableReplicas": ready, "currentRevision": revision,
+                                "updateRevision": revision, "collisionCount": 0})
+
+    @staticmethod
+    def _ordinal(name: str, pod_name: str) -> int | None:
+        prefix, _, tail = pod_name.rpartition("-")
+        return int(tail) if prefix == name and tail.isdigit() else None
+
+    def _claims(self, sts: dict, i: int) -> bool:
+        """Create the pod's PVCs from volumeClaimTemplates if missing (they outlive the pod and the set)."""
+        pvc_rt = self.cluster.rt("persistentvolumeclaims")
+        ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
+        labels = dict((sts["spec"].get("selector") or {}).get("matchLabels") or {})
+        for t in sts["spec"].get("volumeClaimTemplates") or []:
+            claim = f"{t['metadata']['name']}-{name}-{i}"
+            try:
+                self.store.get(pvc_rt, ns, claim)
+                continue
+            except ApiError as e:
+                if e.code != 404:
+                    raise
+            pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"name": claim, "labels": {**((t.get("metadata") or {}).get("labels") or {}),
+                                                          **labels}},
+                   "spec": copy.deepcopy(t.get("spec") or {})}
+            if self.create_child(sts, pvc, rt=pvc_rt) is None:
+                return False
+            self.events.record(sts, "Normal", "SuccessfulCreate",
+                               f"create Claim {claim} Pod {name}-{i} in StatefulSet {name} success")
+        return True
+
+    def _pod(self, sts: dict, i: int, revision: str) -> dict:
+        name = sts["metadata"]["name"]
+        pname = f"{name}-{i}"
+        pod = self.pod_from_template(sts, sts["spec"].get("template") or {}, name=pname, labels={
+            "statefulset.kubernetes.io/pod-name": pname, "apps.kubernetes.io/pod-index": str(i),
+            "controller-revision-hash": revision})
+        spec = pod["spec"]
+        spec["hostname"] = pname
+        if sts["spec"].get("serviceName"):
+            spec["subdomain"] = sts["spec"]["serviceName"]
+        claims = {t["metadata"]["name"]: f"{t['metadata']['name']}-{name}-{i}"
+                  for t in sts["spec"].get("volumeClaimTemplates") or []}
+        if claims:
+            volumes = [v for v in spec.get("volumes") or [] if v.get("name") not in claims]
+            volumes += [{"name": t, "persistentVolumeClaim": {"claimName": c}} for t, c in claims.items()]
+            spec["volumes"] = volumes
+        return pod
+
+
+# ------------------------------------------------------------------------------------------------------
+class PVCBinder(Controller):
+    """A dynamic provisioner in one step: a Pending PVC becomes Bound with the capacity it requests."""
+
+    name = "persistentvolume-binder"
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self.rt = cluster.rt("persistentvolumeclaims")
+
+    def on_event(self, event_type, rt, obj, old):
+        if (rt.group, rt.plural) == ("", "persistentvolumeclaims") and event_type != "DELETED" and (obj.get("status") or {}).get("phase") != "Bound":
+            self.queue.add(key_of(obj))
+
+    def reconcile(self, key: Key) -> None:
+        try:
+            pvc = self.store.get(self.rt, *key)
+        except ApiError as e:
+            if e.code == 404:
+                return
+            raise
+        if (pvc.get("status") or {}).get("phase") == "Bound" or pvc["metadata"].get("deletionTimestamp"):
+            return
+        spec = pvc.get("spec") or {}
+        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
+        pvc["status"] = {"phase": "Bound", "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
+                         "capacity": {"storage": storage}}
+        try:
+            self.cluster.observe(self.rt, self.store.update(self.rt, *key, pvc, subresource="status"))
+        except ApiError as e:
+            if e.code == 409:
+                self.queue.add_after(key, 0.01)
+            elif e.code != 404:
+                raise
