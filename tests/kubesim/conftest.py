@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from contextlib import asynccontextmanager
 
 import kubernetes
 import kubernetes_asyncio
@@ -114,12 +115,50 @@ class _Watching:
         return False
 
 
+@asynccontextmanager
+async def kube_for(url: str, flavour: str):
+    sync = sync_api_client(url)
+    try:
+        async with async_api_client(url) as aclient:
+            yield Kube(flavour, sync, aclient)
+    finally:
+        sync.close()
+
+
 @pytest.fixture(params=["kubernetes", "kubernetes_asyncio"])
-async def kube(request, kubesim):
-    sync = sync_api_client(kubesim.url)
-    async with async_api_client(kubesim.url) as aclient:
-        yield Kube(request.param, sync, aclient)
-    sync.close()
+def flavour(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def apisim_server():
+    """The API tests run against kubesim's API server alone (no controllers, scheduler or kubelet acting
+    on their objects), so what they observe is exactly the apiserver's behaviour."""
+    from kubesim import KubeSim
+    sim = KubeSim(with_cluster=False).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def apisim(apisim_server):
+    apisim_server.reset()
+    yield apisim_server
+
+
+@pytest.fixture
+async def kube(flavour, apisim):
+    async with kube_for(apisim.url, flavour) as k:
+        yield k
+
+
+@pytest.fixture(scope="module")
+def small_sim():
+    """A separate API-only kubesim keeping 5 watch events and sending bookmarks every 0.2 s."""
+    from kubesim import KubeSim
+    sim = KubeSim(history=5, bookmark_interval=0.2, with_cluster=False).start()
+    yield sim
+    sim.stop()
 
 
 def pod(name: str | None = None, labels: dict | None = None, **spec) -> dict:

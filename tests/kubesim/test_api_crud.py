@@ -180,7 +180,7 @@ async def test_default_namespaces_and_missing_namespace(kube):
     assert status == 404 and err["message"] == 'namespaces "nowhere" not found'
 
 
-async def test_namespace_deletion_terminates_and_deletes_contents(kube, kubesim):
+async def test_namespace_deletion_terminates_and_deletes_contents(kube, apisim):
     """Deleting a namespace sets phase Terminating, deletes its objects, then removes the namespace; new
     objects may not be created in a Terminating namespace (403 Forbidden)."""
     core = kube.api("CoreV1Api")
