@@ -60,19 +60,33 @@ class _State:
         self.changed = asyncio.Event()
 
 
+async def _ok(resp):
+    """With ``_preload_content=False`` the client does not raise on an error status: do it here."""
+    if resp.status >= 400:
+        body = await resp.read()
+        resp.release()
+        try:
+            message = json.loads(body).get("message", body)
+        except ValueError:
+            message = body
+        raise ApiException(status=resp.status, reason=str(message))
+    return resp
+
+
 async def _watch(list_call: Callable, on_event: Callable[[str, dict], None],
                  on_relist: Callable[[list[dict]], None], **selector) -> None:
     """List, then watch forever from the list's resourceVersion; resume on drops, re-list on 410."""
     rv: str | None = None
     while True:
         if rv is None:
-            listing = await list_call(**selector, _preload_content=False)
+            listing = await _ok(await list_call(**selector, _preload_content=False))
             body = json.loads(await listing.read())
             rv = body["metadata"]["resourceVersion"]
             on_relist(body.get("items") or [])
         try:
-            resp = await list_call(**selector, watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                                   timeout_seconds=WATCH_SECONDS, _preload_content=False)
+            resp = await _ok(await list_call(**selector, watch=True, resource_version=rv,
+                                             allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS,
+                                             _preload_content=False))
             async with resp:
                 async for raw in resp.content:
                     if not raw.strip():
@@ -99,8 +113,9 @@ async def _stream_logs(core: k8s.CoreV1Api, namespace: str, pod: str, state: _St
                        log: Callable[[str], None]) -> None:
     for attempt in range(3):
         try:
-            resp = await core.read_namespaced_pod_log(pod, namespace, container=CONTAINER, follow=True,
-                                                      _preload_content=False, _request_timeout=LOG_TIMEOUT)
+            resp = await _ok(await core.read_namespaced_pod_log(pod, namespace, container=CONTAINER, follow=True,
+                                                                _preload_content=False,
+                                                                _request_timeout=LOG_TIMEOUT))
             async with resp:
                 async for raw in resp.content:
                     line = raw.decode("utf-8", "replace").rstrip("\n")
@@ -127,8 +142,8 @@ def _started(pod: dict) -> bool:
 
 
 async def _list_job_events(core: k8s.CoreV1Api, namespace: str, name: str) -> list[dict]:
-    resp = await core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}",
-                                            _preload_content=False)
+    resp = await _ok(await core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}",
+                                                      _preload_content=False))
     items = json.loads(await resp.read()).get("items") or []
     return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 

@@ -261,7 +261,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                                      f"{namespace!r}") from exc
                 raise AirflowException(f"cannot check PVC {namespace}/{claim}: {api_error_message(exc)}") from exc
 
-    def poll_until_complete(self, external_id, context) -> None:
+    def poll_until_complete(self, external_id, context) -> dict:
+        # returns the result too: on reconnect the mixin returns whatever this returns (not get_job_result)
         self._job_ref = external_id
         if self.deferrable:
             self.defer(
@@ -280,6 +281,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                                         lambda line: self.log.info("%s", line))
 
         self._finish(asyncio.run(_follow()))
+        return self.get_job_result(external_id, context)
 
     def get_job_result(self, external_id, context) -> dict:
         return {k: external_id.get(k) for k in ("namespace", "name", "uid")}

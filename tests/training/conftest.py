@@ -1,0 +1,20 @@
+"""Fixtures for the training tests: a team namespace with the owner's PVC, task contexts, a task state store."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from training_support import NAMESPACE, make_context  # noqa: F401 - re-exported for tests
+
+
+@pytest.fixture
+def team(k8s, kube_conn) -> str:
+    """Namespace ``recsys`` with ``alice-home`` (alice's default PVC) and ``shared-data``; kubernetes_default set."""
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    for claim in ("alice-home", "shared-data"):
+        core.create_namespaced_persistent_volume_claim(NAMESPACE, {
+            "metadata": {"name": claim},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        })
+    return NAMESPACE

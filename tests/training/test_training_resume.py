@@ -1,0 +1,107 @@
+"""Crash safety and the deferrable path: reattach after a worker crash, adopt by labels, no rerun, new try."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kubesim.workloads", reason="kubesim's Job controller has not landed")
+from airflow.sdk.exceptions import TaskDeferred
+from kubernetes import client
+from training_support import NAMESPACE, JsonFileTaskStateStore, make_context, operator, sim
+
+from kubesim.testing import wait_until
+from operators import TrainingJobFailed
+from operators.training.naming import LABEL_JOB
+
+SUPPORT = Path(__file__).with_name("training_support.py")
+
+
+def jobs(k8s) -> list:
+    return client.BatchV1Api(k8s).list_namespaced_job(NAMESPACE).items
+
+
+def running_pod(k8s) -> bool:
+    for job in jobs(k8s):
+        for pod in client.CoreV1Api(k8s).list_namespaced_pod(
+                NAMESPACE, label_selector=f"{LABEL_JOB}={job.metadata.name}").items:
+            if pod.status.phase == "Running":
+                return True
+    return False
+
+
+def crash_worker_after_submit(k8s, tmp_path, *, store: Path | None, seconds: float) -> None:
+    """Run try 1 in a worker process, SIGKILL it once its Job's pod runs (no cleanup, like an OOM-killed worker)."""
+    spec = {"try": 1, "seconds": seconds, "store": str(store) if store else None}
+    proc = subprocess.Popen([sys.executable, str(SUPPORT), json.dumps(spec)], env=dict(os.environ),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: running_pod(k8s) or proc.poll() is not None, timeout=60)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        if store:
+            wait_until(store.exists, timeout=10)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("with_store", [True, False], ids=["task_state_store", "label-lookup-only"])
+def test_retry_after_worker_crash_reattaches_to_the_same_job(k8s, team, tmp_path, with_store):
+    store = tmp_path / "state.json" if with_store else None
+    crash_worker_after_submit(k8s, tmp_path, store=store, seconds=4)
+    (job,) = jobs(k8s)
+    uid = job.metadata.uid
+    # try 2 on another worker: same task instance, the Job of try 1 is still running
+    result = operator(pod_annotations=sim(4)).execute(
+        make_context("train", 2, JsonFileTaskStateStore(store) if store else None))
+    assert result["uid"] == uid
+    (job,) = jobs(k8s)  # still exactly one Job: nothing was created for try 2
+    assert job.metadata.uid == uid and job.status.succeeded == 1
+
+
+def test_succeeded_job_is_not_rerun_and_failed_one_is_replaced(k8s, team, tmp_path):
+    store = JsonFileTaskStateStore(tmp_path / "state.json")
+    first = operator(pod_annotations=sim(0.3)).execute(make_context("train", 1, store))
+    again = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))
+    assert again["uid"] == first["uid"] and len(jobs(k8s)) == 1
+
+    store2 = JsonFileTaskStateStore(tmp_path / "state2.json")
+    with pytest.raises(TrainingJobFailed, match="exit code 1"):
+        operator("flaky", pod_annotations=sim(0.3, exit_code=1)).execute(make_context("flaky", 1, store2))
+    retried = operator("flaky", pod_annotations=sim(0.3)).execute(make_context("flaky", 2, store2))
+    flaky = sorted(j.metadata.name for j in jobs(k8s) if "flaky" in j.metadata.name)
+    assert len(flaky) == 2 and flaky[1].endswith("-t2") and retried["name"] == flaky[1]
+
+
+async def _run_deferred(op, context):
+    """What the worker + triggerer do: execute -> defer -> trigger.run() -> execute_complete."""
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute(context)
+    trigger = deferred.value.trigger
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "operators.training.trigger.TrainingJobTrigger"
+    rebuilt = type(trigger)(**kwargs)  # the triggerer rebuilds it from the serialized kwargs
+    events = [event async for event in rebuilt.run()]
+    assert len(events) == 1
+    return deferred.value, events[0].payload
+
+
+async def test_deferrable_success_and_failure(k8s, team, tmp_path):
+    op = operator("deferred", deferrable=True, pod_annotations=sim(0.5, lines=3))
+    ctx = make_context("deferred", 1, JsonFileTaskStateStore(tmp_path / "s.json"))
+    deferred, payload = await _run_deferred(op, ctx)
+    assert deferred.method_name == "execute_complete"
+    assert payload["status"] == "success" and payload["log_tail"] == ["line 1", "line 2", "line 3"]
+    assert op.execute_complete(ctx, payload)["uid"] == jobs(k8s)[0].metadata.uid
+
+    bad = operator("deferred-oom", deferrable=True, pod_annotations=sim(0.3, exit_code=137, reason="OOMKilled"))
+    ctx = make_context("deferred-oom", 1, JsonFileTaskStateStore(tmp_path / "s2.json"))
+    _, payload = await _run_deferred(bad, ctx)
+    with pytest.raises(TrainingJobFailed, match="OOMKilled"):
+        bad.execute_complete(ctx, payload)
