@@ -1,0 +1,14 @@
+"""The local stack: a real airflow standalone runs a DAG whose task reaches kubesim via kubernetes_default."""
+
+import pytest
+from kubernetes import client
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_task_under_standalone_reaches_kubesim(airflow_stack):
+    run_id = airflow_stack.trigger("e2e_smoke")
+    assert airflow_stack.wait_run("e2e_smoke", run_id, timeout=120) == "success"
+    cms = client.CoreV1Api(airflow_stack.k8s()).list_namespaced_config_map("default", label_selector="e2e=smoke")
+    assert run_id in [cm.data["run_id"] for cm in cms.items]
+    assert "touch_cluster" in [ti["task_id"] for ti in airflow_stack.task_instances("e2e_smoke", run_id)]
