@@ -1,0 +1,70 @@
+"""kubesim's test API (not part of Kubernetes): injected failures, latency, request counters."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+from tests.kubesim.conftest import configmap
+
+
+def post(url: str, body: dict | None = None):
+    req = urllib.request.Request(url, method="POST", data=json.dumps(body or {}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+async def test_fail_next_requests(kube, apisim):
+    """fail(verb, path regex, status, count): the next N matching requests get that status with a
+    Status body; others and later ones succeed."""
+    core = kube.api("CoreV1Api")
+    apisim.fail("create", r"/configmaps$", status=503, count=2)
+    for _ in range(2):
+        status, err = await kube.error(core.create_namespaced_config_map("default", configmap("c")))
+        assert status == 503 and err["reason"] == "ServiceUnavailable" and err["kind"] == "Status"
+    await core.list_namespaced_config_map("default")
+    assert (await core.create_namespaced_config_map("default", configmap("c"))).metadata.name == "c"
+
+
+async def test_fail_over_http_and_clear(kube, apisim):
+    """POST /kubesim/faults does the same over HTTP (for a separate process); DELETE clears rules."""
+    core = kube.api("CoreV1Api")
+    post(f"{apisim.url}/kubesim/faults", {"verb": "get", "path": "/configmaps/x", "status": 409, "count": None,
+                                          "message": "boom"})
+    await core.create_namespaced_config_map("default", configmap("x"))
+    for _ in range(3):
+        status, err = await kube.error(core.read_namespaced_config_map("x", "default"))
+        assert (status, err["message"]) == (409, "boom")
+    urllib.request.urlopen(urllib.request.Request(f"{apisim.url}/kubesim/faults", method="DELETE"), timeout=10)
+    assert (await core.read_namespaced_config_map("x", "default")).metadata.name == "x"
+
+
+async def test_latency(kube, apisim):
+    """add_latency delays matching requests only."""
+    core = kube.api("CoreV1Api")
+    apisim.add_latency("list", r"/configmaps$", seconds=0.3, count=1)
+    start = time.monotonic()
+    await core.list_namespaced_config_map("default")
+    slow = time.monotonic() - start
+    start = time.monotonic()
+    await core.list_namespaced_config_map("default")
+    fast = time.monotonic() - start
+    assert slow >= 0.3 and fast < 0.3
+
+
+async def test_stats_count_requests_and_reset(kube, apisim):
+    """GET /kubesim/stats counts requests by verb, path and resource; POST /kubesim/stats/reset zeroes."""
+    core = kube.api("CoreV1Api")
+    post(f"{apisim.url}/kubesim/stats/reset")
+    await core.create_namespaced_config_map("default", configmap("s"))
+    for _ in range(3):
+        await core.read_namespaced_config_map("s", "default")
+    with urllib.request.urlopen(f"{apisim.url}/kubesim/stats", timeout=10) as resp:
+        stats = json.loads(resp.read())
+    assert stats["total"] == 4
+    assert stats["by_verb"] == {"create": 1, "get": 3}
+    assert stats["by_path"]["GET /api/v1/namespaces/default/configmaps/s"] == 3
+    assert stats["by_resource"]["get configmaps"] == 3
+    apisim.reset_stats()
+    assert apisim.stats()["total"] == 0

@@ -1,0 +1,103 @@
+"""kubesim as a process (`python -m kubesim`) and through kubeconfig files: both clients and Airflow's
+KubernetesHook / AsyncKubernetesHook work against it unchanged, as against a real cluster."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes
+import kubernetes_asyncio
+import pytest
+
+import kubesim
+
+REPO = Path(kubesim.__file__).resolve().parents[1]
+
+
+def start_process(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, str, Path]:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig", str(kubeconfig),
+                             *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()      # blocks until the server accepts requests (or the process dies)
+    assert line.startswith("kubesim ready http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() else "")
+    return proc, line.split()[-1], kubeconfig
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_process_mode_ready_line_and_clean_stop(tmp_path, sig):
+    """`python -m kubesim --port P --kubeconfig PATH` writes the kubeconfig, prints exactly one line
+    `kubesim ready <url>` once it accepts requests, serves both clients through that kubeconfig, and exits 0
+    on SIGTERM and SIGINT."""
+    proc, url, path = start_process(tmp_path)
+    try:
+        cfg = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=str(path), client_configuration=cfg)
+        assert cfg.host == url
+        with kubernetes.client.ApiClient(cfg) as api:
+            core = kubernetes.client.CoreV1Api(api)
+            core.create_namespaced_config_map("default", {"metadata": {"name": "p"}, "data": {"a": "1"}})
+            names = {n.metadata.name for n in core.list_namespace().items}
+            assert {"default", "kube-system", "kube-public"} <= names
+        acfg = kubernetes_asyncio.client.Configuration()
+        await kubernetes_asyncio.config.load_kube_config(config_file=str(path), client_configuration=acfg)
+        async with kubernetes_asyncio.client.ApiClient(acfg) as aapi:
+            cm = await kubernetes_asyncio.client.CoreV1Api(aapi).read_namespaced_config_map("p", "default")
+            assert cm.data == {"a": "1"}
+        proc.send_signal(sig)
+        assert proc.wait(timeout=20) == 0
+        assert proc.stdout.read() == ""       # nothing after the ready line
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_kubeconfig_shape(apisim, tmp_path):
+    """The kubeconfig has cluster, user and context `kubesim` over plain http and is current."""
+    import yaml
+    cfg = yaml.safe_load(apisim.write_kubeconfig(tmp_path / "kc").read_text())
+    assert cfg["current-context"] == "kubesim"
+    assert cfg["clusters"][0] == {"name": "kubesim", "cluster": {"server": apisim.url}}
+    assert cfg["contexts"][0]["context"]["cluster"] == "kubesim"
+
+
+@pytest.fixture
+def kubernetes_default(kubesim, kubeconfig, monkeypatch):
+    """Airflow connection `kubernetes_default` with extra kube_config_path (as a JSON env connection)."""
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(
+        {"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig}}))
+    return kubesim
+
+
+def test_airflow_kubernetes_hook(kubernetes_default):
+    """KubernetesHook(conn kubernetes_default).core_v1_client talks to kubesim (no Airflow DB needed)."""
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+    hook = KubernetesHook()
+    names = {n.metadata.name for n in hook.core_v1_client.list_namespace().items}
+    assert {"default", "kube-system"} <= names
+    hook.core_v1_client.create_namespaced_config_map("default", {"metadata": {"name": "from-hook"}})
+    assert kubernetes_default.store.get(
+        kubernetes_default.store.registry.lookup("", "v1", "configmaps"), "default", "from-hook")
+
+
+async def test_airflow_async_kubernetes_hook(kubernetes_default):
+    """AsyncKubernetesHook reads a pod from kubesim through kubernetes_asyncio."""
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
+    sim = kubernetes_default
+    pods = sim.store.registry.lookup("", "v1", "pods")
+    sim.store.create(pods, "default", {"metadata": {"name": "hooked"},
+                                       "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    hook = AsyncKubernetesHook(conn_id="kubernetes_default")
+    pod = await hook.get_pod("hooked", "default")
+    assert pod.metadata.name == "hooked" and pod.metadata.namespace == "default"
+
+
+def test_process_env_is_not_required():
+    """The module runs from the checkout: `python -m kubesim --help` works from the repo root."""
+    out = subprocess.run([sys.executable, "-m", "kubesim", "--help"], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ}, timeout=60)
+    assert out.returncode == 0 and "--kubeconfig" in out.stdout
