@@ -1,0 +1,298 @@
+"""`Cluster`: kubesim's controller-manager, scheduler and kubelets, wired onto a `Store`.
+
+Like the real components, everything here is an API client of the store: it reads what the store notifies
+(an informer-like cache fed by `store.subscribe`) and writes through the store's public verbs, so watches
+see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kubesim.errors import ApiError
+
+log = logging.getLogger("kubesim.cluster")
+
+
+@dataclass
+class Timing:
+    """The cluster clock's delays, in seconds."""
+    pod_start: float = 0.05          # bound pod: Pending (ContainerCreating) -> Running
+    container_run: float = 0.2       # run time of a container without `kubesim.io/duration` (not restartPolicy Always)
+    restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
+    create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
+
+
+Key = tuple[str | None, str]   # (namespace, name)
+
+
+def key_of(obj: dict) -> Key:
+    md = obj["metadata"]
+    return md.get("namespace"), md["name"]
+
+
+def rv_int(obj: dict) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class Cache:
+    """What the cluster's informers have seen: the latest committed object per kind and key.
+
+    Objects are the store's notifications or the results of our own writes (newer resourceVersion wins);
+    they are shared, so treat them as read-only.
+    """
+
+    def __init__(self) -> None:
+        self._by_kind: dict[tuple[str, str], dict[Key, dict]] = {}
+
+    def _bucket(self, rt) -> dict[Key, dict]:
+        return self._by_kind.setdefault((rt.group, rt.plural), {})
+
+    def observe(self, rt, obj: dict, deleted: bool = False) -> None:
+        bucket = self._bucket(rt)
+        key = key_of(obj)
+        if deleted:
+            cur = bucket.get(key)
+            if cur is not None and cur["metadata"].get("uid") == obj["metadata"].get("uid"):
+                del bucket[key]
+            return
+        cur = bucket.get(key)
+        if cur is None or cur["metadata"].get("uid") != obj["metadata"].get("uid") or rv_int(obj) >= rv_int(cur):
+            bucket[key] = obj
+
+    def get(self, rt, namespace: str | None, name: str) -> dict | None:
+        return self._bucket(rt).get((namespace, name))
+
+    def list(self, rt, namespace: str | None = None) -> list[dict]:
+        objs = self._bucket(rt).values()
+        if namespace is None:
+            return list(objs)
+        return [o for o in objs if o["metadata"].get("namespace") == namespace]
+
+
+class WorkQueue:
+    """A controller's queue of keys: deduplicated, processed one at a time, with delayed re-adds."""
+
+    def __init__(self, name: str, handler: Callable[[Key], None]):
+        self.name = name
+        self._handler = handler
+        self._pending: set[Key] = set()
+        self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._task: asyncio.Task | None = None
+
+    def add(self, key: Key) -> None:
+        if key not in self._pending:
+            self._pending.add(key)
+            self._queue.put_nowait(key)
+
+    def add_after(self, key: Key, delay: float) -> None:
+        """Process `key` after `delay` s (an earlier pending timer for it wins)."""
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        old = self._timers.get(key)
+        when = loop.time() + delay
+        if old is not None and not old.cancelled() and old.when() <= when:
+            return
+        if old is not None:
+            old.cancel()
+        self._timers[key] = loop.call_at(when, self._fire, key)
+
+    def _fire(self, key: Key) -> None:
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"kubesim-{self.name}")
+
+    async def _run(self) -> None:
+        while True:
+            key = await self._queue.get()
+            self._pending.discard(key)
+            try:
+                self._handler(key)
+            except Exception:   # a controller bug must not stop the cluster: log it and go on
+                log.exception("%s: error reconciling %s", self.name, key)
+
+    async def stop(self) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+
+class EventRecorder:
+    """Writes core/v1 Events the way client-go's recorder does (name `<object>.<hex>`, count 1)."""
+
+    def __init__(self, store, component: str):
+        self.store = store
+        self.component = component
+        self._rt = store.registry.lookup("", "v1", "events")
+
+    def record(self, obj: dict, type_: str, reason: str, message: str, *, host: str | None = None,
+               field_path: str | None = None) -> None:
+        md = obj["metadata"]
+        namespace = md.get("namespace") or "default"
+        now = self.store.clock.rfc3339(self.store.clock.now())
+        involved = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "name": md["name"],
+                    "namespace": md.get("namespace"), "uid": md.get("uid"),
+                    "resourceVersion": md.get("resourceVersion")}
+        if field_path:
+            involved["fieldPath"] = field_path
+        source = {"component": self.component}
+        if host:
+            source["host"] = host
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": f"{md['name']}.{secrets.token_hex(8)}", "namespace": namespace},
+                 "involvedObject": {k: v for k, v in involved.items() if v is not None},
+                 "reason": reason, "message": message, "source": source, "type": type_,
+                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "reportingComponent": self.component, "reportingInstance": host or "",
+                 "action": reason}
+        try:
+            self.store.create(self._rt, namespace, event)
+        except ApiError as e:   # e.g. the namespace is being deleted: events are best effort, as in client-go
+            log.debug("event %s/%s dropped: %s", namespace, reason, e.message)
+
+
+class Cluster:
+    """Controllers, scheduler and kubelets of a simulated cluster on `store`.
+
+    `nodes`: Node manifests or compact node specs (see `kubesim.nodes`); default: `nodes.DEFAULT_NODES`.
+    """
+
+    def __init__(self, store, *, nodes: Iterable[dict] | None = None, timing: Timing | None = None):
+        self.store = store
+        self.timing = timing or Timing()
+        self._node_specs = list(nodes) if nodes is not None else None
+        self.cache = Cache()
+        self.controllers: list = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._subscribed = False
+        self._started = False
+        self._stopped = False
+
+    async def start(self) -> None:
+        # The components import this module (Timing, Cache, WorkQueue, EventRecorder): import them here.
+        from kubesim import gc, kubelet, quota, scheduler, validation, workloads
+        from kubesim.nodes import node_manifests
+
+        self.loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        if not self._started:
+            self.validator = validation.Validator(self.store)
+            self.quota = quota.QuotaAdmission(self.store)
+            self.store.admission.append(self.validator)
+            self.store.admission.append(self.quota)
+            self.kubelet = kubelet.Kubelet(self)
+            self.controllers = [
+                scheduler.Scheduler(self), self.kubelet, gc.GarbageCollector(self),
+                quota.QuotaController(self), *workloads.controllers(self),
+            ]
+            self.store.log_provider = self.kubelet.logs
+            self._started = True
+        for c in self.controllers:
+            c.start()
+        if not self._subscribed:
+            self.store.subscribe(self._notify)
+            self._subscribed = True
+        self._resync()
+        self._create_nodes(node_manifests(self._node_specs))
+
+    def _create_nodes(self, manifests: list[dict]) -> None:
+        rt = self.store.registry.lookup("", "v1", "nodes")
+        for node in manifests:
+            try:
+                self.store.create(rt, None, node)
+            except ApiError as e:
+                if e.code != 409:
+                    raise
+
+    def _resync(self) -> None:
+        """Feed the cache and the controllers what the store already holds (e.g. after `store.clear()`)."""
+        for rt in self.store.registry.all():
+            try:
+                objs, _ = self.store.list(rt)
+            except ApiError:
+                continue
+            for obj in objs:
+                self._dispatch("ADDED", rt, obj, None)
+
+    def _notify(self, event_type: str, rt, obj: dict, old: dict | None) -> None:
+        # Called under the store lock on the writer's thread: only hand the event to the loop.
+        loop = self.loop
+        if loop is None or loop.is_closed() or self._stopped:
+            return
+        if threading.get_ident() == self._loop_thread:
+            loop.call_soon(self._dispatch, event_type, rt, obj, old)
+        else:
+            loop.call_soon_threadsafe(self._dispatch, event_type, rt, obj, old)
+
+    def _dispatch(self, event_type: str, rt, obj: dict, old: dict | None) -> None:
+        if self._stopped:
+            return
+        self.cache.observe(rt, obj, deleted=event_type == "DELETED")
+        for c in self.controllers:
+            try:
+                c.on_event(event_type, rt, obj, old)
+            except Exception:
+                log.exception("%s: error handling %s %s", type(c).__name__, event_type, rt.plural)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        for c in self.controllers:
+            await c.stop()
+
+    # helpers for the components
+    def rt(self, plural: str, group: str = "", version: str = "v1"):
+        return self.store.registry.lookup(group, version, plural)
+
+    def observe(self, rt, obj: dict) -> dict:
+        """Record the result of our own write, so the next reconcile sees it before its notification."""
+        self.cache.observe(rt, obj)
+        return obj
+
+    def now(self) -> str:
+        return self.store.clock.rfc3339(self.store.clock.now())
+
+
+class Controller:
+    """Base of the cluster's components: a work queue of object keys fed by store events."""
+
+    name = "controller"
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.store = cluster.store
+        self.queue = WorkQueue(self.name, self.reconcile)
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+
+    def reset(self) -> None:
+        """Forget per-object runtime state (the store was cleared)."""
+
+    def on_event(self, event_type: str, rt, obj: dict, old: dict | None) -> None:
+        """Enqueue keys for a store change (runs on the loop, in store order)."""
+
+    def reconcile(self, key: Key) -> None:
+        """Bring the object at `key` to its desired state."""

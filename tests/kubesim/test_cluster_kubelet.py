@@ -1,0 +1,236 @@
+"""kubesim's kubelet: pod lifecycle, scripted outcomes, restarts, logs and Events, through both clients."""
+from __future__ import annotations
+
+import json
+import time
+
+import kubernetes_validate
+import pytest
+from kubernetes.client import CoreV1Api
+from kubernetes_asyncio import client as aclient
+from kubernetes_asyncio import watch as awatch
+
+from kubesim.testing import async_wait_until, wait_until
+
+
+def pod(name, restart="Never", containers=None, **annotations) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "annotations": {f"kubesim.io/{k.replace('_', '-')}": str(v)
+                                                       for k, v in annotations.items()}},
+            "spec": {"restartPolicy": restart,
+                     "containers": containers or [{"name": "main", "image": "busybox:1.36"}]}}
+
+
+def phase_is(core, name, *phases):
+    def check():
+        p = core.read_namespaced_pod(name, "default")
+        return p if p.status and p.status.phase in phases else None
+    return wait_until(check, 10)
+
+
+def events_for(core, name, reason=None):
+    return [e for e in core.list_namespaced_event("default").items
+            if e.involved_object.name == name and (reason is None or e.reason == reason)]
+
+
+def log(core, name, **kw) -> str:
+    # the sync client turns a log body into "b'...'" when it deserializes it: read the raw body
+    return core.read_namespaced_pod_log(name, "default", _preload_content=False, **kw).data.decode()
+
+
+def raw_pod(k8s, name) -> dict:
+    resp = CoreV1Api(k8s).read_namespaced_pod(name, "default", _preload_content=False)
+    return json.loads(resp.data)
+
+
+def test_lifecycle_pending_running_succeeded_with_complete_status(k8s):
+    """Bound pod: Pending (ContainerCreating) → Running → Succeeded, with the status a kubelet reports
+    (conditions, IPs, startTime, qosClass, containerStatuses with imageID/containerID/state); the whole
+    object passes the strict 1.31 schema."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("life", duration=0.5))
+    running = phase_is(core, "life", "Running")
+    cs = running.status.container_statuses[0]
+    assert cs.ready and cs.started and cs.state.running.started_at is not None
+    assert cs.image == "busybox:1.36" and cs.image_id.startswith("docker.io/library/busybox@sha256:")
+    assert cs.container_id.startswith("containerd://")
+    conds = {c.type: c.status for c in running.status.conditions}
+    assert conds["Ready"] == conds["ContainersReady"] == conds["Initialized"] == conds["PodScheduled"] == "True"
+    assert running.status.pod_ip and running.status.host_ip and running.status.start_time
+    assert running.status.qos_class == "BestEffort"
+    done = phase_is(core, "life", "Succeeded")
+    term = done.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (0, "Completed") and term.finished_at >= term.started_at
+    assert {c.type: c.status for c in done.status.conditions}["Ready"] == "False"
+    kubernetes_validate.validate(raw_pod(k8s, "life"), "1.31", strict=True)
+    reasons = [e.reason for e in events_for(core, "life")]
+    for r in ("Scheduled", "Pulled", "Created", "Started"):
+        assert r in reasons
+    started = events_for(core, "life", "Started")[0]
+    assert started.source.component == "kubelet" and started.source.host == done.spec.node_name
+    assert started.involved_object.field_path == "spec.containers{main}" and started.count == 1
+
+
+def test_scripted_exit_code_fails_pod_with_never(k8s):
+    """restartPolicy Never: a non-zero exit → phase Failed, terminated reason Error with the exit code."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("bad", exit_code=3))
+    p = phase_is(core, "bad", "Failed")
+    term = p.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (3, "Error")
+
+
+def test_scripted_oom_killed(k8s):
+    """`kubesim.io/reason: OOMKilled` → terminated reason OOMKilled, exit code 137."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("oom", reason="OOMKilled"))
+    p = phase_is(core, "oom", "Failed")
+    term = p.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (137, "OOMKilled")
+    kubernetes_validate.validate(raw_pod(k8s, "oom"), "1.31", strict=True)
+
+
+@pytest.mark.parametrize("reason", ["ErrImagePull", "ImagePullBackOff"])
+def test_image_pull_failure_stays_pending_with_failed_event(k8s, reason):
+    """An image that cannot be pulled: the pod stays Pending with a waiting reason and a Warning `Failed`
+    event `Failed to pull image "x": ...`."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("pull", reason=reason, containers=[
+        {"name": "main", "image": "registry.example/nope:1"}]))
+    ev = wait_until(lambda: [e for e in events_for(core, "pull", "Failed") if "pull image" in e.message])
+    assert ev[0].type == "Warning" and ev[0].message.startswith('Failed to pull image "registry.example/nope:1": ')
+    p = core.read_namespaced_pod("pull", "default")
+    assert p.status.phase == "Pending"
+    assert p.status.container_statuses[0].state.waiting.reason == reason
+    kubernetes_validate.validate(raw_pod(k8s, "pull"), "1.31", strict=True)
+
+
+def test_create_container_config_error(k8s):
+    """CreateContainerConfigError: the container never starts; Pending, waiting reason, Warning event."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("cfg", reason="CreateContainerConfigError",
+                                              message='secret "db" not found'))
+    wait_until(lambda: events_for(core, "cfg", "Failed"))
+    p = core.read_namespaced_pod("cfg", "default")
+    waiting = p.status.container_statuses[0].state.waiting
+    assert p.status.phase == "Pending"
+    assert (waiting.reason, waiting.message) == ("CreateContainerConfigError", 'secret "db" not found')
+
+
+def test_on_failure_restarts_container(k8s):
+    """OnFailure: a failing container restarts (restartCount+1, lastState.terminated) and the pod stays
+    Running; a BackOff event is recorded; logs of the previous run stay readable."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("flaky", restart="OnFailure", exit_code=1, duration=0.1,
+                                              logs="boom"))
+    def restarted():
+        p = core.read_namespaced_pod("flaky", "default")
+        cs = (p.status.container_statuses or [None])[0]
+        return p if cs and cs.restart_count >= 2 else None
+    p = wait_until(restarted)
+    cs = p.status.container_statuses[0]
+    assert p.status.phase == "Running"
+    assert cs.last_state.terminated.exit_code == 1 and cs.last_state.terminated.reason == "Error"
+    assert events_for(core, "flaky", "BackOff")
+    assert log(core, "flaky", previous=True) == "boom\n"
+
+
+def test_always_restarts_even_after_success(k8s):
+    """restartPolicy Always restarts a container that exited 0 (reason Completed in lastState)."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("srv", restart="Always", duration=0.1))
+    def restarted():
+        cs = (core.read_namespaced_pod("srv", "default").status.container_statuses or [None])[0]
+        return cs if cs and cs.restart_count >= 1 and cs.last_state.terminated else None
+    cs = wait_until(restarted)
+    assert cs.last_state.terminated.reason == "Completed" and cs.last_state.terminated.exit_code == 0
+
+
+def test_active_deadline_seconds_fails_pod(k8s):
+    """activeDeadlineSeconds: the kubelet kills the pod → Failed, reason DeadlineExceeded."""
+    core = CoreV1Api(k8s)
+    body = pod("slow", duration=30)
+    body["spec"]["activeDeadlineSeconds"] = 1
+    core.create_namespaced_pod("default", body)
+    p = phase_is(core, "slow", "Failed")
+    assert p.status.reason == "DeadlineExceeded"
+    assert p.status.message == "Pod was active on the node longer than the specified deadline"
+    assert p.status.container_statuses[0].state.terminated.exit_code == 137
+
+
+def test_logs_tail_and_timestamps(k8s):
+    """Logs: `kubesim.io/log-lines` lines; tailLines and timestamps (RFC 3339 nano prefix)."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("logs", log_lines=5, duration=0.1))
+    phase_is(core, "logs", "Succeeded")
+    assert log(core, "logs") == "".join(f"line {i}\n" for i in range(1, 6))
+    assert log(core, "logs", tail_lines=2) == "line 4\nline 5\n"
+    stamped = log(core, "logs", timestamps=True).splitlines()
+    assert len(stamped) == 5 and stamped[0].endswith("Z line 1") and stamped[0][:4].isdigit()
+
+
+def test_logs_of_pending_pod_are_a_bad_request(k8s):
+    """Before its container starts, the kubelet answers 400 `... is waiting to start: <reason>`."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("pull", reason="ErrImagePull"))
+    wait_until(lambda: events_for(core, "pull", "Failed"))
+    from kubernetes.client.exceptions import ApiException
+    with pytest.raises(ApiException) as info:
+        log(core, "pull")
+    assert info.value.status == 400
+    assert json.loads(info.value.body)["message"] == \
+        'container "main" in pod "pull" is waiting to start: ErrImagePull'
+
+
+async def test_log_follow_sees_lines_progressively(kubesim):
+    """`follow=true` (kubernetes_asyncio): lines arrive as they are written over the run, and the stream
+    ends when the container ends."""
+    from kubesim.testing import async_api_client
+    async with async_api_client(kubesim.url) as api:
+        core = aclient.CoreV1Api(api)
+        await core.create_namespaced_pod("default", pod("follow", log_lines=5, duration=1.0))
+
+        async def running():
+            p = await core.read_namespaced_pod("follow", "default")
+            return p.status.phase == "Running"
+        await async_wait_until(running)
+        resp = await core.read_namespaced_pod_log("follow", "default", follow=True, _preload_content=False)
+        arrivals, lines = [], []
+        async for raw in resp.content:
+            arrivals.append(time.monotonic())
+            lines.append(raw.decode().rstrip("\n"))
+        resp.release()
+        assert lines == [f"line {i}" for i in range(1, 6)]
+        assert arrivals[-1] - arrivals[0] > 0.4      # written over the 1 s run, not all at once
+        p = await core.read_namespaced_pod("follow", "default")
+        assert p.status.phase in ("Running", "Succeeded")
+
+
+async def test_watch_sees_phase_transitions(kubesim):
+    """A watch (kubernetes_asyncio) on a pod sees Pending → Running → Succeeded as MODIFIED events."""
+    from kubesim.testing import async_api_client
+    async with async_api_client(kubesim.url) as api:
+        core = aclient.CoreV1Api(api)
+        await core.create_namespaced_pod("default", pod("watched", duration=0.2))
+        phases = []
+        w = awatch.Watch()
+        async with w.stream(core.list_namespaced_pod, "default", field_selector="metadata.name=watched",
+                            timeout_seconds=10) as stream:
+            async for ev in stream:
+                phase = ev["object"].status.phase if ev["object"].status else None
+                if not phases or phases[-1] != phase:
+                    phases.append(phase)
+                if phase == "Succeeded":
+                    w.stop()
+        assert phases[-2:] == ["Running", "Succeeded"]
+
+
+def test_deleting_running_pod_stops_it(k8s):
+    """Deleting a running pod removes it (kubesim: at once, no grace period) with a Killing event."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("victim", duration=60))
+    phase_is(core, "victim", "Running")
+    core.delete_namespaced_pod("victim", "default")
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == []
+    ev = wait_until(lambda: events_for(core, "victim", "Killing"))
+    assert ev[0].message == "Stopping container main"

@@ -1,0 +1,243 @@
+"""kubesim's admission: defaulting and validation as kube-apiserver does them, through the `kubernetes` client."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib.resources import files
+
+import kubernetes
+import pytest
+import yaml
+from kubernetes.client import ApiextensionsV1Api, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi
+
+
+def error_of(call, *args, **kwargs) -> tuple[int, dict]:
+    with pytest.raises(kubernetes.client.exceptions.ApiException) as info:
+        call(*args, **kwargs)
+    return info.value.status, json.loads(info.value.body)
+
+
+def pod(name="p", containers=None, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": containers or [{"name": "c", "image": "busybox:1.36"}], **spec}}
+
+
+def job(name="j", containers=None, restart="Never", **spec) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": restart,
+                                           "containers": containers or [{"name": "c", "image": "busybox"}]}},
+                     **spec}}
+
+
+def test_missing_image_is_invalid_naming_the_field(k8s):
+    """The real server: `Job.batch "x" is invalid: spec.template.spec.containers[0].image: Required value`."""
+    status, body = error_of(BatchV1Api(k8s).create_namespaced_job, "default",
+                            job("x", containers=[{"name": "c"}]))
+    assert status == 422 and body["reason"] == "Invalid"
+    assert body["message"] == 'Job.batch "x" is invalid: spec.template.spec.containers[0].image: Required value'
+    assert body["details"]["causes"] == [{"reason": "FieldValueRequired", "message": "Required value",
+                                          "field": "spec.template.spec.containers[0].image"}]
+    assert BatchV1Api(k8s).list_namespaced_job("default").items == []   # nothing written
+
+
+def test_schema_type_error_names_field_and_value(k8s):
+    """The OpenAPI schema (1.31) is enforced: a string containerPort is refused naming the path."""
+    bad = pod(containers=[{"name": "c", "image": "busybox", "ports": [{"containerPort": "http"}]}])
+    status, body = error_of(CoreV1Api(k8s).create_namespaced_pod, "default", bad)
+    assert status == 422
+    assert body["details"]["causes"][0]["field"] == "spec.containers[0].ports[0].containerPort"
+    assert '"string"' in body["message"] and "integer" in body["message"]
+
+
+def test_container_name_must_be_dns1123_label(k8s):
+    """Container names are RFC 1123 labels; the message carries the value and the real regex text."""
+    status, body = error_of(CoreV1Api(k8s).create_namespaced_pod, "default",
+                            pod(containers=[{"name": "Main_C", "image": "busybox"}]))
+    assert status == 422
+    assert body["message"].startswith('Pod "p" is invalid: spec.containers[0].name: Invalid value: "Main_C": '
+                                      "a lowercase RFC 1123 label")
+
+
+def test_quantities_must_parse_and_requests_not_exceed_limits(k8s):
+    """`500m`, `2Gi`, `1e3` parse; `lots` does not; requests above limits are refused."""
+    core = CoreV1Api(k8s)
+    ok = pod("ok", containers=[{"name": "c", "image": "busybox", "resources": {
+        "requests": {"cpu": "500m", "memory": "1e3"}, "limits": {"cpu": "1", "memory": "2Gi"}}}])
+    assert core.create_namespaced_pod("default", ok).metadata.name == "ok"
+    status, body = error_of(core.create_namespaced_pod, "default", pod(containers=[
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "lots"}}}]))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests[cpu]"
+    assert 'Invalid value: "lots": quantities must match the regular expression' in body["message"]
+    status, body = error_of(core.create_namespaced_pod, "default", pod(containers=[
+        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]))
+    assert status == 422
+    assert body["message"] == ('Pod "p" is invalid: spec.containers[0].resources.requests: Invalid value: "2": '
+                               "must be less than or equal to cpu limit of 1")
+
+
+def test_extended_resource_limits_must_equal_requests(k8s):
+    """nvidia.com/gpu cannot be overcommitted: requests must equal limits (and be whole numbers)."""
+    status, body = error_of(CoreV1Api(k8s).create_namespaced_pod, "default", pod(containers=[
+        {"name": "c", "image": "busybox", "resources": {"requests": {"nvidia.com/gpu": "1"},
+                                                        "limits": {"nvidia.com/gpu": "2"}}}]))
+    assert status == 422
+    assert "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to nvidia.com/gpu limit" \
+        in body["message"]
+
+
+def test_job_restart_policy_must_be_never_or_onfailure(k8s):
+    """A Job's pod template defaults to restartPolicy Always, which a Job refuses (the real message)."""
+    body = job("x")
+    del body["spec"]["template"]["spec"]["restartPolicy"]
+    status, err = error_of(BatchV1Api(k8s).create_namespaced_job, "default", body)
+    assert status == 422
+    assert err["message"] == ('Job.batch "x" is invalid: spec.template.spec.restartPolicy: Unsupported value: '
+                              '"Always": supported values: "OnFailure", "Never"')
+
+
+def test_pod_defaults(k8s):
+    """API defaulting clients rely on: restartPolicy, dnsPolicy, schedulerName, grace period, pull policy."""
+    core = CoreV1Api(k8s)
+    p = core.create_namespaced_pod("default", pod(containers=[
+        {"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox:1.36"},
+        {"name": "c", "image": "reg.io/x:latest", "resources": {"limits": {"cpu": "1"}}}]))
+    assert p.spec.restart_policy == "Always" and p.spec.dns_policy == "ClusterFirst"
+    assert p.spec.scheduler_name == "default-scheduler" and p.spec.termination_grace_period_seconds == 30
+    assert [c.image_pull_policy for c in p.spec.containers] == ["Always", "IfNotPresent", "Always"]
+    assert p.spec.containers[0].termination_message_path == "/dev/termination-log"
+    assert p.spec.containers[2].resources.requests == {"cpu": "1"}      # requests default to limits
+
+
+def test_job_defaults_selector_and_labels(k8s):
+    """Job: backoffLimit 6, completions/parallelism 1, a controller-uid selector and the job-name labels."""
+    j = BatchV1Api(k8s).create_namespaced_job("default", job("train"))
+    uid = j.metadata.uid
+    assert (j.spec.backoff_limit, j.spec.completions, j.spec.parallelism) == (6, 1, 1)
+    assert j.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": uid}
+    assert j.spec.template.metadata.labels == {
+        "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "train",
+        "controller-uid": uid, "job-name": "train"}
+
+
+def test_deployment_and_statefulset_defaults(k8s):
+    """Deployment: replicas 1, RollingUpdate 25%/25%, revisionHistoryLimit 10; StatefulSet: OrderedReady."""
+    apps = AppsV1Api(k8s)
+    tmpl = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    d = apps.create_namespaced_deployment("default", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
+        "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": tmpl}})
+    assert d.spec.replicas == 1 and d.spec.revision_history_limit == 10
+    assert d.spec.strategy.type == "RollingUpdate"
+    assert (d.spec.strategy.rolling_update.max_surge, d.spec.strategy.rolling_update.max_unavailable) == ("25%", "25%")
+    s = apps.create_namespaced_stateful_set("default", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"selector": {"matchLabels": {"app": "w"}}, "serviceName": "s", "template": tmpl}})
+    assert s.spec.pod_management_policy == "OrderedReady" and s.spec.update_strategy.type == "RollingUpdate"
+
+
+def test_apps_selector_must_match_template_labels(k8s):
+    """apps/v1: `selector` does not match template `labels` → 422."""
+    status, body = error_of(AppsV1Api(k8s).create_namespaced_deployment, "default", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}},
+                 "template": {"metadata": {"labels": {"app": "w"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    assert status == 422 and "spec.template.metadata.labels" in body["message"]
+    assert "`selector` does not match template `labels`" in body["message"]
+
+
+def test_service_cluster_ip_allocated_unique_and_immutable(k8s):
+    """Services get a unique clusterIP from 10.96.0.0/16 (None when headless); it cannot change."""
+    core = CoreV1Api(k8s)
+
+    def svc(name, **spec):
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                "spec": {"selector": {"app": name}, "ports": [{"port": 80}], **spec}}
+    a = core.create_namespaced_service("default", svc("a"))
+    b = core.create_namespaced_service("default", svc("b"))
+    h = core.create_namespaced_service("default", svc("h", clusterIP="None"))
+    assert a.spec.cluster_ip.startswith("10.96.") and a.spec.cluster_ip != b.spec.cluster_ip
+    assert a.spec.type == "ClusterIP" and a.spec.session_affinity == "None"
+    assert a.spec.ports[0].target_port == 80 and a.spec.ports[0].protocol == "TCP"
+    assert h.spec.cluster_ip == "None" and h.spec.cluster_ips == ["None"]
+    a.spec.cluster_ip = "10.96.200.200"
+    a.spec.cluster_ips = ["10.96.200.200"]
+    status, body = error_of(core.replace_namespaced_service, "a", "default", a)
+    assert status == 422 and "spec.clusterIP" in body["message"] and "field is immutable" in body["message"]
+
+
+def test_pod_spec_immutable_except_image(k8s):
+    """Pod updates may change only images, activeDeadlineSeconds and tolerations (additions)."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("p", schedulerName="none"))   # no scheduler touches it
+    p = core.read_namespaced_pod("p", "default")
+    p.spec.containers[0].image = "busybox:1.37"
+    p = core.replace_namespaced_pod("p", "default", p)
+    assert p.spec.containers[0].image == "busybox:1.37"
+    p.spec.containers[0].command = ["sh"]
+    status, body = error_of(core.replace_namespaced_pod, "p", "default", p)
+    assert status == 422 and body["message"].startswith('Pod "p" is invalid: spec: Forbidden: pod updates may '
+                                                        "not change fields other than")
+
+
+def test_job_template_and_selector_immutable(k8s):
+    """A Job's spec.selector and spec.template cannot change after create."""
+    batch = BatchV1Api(k8s)
+    batch.create_namespaced_job("default", job("x", suspend=True))
+    status, body = error_of(batch.patch_namespaced_job, "x", "default",
+                            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "alpine"}]}}}})
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.template"
+    assert "field is immutable" in body["message"]
+    status, body = error_of(batch.patch_namespaced_job, "x", "default",
+                            {"spec": {"selector": {"matchLabels": {"a": "b"}}}})
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.selector"
+
+
+# ---- custom resources: the Sedna CRDs (the project's copies) -------------------------------------------
+
+@lru_cache(maxsize=1)
+def sedna_crds() -> tuple[dict, ...]:
+    crds = files("k8s_templates").joinpath("sedna", "crds")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(doc for name in ("sedna.io_models.yaml", "sedna.io_datasets.yaml",
+                                  "sedna.io_federatedlearningjobs.yaml", "sedna.io_jointinferenceservices.yaml")
+                 for doc in yaml.load_all(crds.joinpath(name).read_text(), Loader=loader) if doc)
+
+
+def install_sedna_crds(k8s) -> None:
+    ext = ApiextensionsV1Api(k8s)
+    for doc in sedna_crds():
+        # the CRD models are deep: skip their deserialization, it is not what is tested here
+        ext.create_custom_resource_definition(doc, _preload_content=False)
+
+
+def test_custom_resource_pruned_and_validated_against_crd_schema(k8s):
+    """CRs are validated against their CRD's openAPIV3Schema (required fields, types) and unknown fields
+    are pruned, as a real server does for structural schemas."""
+    install_sedna_crds(k8s)
+    co = CustomObjectsApi(k8s)
+    model = {"apiVersion": "sedna.io/v1alpha1", "kind": "Model", "metadata": {"name": "m"},
+             "spec": {"url": "s3://models/m", "format": "pb", "bogus": 1}, "extra": {"x": 1}}
+    created = co.create_namespaced_custom_object("sedna.io", "v1alpha1", "default", "models", model)
+    assert created["spec"] == {"url": "s3://models/m", "format": "pb"} and "extra" not in created
+    status, body = error_of(co.create_namespaced_custom_object, "sedna.io", "v1alpha1", "default", "models",
+                            {"apiVersion": "sedna.io/v1alpha1", "kind": "Model", "metadata": {"name": "n"},
+                             "spec": {"url": 7}})
+    assert status == 422
+    fields = {c["field"] for c in body["details"]["causes"]}
+    assert fields == {"spec.format", "spec.url"}
+    assert body["message"].startswith('Model.sedna.io "n" is invalid: [')
+
+
+def test_custom_resource_embedded_pod_template_kept(k8s):
+    """A FederatedLearningJob's pod templates (preserved/embedded fields) survive pruning intact."""
+    install_sedna_crds(k8s)
+    co = CustomObjectsApi(k8s)
+    template = {"spec": {"containers": [{"name": "agg", "image": "sedna/agg:v0.3", "env": [
+        {"name": "exit_round", "value": "3"}], "resources": {"limits": {"memory": "2Gi"}}}]}}
+    body = {"apiVersion": "sedna.io/v1alpha1", "kind": "FederatedLearningJob", "metadata": {"name": "fl"},
+            "spec": {"aggregationWorker": {"model": {"name": "m"}, "template": template},
+                     "trainingWorkers": [{"dataset": {"name": "d"}, "template": template}]}}
+    created = co.create_namespaced_custom_object("sedna.io", "v1alpha1", "default", "federatedlearningjobs", body)
+    assert created["spec"]["aggregationWorker"]["template"] == template
+    assert created["spec"]["trainingWorkers"][0]["template"] == template
