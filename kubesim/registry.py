@@ -44,16 +44,15 @@ def _rt(group, version, kind, plural, namespaced, subs=(), short=(), **kw) -> Re
 
 
 BUILTINS: tuple[ResourceType, ...] = (
-    _rt("", "v1", "Namespace", "namespaces", False, ["status", "finalize"], ["ns"]),
-    _rt("", "v1", "Pod", "pods", True, ["status", "log", "binding", "eviction", "ephemeralcontainers"],
-        ["po"], categories=("all",)),
+    _rt("", "v1", "Namespace", "namespaces", False, ["status"], ["ns"]),
+    _rt("", "v1", "Pod", "pods", True, ["status", "log", "binding", "eviction"], ["po"], categories=("all",)),
     _rt("", "v1", "Service", "services", True, ["status"], ["svc"], categories=("all",)),
     _rt("", "v1", "ConfigMap", "configmaps", True, [], ["cm"]),
     _rt("", "v1", "Secret", "secrets", True),
     _rt("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ["status"], ["pvc"]),
     _rt("", "v1", "PersistentVolume", "persistentvolumes", False, ["status"], ["pv"]),
     _rt("", "v1", "Event", "events", True, [], ["ev"]),
-    _rt("", "v1", "Node", "nodes", False, ["status", "proxy"], ["no"]),
+    _rt("", "v1", "Node", "nodes", False, ["status"], ["no"]),
     _rt("", "v1", "ResourceQuota", "resourcequotas", True, ["status"], ["quota"]),
     _rt("", "v1", "LimitRange", "limitranges", True, [], ["limits"]),
     _rt("", "v1", "ServiceAccount", "serviceaccounts", True, [], ["sa"]),

@@ -353,6 +353,22 @@ class ApiServer:
             return await self._log(request, ns, t.name)
         if sub == "scale":
             return await self._scale(request, rt, ns, t.name, dry_run)
+        if sub in ("binding", "eviction"):
+            if method != "POST":
+                raise ApiError(405, "the server does not allow this method on the requested resource",
+                               "MethodNotAllowed")
+            body = await self._read_body(request) or {}
+            if sub == "binding":
+                target = body.get("target") or {}
+                if not target.get("name"):
+                    raise ApiError(422, f'Binding "{t.name}" is invalid: target.name: Required value', "Invalid")
+                store.bind(ns, t.name, target["name"], dry_run=dry_run)
+            else:
+                opts = body.get("deleteOptions") or {}
+                store.delete(rt, ns, t.name, propagation=opts.get("propagationPolicy"),
+                             preconditions=opts.get("preconditions"), dry_run=dry_run)
+            return _response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "code": 201}, 201)
         if sub not in (None, "status"):
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")

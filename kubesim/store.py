@@ -97,6 +97,57 @@ def _name_error(rt: ResourceType, name: str) -> str | None:
     return None
 
 
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                  "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                  "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+                    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value', "
+                    " or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+
+
+def _key_error(key: str) -> str | None:
+    """apimachinery IsQualifiedName: optional DNS-subdomain prefix + '/' + a 63-char name part."""
+    name = key
+    if "/" in key:
+        prefix, name = key.split("/", 1)
+        if not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix):
+            return "prefix part " + _SUBDOMAIN_MSG
+    if not name:
+        return "name part must be non-empty"
+    if len(name) > 63:
+        return "name part must be no more than 63 characters"
+    if not _QUALIFIED.match(name):
+        return _QUALIFIED_MSG
+    return None
+
+
+def _metadata_causes(md: dict) -> list[tuple[str, str, str]]:
+    """Generic ObjectMeta validation the apiserver does for every kind: label keys/values, annotation keys."""
+    causes = []
+    labels = md.get("labels") or {}
+    annotations = md.get("annotations") or {}
+    if not isinstance(labels, dict) or not isinstance(annotations, dict):
+        return [("metadata", "FieldValueInvalid", "Invalid value: labels and annotations must be maps")]
+    for k, v in labels.items():
+        err = _key_error(k)
+        if err:
+            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
+        if not isinstance(v, str):
+            causes.append((f"metadata.labels[{k}]", "FieldValueInvalid", "Invalid value: must be a string"))
+        elif len(v) > 63:
+            causes.append(("metadata.labels", "FieldValueInvalid",
+                           f'Invalid value: "{v}": must be no more than 63 characters'))
+        elif not _LABEL_VALUE.match(v):
+            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{v}": {_LABEL_VALUE_MSG}'))
+    for k in annotations:
+        err = _key_error(k)
+        if err:
+            causes.append(("metadata.annotations", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
+    return causes
+
+
 def _has_status_subresource(rt: ResourceType) -> bool:
     return "status" in rt.subresources
 
@@ -317,6 +368,9 @@ class Store:
         if err:
             raise errors.invalid(rt, md["name"], [("metadata.name", "FieldValueInvalid",
                                                    f'Invalid value: "{md["name"]}": {err}')])
+        causes = _metadata_causes(md)
+        if causes:
+            raise errors.invalid(rt, md["name"], causes)
         if rt.namespaced:
             md["namespace"] = namespace
         else:
@@ -454,6 +508,8 @@ class Store:
     def _prepare_update(self, rt, old: dict, new: dict, subresource: str | None) -> dict:
         """Apply the status-subresource rules and server-owned metadata to an incoming object."""
         old_md = old["metadata"]
+        if subresource == "binding":      # built by Store.bind: spec.nodeName and status only
+            return new
         if subresource == "status":
             merged = json.loads(_dumps(old))
             if "status" in new:
@@ -483,6 +539,9 @@ class Store:
         """Shared tail of update and patch: admission, generation, commit (or finalize deletion)."""
         key = self._key(rt, namespace, name)
         new = self._prepare_update(rt, old, new, subresource)
+        causes = _metadata_causes(new.get("metadata") or {})
+        if causes:
+            raise errors.invalid(rt, name, causes)
         if rt.plural == "namespaces" and not rt.group and subresource != "status":
             new["status"] = json.loads(_dumps(old.get("status") or {}))
         self._admit(AdmissionRequest("UPDATE", rt, namespace, new, json.loads(_dumps(old)), subresource,
@@ -499,7 +558,32 @@ class Store:
             self._after_remove(rt, new)
             return self._out(rt, new, data)
         data = self._commit(rt, key, new, old, "MODIFIED")
+        if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io" and subresource is None:
+            for crt in crd_resource_types(old):
+                self.registry.unregister(crt)
+            for crt in crd_resource_types(new):
+                self.registry.register(crt)
         return self._out(rt, new, data)
+
+    def bind(self, namespace: str, name: str, node: str, *, dry_run: bool = False) -> dict:
+        """POST pods/<name>/binding: set spec.nodeName and the PodScheduled condition in one write;
+        409 if the pod is already bound."""
+        rt = self.registry.lookup("", "v1", "pods")
+        with self.lock:
+            old, _ = self._get_entry(rt, namespace, name)
+            bound = (old.get("spec") or {}).get("nodeName")
+            if bound:
+                raise errors.conflict(rt, name, f'pod {name} is already assigned to node "{bound}"')
+            if old["metadata"].get("deletionTimestamp"):
+                raise errors.conflict(rt, name, f"pod {name} is being deleted, cannot be assigned to a host")
+            new = json.loads(_dumps(old))
+            new.setdefault("spec", {})["nodeName"] = node
+            status = new.setdefault("status", {})
+            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": self.clock.rfc3339(self.clock.now())})
+            status["conditions"] = conds
+            return self._write(rt, namespace, name, old, new, "binding", dry_run)
 
     def update(self, rt: ResourceType, namespace: str | None, name: str, obj: dict, *,
                subresource: str | None = None, dry_run: bool = False) -> dict:

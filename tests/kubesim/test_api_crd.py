@@ -142,3 +142,18 @@ async def test_cluster_scoped_crd(kube, scope):
     assert "namespace" not in w["metadata"] and w["size"] == 3
     got = await custom.get_cluster_custom_object("example.com", "v1", "widgets", "w")
     assert got["metadata"]["uid"] == w["metadata"]["uid"]
+
+
+async def test_crd_update_registers_new_versions(kube):
+    """Updating a CRD to serve another version makes that version's path work (same stored objects)."""
+    [crd] = await install(kube, ["sedna.io_datasets.yaml"])
+    ext = kube.api("ApiextensionsV1Api")
+    custom = kube.api("CustomObjectsApi")
+    await custom.create_namespaced_custom_object(G, V, "default", "datasets", dataset("multi"))
+    body = load_crd("sedna.io_datasets.yaml")
+    body["metadata"]["resourceVersion"] = crd.metadata.resource_version
+    v2 = dict(body["spec"]["versions"][0], name="v1beta1", storage=False)
+    body["spec"]["versions"].append(v2)
+    await ext.replace_custom_resource_definition("datasets.sedna.io", body)
+    got = await custom.get_namespaced_custom_object(G, "v1beta1", "default", "datasets", "multi")
+    assert got["apiVersion"] == f"{G}/v1beta1" and got["spec"]["nodeName"] == "edge-1"

@@ -320,3 +320,44 @@ async def test_rbac_and_leases_are_stored(kube):
     await coord.create_namespaced_lease("default", {"metadata": {"name": "leader"},
                                                     "spec": {"holderIdentity": "me"}})
     assert (await coord.read_namespaced_lease("leader", "default")).spec.holder_identity == "me"
+
+
+@pytest.mark.parametrize("labels,bad", [({"Bad Key": "v"}, "Bad Key"), ({"k": "-bad-"}, "-bad-"),
+                                        ({"x" * 64: "v"}, "x" * 64), ({"UPPER.example/k": "v"}, "UPPER.example/k")])
+async def test_label_keys_and_values_validated(kube, labels, bad):
+    """ObjectMeta validation for every kind: label keys are qualified names (optional DNS prefix), values at
+    most 63 alphanumeric/-/_/. characters → otherwise 422 naming metadata.labels and the value."""
+    core = kube.api("CoreV1Api")
+    status, err = await kube.error(core.create_namespaced_config_map("default", configmap("l", labels=labels)))
+    assert status == 422 and f'metadata.labels: Invalid value: "{bad}"' in err["message"]
+    await core.create_namespaced_config_map("default", configmap("ok", labels={"example.com/k": "V_1.x"}))
+    status, err = await kube.error(core.patch_namespaced_config_map("ok", "default",
+                                                                    {"metadata": {"labels": labels}}))
+    assert status == 422
+
+
+async def test_pod_binding_subresource(kube):
+    """POST pods/<name>/binding sets spec.nodeName and PodScheduled=True; binding a bound pod → 409."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespaced_pod("default", pod("b"))
+    target = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b"},
+              "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    # the server answers with a Status, which the clients cannot read as a V1Binding: take it raw
+    resp = await core.create_namespaced_pod_binding("b", "default", target, _preload_content=False)
+    assert resp.status == 201
+    resp.close()
+    got = await core.read_namespaced_pod("b", "default")
+    assert got.spec.node_name == "node-1"
+    assert [(c.type, c.status) for c in got.status.conditions] == [("PodScheduled", "True")]
+    status, err = await kube.error(core.create_namespaced_pod_binding("b", "default", target))
+    assert status == 409 and 'already assigned to node "node-1"' in err["message"]
+
+
+async def test_pod_eviction_subresource(kube):
+    """POST pods/<name>/eviction deletes the pod (no PodDisruptionBudgets are simulated)."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespaced_pod("default", pod("ev"))
+    await core.create_namespaced_pod_eviction("ev", "default", {
+        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "ev", "namespace": "default"}})
+    status, _ = await kube.error(core.read_namespaced_pod("ev", "default"))
+    assert status == 404
