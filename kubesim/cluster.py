@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterable
@@ -173,13 +174,19 @@ class EventRecorder:
 class Cluster:
     """Controllers, scheduler and kubelets of a simulated cluster on `store`.
 
-    `nodes`: Node manifests or compact node specs (see `kubesim.nodes`); default: `nodes.DEFAULT_NODES`.
+    `nodes`: Node manifests or compact node specs (see `kubesim.nodes`), or the path of a `--nodes FILE`;
+    default: `nodes.DEFAULT_NODES`.
     """
 
-    def __init__(self, store, *, nodes: Iterable[dict] | None = None, timing: Timing | None = None):
+    def __init__(self, store, *, nodes: Iterable[dict] | str | os.PathLike | None = None,
+                 timing: Timing | None = None):
+        from kubesim.nodes import load_nodes_file, node_manifests
         self.store = store
         self.timing = timing or Timing()
-        self._node_specs = list(nodes) if nodes is not None else None
+        if isinstance(nodes, (str, os.PathLike)):
+            nodes = load_nodes_file(os.fspath(nodes))
+        # build the manifests now: a bad nodes file fails here, before anything is served
+        self._nodes = node_manifests(list(nodes) if nodes is not None else None)
         self.cache = Cache()
         self.controllers: list = []
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -191,7 +198,6 @@ class Cluster:
     async def start(self) -> None:
         # The components import this module (Timing, Cache, WorkQueue, EventRecorder): import them here.
         from kubesim import gc, kubelet, quota, scheduler, validation, workloads
-        from kubesim.nodes import node_manifests
 
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -213,7 +219,7 @@ class Cluster:
             self.store.subscribe(self._notify)
             self._subscribed = True
         self._resync()
-        self._create_nodes(node_manifests(self._node_specs))
+        self._create_nodes(self._nodes)
 
     def _create_nodes(self, manifests: list[dict]) -> None:
         rt = self.store.registry.lookup("", "v1", "nodes")

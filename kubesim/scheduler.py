@@ -228,10 +228,14 @@ class Scheduler(Controller):
             fresh = self.store.get(self.pods_rt, ns, name)
             if fresh["spec"].get("nodeName") or fresh["metadata"]["uid"] != pod["metadata"]["uid"]:
                 return
-            fresh["spec"]["nodeName"] = node_name
-            bound = self.cluster.observe(self.pods_rt, self.store.update(self.pods_rt, ns, name, fresh))
+            bind = getattr(self.store, "bind", None)
+            if bind is not None:    # POST pods/<name>/binding: nodeName + PodScheduled in one write
+                bound = self.cluster.observe(self.pods_rt, bind(ns, name, node_name))
+            else:
+                fresh["spec"]["nodeName"] = node_name
+                bound = self.cluster.observe(self.pods_rt, self.store.update(self.pods_rt, ns, name, fresh))
+                self._set_scheduled(bound, "True", None, None)
             self.usage.setdefault(node_name, {})[(ns, name)] = pod_requests(bound)
-            self._set_scheduled(bound, "True", None, None)
         except ApiError as e:
             if e.code == 404:
                 return
