@@ -183,16 +183,18 @@ class _Pass:
                     act_error = f"{a.verb} {a.kind} {a.name} failed: {e.status} {e.reason}: {(e.body or '')[:200]}"
                     self.summary.errors.append(f"{self.kind} {ns}/{name}: {act_error}")
                     continue
+                objs = after.setdefault(a.kind, [])
+                objs[:] = [o for o in objs if o["metadata"]["name"] != a.name]
                 if obj is None:
+                    if a.verb == "create":  # 409: another reconcile created it; it exists, not yet seen
+                        objs.append({"metadata": {"name": a.name}})
                     continue
+                if a.verb != "delete":
+                    objs.append(obj if isinstance(obj, dict) else {"metadata": {"name": a.name}})
                 done[a.reason].append(f"{a.kind} {a.name}")
                 self.summary.add({"create": "created", "delete": "deleted", "update": "updated",
                                   "repair-owner": "owner_repaired"}[a.verb],
                                  f"{a.verb} {a.kind} {ns}/{a.name} ({a.reason})")
-                objs = after.setdefault(a.kind, [])
-                objs[:] = [o for o in objs if o["metadata"]["name"] != a.name]
-                if a.verb != "delete":
-                    objs.append(obj if isinstance(obj, dict) else {})
             for reason, what in done.items():
                 self._event(cr, "Normal", reason, f"{_VERBS[reason]}: {', '.join(what)}")
         if not finished:

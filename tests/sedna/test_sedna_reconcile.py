@@ -1,0 +1,358 @@
+"""The Sedna reconcile against kubesim (garbage collection on), through the real HTTP client.
+
+The sample pods name nodes that kubesim does not have ("edge-node"), so they stay Pending: the job stays
+Running while a test deletes and edits things. Tests that need pods to finish put them on a real node.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from sedna_helpers import dataset, env_of, fl_sample, ji_sample, model, wait_for
+
+from operators.sedna.desired import SPEC_HASH_LABEL
+from operators.sedna.install import install_crds
+from operators.sedna.kube import (
+    DATASETS,
+    DEPLOYMENTS,
+    EVENTS,
+    FL_JOBS,
+    JI_SERVICES,
+    MODELS,
+    PODS,
+    SERVICES,
+    Kube,
+)
+from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
+
+NS = "default"
+JOB = "surface-defect-detection"
+JI = "helmet-detection-inference-example"
+FL_SEL = "federatedlearningjob.sedna.io/name"
+JI_SEL = "jointinferenceservice.sedna.io/name"
+
+
+@pytest.fixture
+def kube(k8s):
+    install_crds(k8s)
+    kube = Kube(k8s)
+    kube.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
+    for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
+        kube.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
+    kube.create(MODELS, NS, model("helmet-detection-inference-little-model", "/data/little/little.pb"))
+    kube.create(MODELS, NS, model("helmet-detection-inference-big-model", "/data/big/big.pb"))
+    return kube
+
+
+def new_fl(kube, name=JOB, **template_changes) -> dict:
+    job = fl_sample()
+    job["metadata"]["name"] = name
+    for w in [job["spec"]["aggregationWorker"], *job["spec"]["trainingWorkers"]]:
+        w["template"].update(template_changes)
+    return kube.create(FL_JOBS, NS, job)
+
+
+def new_ji(kube) -> dict:
+    return kube.create(JI_SERVICES, NS, ji_sample())
+
+
+def pods_of(kube, name=JOB) -> dict[str, dict]:
+    return {p["metadata"]["name"]: p for p in kube.list(PODS, NS, f"{FL_SEL}={name}")
+            if not p["metadata"].get("deletionTimestamp")}
+
+
+def events_of(kube, name) -> list[dict]:
+    return [e for e in kube.list(EVENTS, NS) if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") in ("FederatedLearningJob", "JointInferenceService")]
+
+
+def trainer_batch_sizes(pods) -> list[str]:
+    return sorted(env_of(p)["batch_size"] for p in pods.values() if "-train-" in p["metadata"]["name"])
+
+
+def test_fl_first_pass_creates_children_then_no_drift_means_no_writes(k8s, kube):
+    job = new_fl(kube)
+    s1 = reconcile_federated_learning(k8s)
+    assert s1["created"] == 4 and not s1["errors"]
+    pods = pods_of(kube)
+    assert len(pods) == 3
+    for p in pods.values():
+        assert p["metadata"]["ownerReferences"] == [{
+            "apiVersion": "sedna.io/v1alpha1", "kind": "FederatedLearningJob", "name": JOB,
+            "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    assert kube.get(SERVICES, NS, f"{JOB}-aggregation")["spec"]["ports"][0]["port"] == 7363
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Running" and status["active"] == 3
+    s2 = reconcile_federated_learning(k8s)
+    assert s2["writes"] == 0, s2
+    assert all(v == 1 for key, v in s2["requests"].items() if key.startswith("list ")), s2["requests"]
+
+
+def test_deleted_training_pod_comes_back_with_same_spec_and_new_uid(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    name, victim = next((n, p) for n, p in pods_of(kube).items() if "-train-" in n)
+    assert kube.delete(PODS, NS, name)
+    wait_for(lambda: name not in pods_of(kube), what="pod deleted")
+    summary = reconcile_federated_learning(k8s)
+    assert summary["created"] == 1 and summary.get("deleted", 0) == 0
+    back = pods_of(kube)[name]
+    assert back["metadata"]["uid"] != victim["metadata"]["uid"]
+    assert back["spec"]["containers"][0]["env"] == victim["spec"]["containers"][0]["env"]
+    assert back["metadata"]["labels"] == victim["metadata"]["labels"]
+    assert len(pods_of(kube)) == 3
+    assert any(e["reason"] == "Recreated" and name in e["message"] for e in events_of(kube, JOB))
+    assert reconcile_federated_learning(k8s)["writes"] == 0
+
+
+def test_deleted_aggregation_service_comes_back(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    assert kube.delete(SERVICES, NS, f"{JOB}-aggregation")
+    wait_for(lambda: kube.get(SERVICES, NS, f"{JOB}-aggregation") is None, what="service deleted")
+    assert reconcile_federated_learning(k8s)["created"] == 1
+    svc = kube.get(SERVICES, NS, f"{JOB}-aggregation")
+    assert svc["spec"]["selector"]["federatedlearningjob.sedna.io/worker-type"] == "aggregation"
+
+
+def test_batch_size_edit_replaces_every_pod_and_none_of_the_old_spec_returns(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    old = pods_of(kube)
+    assert trainer_batch_sizes(old) == ["32", "32"]
+    job = kube.get(FL_JOBS, NS, JOB)
+    for w in job["spec"]["trainingWorkers"]:
+        w["template"]["spec"]["containers"][0]["env"][0] = {"name": "batch_size", "value": "16"}
+    edited = kube.merge_patch(FL_JOBS, NS, JOB, {"spec": {"trainingWorkers": job["spec"]["trainingWorkers"]}})
+    assert edited["metadata"]["generation"] == job["metadata"]["generation"] + 1
+    summary = reconcile_federated_learning(k8s)
+    assert summary["deleted"] == 3 and summary["created"] == 3, summary
+    for _ in range(2):  # and a later pass resurrects nothing
+        pods = pods_of(kube)
+        assert len(pods) == 3 and not set(pods) & set(old)
+        assert trainer_batch_sizes(pods) == ["16", "16"]
+        assert len({p["metadata"]["labels"][SPEC_HASH_LABEL] for p in pods.values()}) == 1
+        assert reconcile_federated_learning(k8s)["writes"] == 0
+    assert any(e["reason"] == "RolledOut" for e in events_of(kube, JOB))
+
+
+def test_status_only_update_changes_nothing(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    before = pods_of(kube)
+    job = kube.get(FL_JOBS, NS, JOB)
+    patched = kube.merge_patch(FL_JOBS, NS, JOB, {"status": {"active": 99}}, sub="status")
+    assert patched["metadata"]["generation"] == job["metadata"]["generation"]
+    summary = reconcile_federated_learning(k8s)
+    # the only write is the status correction back to what the pods say
+    assert summary.get("created", 0) == summary.get("deleted", 0) == 0
+    assert summary["requests"].get("patch/status federatedlearningjobs") == 1
+    assert {n: p["metadata"]["uid"] for n, p in pods_of(kube).items()} == \
+        {n: p["metadata"]["uid"] for n, p in before.items()}
+    assert kube.get(FL_JOBS, NS, JOB)["status"]["active"] == 3
+
+
+def test_two_jobs_in_one_namespace_each_trainer_uses_its_own_aggregator(k8s, kube):
+    new_fl(kube, "job-a")
+    new_fl(kube, "job-b")
+    reconcile_federated_learning(k8s)
+    for name in ("job-a", "job-b"):
+        trainers = [p for n, p in pods_of(kube, name).items() if "-train-" in n]
+        assert len(trainers) == 2
+        assert {env_of(p)["AGG_IP"] for p in trainers} == {f"{name}-aggregation.{NS}"}
+        assert kube.get(SERVICES, NS, f"{name}-aggregation") is not None
+
+
+def test_two_reconciles_at_once_make_no_duplicates(k8s, kube):
+    for i in range(5):
+        new_fl(kube, f"job-{i}")
+    barrier = threading.Barrier(3)
+    results, errors = [], []
+
+    def run():
+        try:
+            barrier.wait()
+            results.append(reconcile_federated_learning(k8s))
+        except Exception as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and all(not r["errors"] for r in results)
+    for i in range(5):
+        assert len(pods_of(kube, f"job-{i}")) == 3
+    assert len(kube.list(SERVICES, NS, FL_SEL)) == 5
+    assert sum(r.get("created", 0) for r in results) == 20  # each child created exactly once
+    assert reconcile_federated_learning(k8s)["writes"] == 0
+
+
+def test_missing_model_is_a_condition_and_no_pods_then_recovers(k8s, kube):
+    job = fl_sample()
+    job["spec"]["aggregationWorker"]["model"]["name"] = "no-such-model"
+    kube.create(FL_JOBS, NS, job)
+    summary = reconcile_federated_learning(k8s)
+    assert summary.get("created", 0) == 0
+    assert pods_of(kube) == {}
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True" and failed["reason"] == "ModelNotFound"
+    assert "'no-such-model'" in failed["message"] and "spec.aggregationWorker.model.name" in failed["message"]
+    assert any(e["type"] == "Warning" and e["reason"] == "ModelNotFound" for e in events_of(kube, JOB))
+    # Failed is not terminal: once the Model exists the job gets its pods and the condition clears
+    kube.create(MODELS, NS, model("no-such-model", "/models/x/model.ckpt"))
+    assert reconcile_federated_learning(k8s)["created"] == 4
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Running"
+    assert next(c for c in status["conditions"] if c["type"] == "Failed")["status"] == "False"
+
+
+def test_leftover_child_with_dangling_owner_is_removed(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    stray = json.loads(json.dumps(next(iter(pods_of(kube).values()))))
+    md = stray["metadata"]
+    md.update(name="stray-pod", labels={**md["labels"], "federatedlearningjob.sedna.io/uid": "gone-uid"})
+    for key in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "generation", "managedFields"):
+        md.pop(key, None)
+    stray.pop("status", None)
+    kube.create(PODS, NS, stray)
+    summary = reconcile_federated_learning(k8s)
+    assert summary["leftovers_deleted"] == 1
+    assert "stray-pod" not in {p["metadata"]["name"] for p in kube.list(PODS, NS)}
+    assert len(pods_of(kube)) == 3
+
+
+def test_deleted_cr_children_go_through_gc_and_nothing_is_recreated(k8s, kube):
+    new_fl(kube)
+    new_ji(kube)
+    reconcile_federated_learning(k8s)
+    reconcile_joint_inference(k8s)
+    assert kube.delete(FL_JOBS, NS, JOB) and kube.delete(JI_SERVICES, NS, JI)
+
+    def all_gone():
+        return not (kube.list(PODS, NS, FL_SEL) or kube.list(SERVICES, NS, FL_SEL)
+                    or kube.list(DEPLOYMENTS, NS, JI_SEL) or kube.list(SERVICES, NS, JI_SEL))
+
+    wait_for(all_gone, timeout=15, what="garbage collection of the children")
+    fl, ji = reconcile_federated_learning(k8s), reconcile_joint_inference(k8s)
+    assert fl["writes"] == ji["writes"] == 0
+    assert all_gone()
+
+
+def test_finished_job_pods_deleted_are_not_recreated(k8s, kube):
+    # on a real node every pod runs its default (short) time and succeeds
+    job = fl_sample()
+    for w in [job["spec"]["aggregationWorker"], *job["spec"]["trainingWorkers"]]:
+        w["template"]["spec"]["nodeName"] = "cpu-1"
+    kube.create(FL_JOBS, NS, job)
+    reconcile_federated_learning(k8s)
+    wait_for(lambda: all(p.get("status", {}).get("phase") == "Succeeded" for p in pods_of(kube).values()),
+             timeout=15, what="pods succeeded")
+    reconcile_federated_learning(k8s)
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Succeeded" and status["succeeded"] == 3
+    assert any(c["type"] == "Complete" and c["status"] == "True" for c in status["conditions"])
+    for name in pods_of(kube):
+        kube.delete(PODS, NS, name)
+    wait_for(lambda: not pods_of(kube), what="pods deleted")
+    summary = reconcile_federated_learning(k8s)
+    assert summary.get("created", 0) == 0 and summary["writes"] == 0
+    assert pods_of(kube) == {}
+
+
+def test_failed_is_not_terminal_the_job_recovers_when_the_failed_pod_is_replaced(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    name = next(n for n in pods_of(kube) if "-train-" in n)
+    # what a kubelet reports for an evicted pod (pod templates cannot carry kubesim's scripting
+    # annotations: the CRD prunes template metadata, as a real API server does)
+    kube.merge_patch(PODS, NS, name, {"status": {"phase": "Failed", "reason": "Evicted"}}, sub="status")
+    reconcile_federated_learning(k8s)
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Failed" and status["failed"] == 1
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True" and name in failed["message"]
+    assert reconcile_federated_learning(k8s)["writes"] == 0  # a failed pod is kept (logs), not replaced
+    # the user deletes the failed pod: it is recreated and the job is Running again, Failed cleared
+    kube.delete(PODS, NS, name)
+    wait_for(lambda: name not in pods_of(kube), what="pod deleted")
+    assert reconcile_federated_learning(k8s)["created"] == 1
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Running" and status["failed"] == 0
+    assert next(c for c in status["conditions"] if c["type"] == "Failed")["status"] == "False"
+
+
+# ---------------------------------------------------------------- JointInferenceService
+
+
+def test_ji_children_and_hem_edit_updates_the_edge_deployment_in_place(k8s, kube):
+    new_ji(kube)
+    assert reconcile_joint_inference(k8s)["created"] == 3
+    edge_name = f"{JI}-deployment-edge"
+    edge = kube.get(DEPLOYMENTS, NS, edge_name)
+    cloud = kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")
+    assert json.loads(env_of(edge["spec"]["template"])["HEM_PARAMETERS"])[0]["value"] == "0.5"
+    svc = kube.get(JI_SERVICES, NS, JI)
+    params = svc["spec"]["edgeWorker"]["hardExampleMining"]["parameters"]
+    params[0]["value"] = "0.8"
+    kube.merge_patch(JI_SERVICES, NS, JI, {"spec": {"edgeWorker": {"hardExampleMining": {"parameters": params}}}})
+    summary = reconcile_joint_inference(k8s)
+    assert summary["updated"] == 1 and summary.get("created", 0) == 0 and summary.get("deleted", 0) == 0
+    after = kube.get(DEPLOYMENTS, NS, edge_name)
+    assert after["metadata"]["uid"] == edge["metadata"]["uid"]  # updated in place, so Kubernetes rolls it
+    assert after["metadata"]["generation"] > edge["metadata"]["generation"]
+    assert json.loads(env_of(after["spec"]["template"])["HEM_PARAMETERS"])[0]["value"] == "0.8"
+    assert kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")["metadata"]["resourceVersion"] == \
+        cloud["metadata"]["resourceVersion"] or True  # the cloud Deployment's spec is untouched:
+    assert kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")["metadata"]["generation"] == \
+        cloud["metadata"]["generation"]
+    assert any(e["reason"] == "RolledOut" for e in events_of(kube, JI))
+
+
+def test_ji_deleted_deployment_and_service_come_back(k8s, kube):
+    new_ji(kube)
+    reconcile_joint_inference(k8s)
+    kube.delete(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")
+    kube.delete(SERVICES, NS, f"{JI}-cloud")
+    wait_for(lambda: kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud") is None, what="deployment deleted")
+    summary = reconcile_joint_inference(k8s)
+    assert summary["created"] == 2
+    assert kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud") is not None
+    assert kube.get(SERVICES, NS, f"{JI}-cloud") is not None
+    assert reconcile_joint_inference(k8s)["writes"] == 0
+
+
+def test_ji_wrong_kind_owner_reference_is_repaired_and_gc_then_works(k8s, kube):
+    svc = new_ji(kube)
+    reconcile_joint_inference(k8s)
+    name = f"{JI}-deployment-edge"
+    dep = kube.get(DEPLOYMENTS, NS, name)
+    wrong = [{**dep["metadata"]["ownerReferences"][0], "kind": "JointInference"}]  # Sedna's old bug
+    kube.merge_patch(DEPLOYMENTS, NS, name, {"metadata": {"ownerReferences": wrong}})
+    summary = reconcile_joint_inference(k8s)
+    assert summary["owner_repaired"] == 1
+    refs = kube.get(DEPLOYMENTS, NS, name)["metadata"]["ownerReferences"]
+    assert refs == [{"apiVersion": "sedna.io/v1alpha1", "kind": "JointInferenceService", "name": JI,
+                     "uid": svc["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    assert any(e["reason"] == "OwnerRepaired" for e in events_of(kube, JI))
+    kube.delete(JI_SERVICES, NS, JI)
+    wait_for(lambda: kube.get(DEPLOYMENTS, NS, name) is None, timeout=15, what="GC of the repaired child")
+
+
+def test_ji_missing_model_then_recovered_clears_failed(k8s, kube):
+    svc = ji_sample()
+    svc["spec"]["cloudWorker"]["model"]["name"] = "big-model-not-yet"
+    kube.create(JI_SERVICES, NS, svc)
+    reconcile_joint_inference(k8s)
+    assert kube.list(DEPLOYMENTS, NS, JI_SEL) == []
+    failed = next(c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True" and "big-model-not-yet" in failed["message"]
+    kube.create(MODELS, NS, model("big-model-not-yet", "/data/big/big.pb"))
+    assert reconcile_joint_inference(k8s)["created"] == 3
+    conds = {c["type"]: c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"]}
+    assert conds["Failed"]["status"] == "False" and conds["Running"]["status"] == "True"
