@@ -25,6 +25,7 @@ from kubesim.registry import Registry, ResourceType, crd_resource_types
 from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")   # the NamespaceLifecycle admission
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -642,6 +643,9 @@ class Store:
                grace_period_seconds: int | None = None) -> dict:
         with self.lock:
             old, _ = self._get_entry(rt, namespace, name)
+            if rt.plural == "namespaces" and not rt.group and name in _UNDELETABLE_NAMESPACES:
+                raise ApiError(403, f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                               "Forbidden", name=name, kind="namespaces")
             md = old["metadata"]
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != md["uid"]:

@@ -157,3 +157,18 @@ async def test_crd_update_registers_new_versions(kube):
     await ext.replace_custom_resource_definition("datasets.sedna.io", body)
     got = await custom.get_namespaced_custom_object(G, "v1beta1", "default", "datasets", "multi")
     assert got["apiVersion"] == f"{G}/v1beta1" and got["spec"]["nodeName"] == "edge-1"
+
+
+async def test_watch_custom_resources(kube):
+    """Custom resources can be watched like built-ins (both clients' Watch yield dicts for them)."""
+    await install(kube, ["sedna.io_datasets.yaml"])
+    custom = kube.api("CustomObjectsApi")
+    async with kube.watching("CustomObjectsApi", "list_namespaced_custom_object", G, V, "default",
+                             "datasets") as events:
+        await custom.create_namespaced_custom_object(G, V, "default", "datasets", dataset("w"))
+        await custom.patch_namespaced_custom_object_status(G, V, "default", "datasets", "w",
+                                                           {"status": {"numberOfSamples": 3}},
+                                                           _content_type=MERGE)
+        await events.wait_for(lambda e: len(e) >= 2)
+    assert [(t, o["metadata"]["name"]) for t, o in events] == [("ADDED", "w"), ("MODIFIED", "w")]
+    assert events[1][1]["status"] == {"numberOfSamples": 3}

@@ -68,3 +68,13 @@ async def test_stats_count_requests_and_reset(kube, apisim):
     assert stats["by_resource"]["get configmaps"] == 3
     apisim.reset_stats()
     assert apisim.stats()["total"] == 0
+
+
+async def test_cut_watches_over_http(kube, apisim):
+    """POST /kubesim/watches/cut closes every open watch and says how many."""
+    async with kube.watching("CoreV1Api", "list_namespaced_config_map", "default", timeout_seconds=30) as events:
+        await kube.api("CoreV1Api").create_namespaced_config_map("default", configmap("w"))
+        await events.wait_for(lambda e: len(e) == 1)
+        assert post(f"{apisim.url}/kubesim/watches/cut")["closed"] >= 1
+        await events.wait_for(lambda e: e.ctx.ended.is_set())   # with timeout_seconds the clients do not resume
+    assert events.ctx.error is None
