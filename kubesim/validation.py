@@ -22,7 +22,7 @@ from functools import lru_cache
 from importlib.resources import files
 
 import jsonschema
-from referencing import Registry, Resource
+from referencing import Registry
 
 from kubesim.errors import ApiError
 from kubesim.quota import qty
@@ -157,12 +157,30 @@ def _describe(err) -> str:
     }.get(v, err.message)
 
 
+def _inline_refs(node, defs: dict, done: dict):
+    """Replace every `{"$ref": ".../$defs/X"}` by the (shared, memoized) inlined definition X."""
+    if isinstance(node, list):
+        return [_inline_refs(x, defs, done) for x in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and "#/$defs/" in ref:
+        name = ref.split("#/$defs/", 1)[1]
+        if name not in done:
+            target: dict = {}
+            done[name] = target          # placed before recursing: recursive definitions become cycles
+            target.update(_inline_refs(defs[name], defs, done))
+        return done[name]
+    return {k: (_inline_refs(v, defs, done) if k not in ("description", "enum", "default") else v)
+            for k, v in node.items()}
+
+
 class BuiltinSchemas:
     """Compiled validators for the 1.31 OpenAPI schema of each built-in kind, built on first use."""
 
     def __init__(self):
         self._base = files("kubernetes_validate").joinpath("kubernetes-json-schema", SCHEMA_VERSION)
-        self._registry = None
+        self._defs: dict | None = None
         self._validators: dict[tuple[str, str], object] = {}
         self._lock = threading.Lock()
 
@@ -180,11 +198,11 @@ class BuiltinSchemas:
         path = self._base.joinpath(f"{kind.lower()}-{suffix}.json")
         if not path.is_file():
             return None
-        if self._registry is None:
-            defs = json.loads(self._base.joinpath("_definitions.json").read_text())
-            self._registry = Resource.from_contents(defs) @ Registry()
-        schema = json.loads(path.read_text())
-        return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ self._registry)
+        if self._defs is None:
+            self._defs = json.loads(self._base.joinpath("_definitions.json").read_text())["$defs"]
+        schema = _inline_refs(json.loads(path.read_text()), self._defs, {})
+        # refs are inlined (shared sub-dicts, cycles allowed): no `referencing` lookups per validation
+        return jsonschema.Draft202012Validator(schema, registry=Registry())
 
 
 SCHEMAS = BuiltinSchemas()
