@@ -10,7 +10,38 @@ from typing import Any
 
 import yaml
 
+from operators.sedna.kube import EVENTS, FL_JOBS, JI_SERVICES, PODS
+
 SAMPLES = Path(__file__).parent / "samples"
+NS = "default"
+JOB = "surface-defect-detection"
+JI = "helmet-detection-inference-example"
+FL_SEL = "federatedlearningjob.sedna.io/name"
+JI_SEL = "jointinferenceservice.sedna.io/name"
+
+
+
+def new_fl(kube, name=JOB, **template_changes) -> dict:
+    job = fl_sample()
+    job["metadata"]["name"] = name
+    for w in [job["spec"]["aggregationWorker"], *job["spec"]["trainingWorkers"]]:
+        w["template"].update(template_changes)
+    return kube.create(FL_JOBS, NS, job)
+
+
+def new_ji(kube) -> dict:
+    return kube.create(JI_SERVICES, NS, ji_sample())
+
+
+def pods_of(kube, name=JOB) -> dict[str, dict]:
+    return {p["metadata"]["name"]: p for p in kube.list(PODS, NS, f"{FL_SEL}={name}")
+            if not p["metadata"].get("deletionTimestamp")}
+
+
+def events_of(kube, name) -> list[dict]:
+    return [e for e in kube.list(EVENTS, NS) if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") in ("FederatedLearningJob", "JointInferenceService")]
+
 
 
 def load_sample(name: str) -> dict:

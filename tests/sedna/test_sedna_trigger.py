@@ -1,0 +1,120 @@
+"""SednaWatchTrigger against kubesim through kubernetes_asyncio: it fires on spec edits and child deletions,
+ignores status-only updates, and survives a cut watch and 410 Gone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sedna_helpers import JOB, NS, fl_sample, new_fl, pods_of, wait_for
+
+from kubesim.testing import async_wait_until
+from operators.sedna.kube import FL_JOBS, PODS
+from operators.sedna.reconcile import reconcile_federated_learning
+from operators.sedna.trigger import SednaWatchTrigger, fingerprint
+
+EVENT_TIMEOUT = 10
+
+
+async def started(trigger: SednaWatchTrigger, api):
+    """The trigger's event stream, once every watch has listed, and a helper to get its next event."""
+    ready = asyncio.Event()
+    agen = trigger.events(api, ready)
+    pending = asyncio.ensure_future(agen.__anext__())
+    await asyncio.wait_for(ready.wait(), EVENT_TIMEOUT)
+
+    async def next_event():
+        nonlocal pending
+        event = await asyncio.wait_for(pending, EVENT_TIMEOUT)
+        pending = asyncio.ensure_future(agen.__anext__())
+        return event.payload
+
+    async def close():
+        pending.cancel()  # cancels the generator's wait; its finally stops the watches
+        try:
+            await pending
+        except (asyncio.CancelledError, StopAsyncIteration):
+            pass
+        await agen.aclose()
+
+    return next_event, close
+
+
+async def test_fires_on_spec_edit_not_on_status_update(k8s, k8s_async, kube):
+    new_fl(kube, "job-a")
+    new_fl(kube, "job-b")
+    reconcile_federated_learning(k8s)
+    next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.1), k8s_async)
+    try:
+        # a status-only update of job-a (what every reconcile does) must not fire; the edit of job-b does
+        kube.merge_patch(FL_JOBS, NS, "job-a", {"status": {"active": 7}}, sub="status")
+        job = kube.get(FL_JOBS, NS, "job-b")
+        job["spec"]["trainingWorkers"][0]["template"]["spec"]["containers"][0]["env"][0]["value"] = "16"
+        kube.merge_patch(FL_JOBS, NS, "job-b", {"spec": {"trainingWorkers": job["spec"]["trainingWorkers"]}})
+        payload = await next_event()
+        assert payload["kind"] == "FederatedLearningJob"
+        assert payload["sample"] == [f"MODIFIED CR {NS}/job-b"]
+    finally:
+        await close()
+
+
+async def test_fires_on_child_deletion_and_coalesces_a_burst(k8s, k8s_async, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.5), k8s_async)
+    try:
+        names = sorted(pods_of(kube))
+        for name in names:
+            kube.delete(PODS, NS, name)
+        payload = await next_event()
+        assert {f"DELETED Pod {NS}/{n}" for n in names} == set(payload["sample"])
+        assert payload["changes"] == 3  # one event for the burst, so one DAG run
+    finally:
+        await close()
+
+
+async def test_survives_a_cut_watch_and_410_gone(k8s, k8s_async, kube, kubesim):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.1), k8s_async)
+    try:
+        # the connection drops: the watch resumes from its resourceVersion and sees the next deletion
+        await async_wait_until(lambda: kubesim.cut_watches() >= 5)  # all 5 open, and cut at once
+        name = next(n for n in pods_of(kube) if "-train-" in n)
+        kube.delete(PODS, NS, name)
+        payload = await next_event()
+        assert f"DELETED Pod {NS}/{name}" in payload["sample"]
+        # history compacted: every re-watch gets 410 once, re-lists, and reports what it missed
+        kubesim.fail(verb="watch", status=410, count=5)
+        await async_wait_until(lambda: kubesim.cut_watches() >= 5)
+        agg = next(n for n in pods_of(kube) if "-aggregation-" in n)
+        kube.delete(PODS, NS, agg)
+        payload = await next_event()
+        assert any(s.startswith("RESYNC Pod") or s == f"DELETED Pod {NS}/{agg}" for s in payload["sample"])
+        # and it keeps watching afterwards
+        kube.delete(FL_JOBS, NS, JOB)
+        wait_for(lambda: kube.get(FL_JOBS, NS, JOB) is None, what="CR deleted")
+        payload = await next_event()
+        while f"DELETED CR {NS}/{JOB}" not in payload["sample"]:  # GC's pod deletions may come first
+            payload = await next_event()
+    finally:
+        await close()
+
+
+def test_trigger_serializes_and_validates_kind():
+    t = SednaWatchTrigger(kind="JointInferenceService", namespaces=["team-a"])
+    path, kwargs = t.serialize()
+    assert path == "operators.sedna.trigger.SednaWatchTrigger"
+    assert SednaWatchTrigger(**kwargs).serialize() == (path, kwargs)
+    with pytest.raises(ValueError, match="'JointInference'"):
+        SednaWatchTrigger(kind="JointInference")
+
+
+def test_fingerprint_ignores_status_and_pod_liveness_changes():
+    job = fl_sample(uid="u")
+    job["metadata"]["generation"] = 1
+    assert fingerprint("CR", job) == fingerprint("CR", {**job, "status": {"phase": "Running"}})
+    assert fingerprint("CR", job) != fingerprint("CR", {**job, "metadata": {**job["metadata"], "generation": 2}})
+    pod = {"metadata": {"uid": "p", "labels": {"a": "b"}}, "status": {"phase": "Pending"}}
+    assert fingerprint("Pod", pod) == fingerprint("Pod", {**pod, "status": {"phase": "Running"}})
+    assert fingerprint("Pod", pod) != fingerprint("Pod", {**pod, "status": {"phase": "Failed"}})
