@@ -243,6 +243,11 @@ class ApiServer:
             return await handler(request)
         except ApiError as e:
             return _error(e)
+        except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
+            raise
+        except Exception as e:      # a kubesim bug: answer like the real server's 500, and log it
+            log.exception("kubesim: %s %s failed", request.method, path)
+            return _error(ApiError(500, f"kubesim internal error: {type(e).__name__}: {e}", "InternalError"))
 
     async def _dispatch(self, request: web.Request):
         path = request.path.rstrip("/") or "/"

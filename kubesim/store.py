@@ -9,6 +9,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import random
 import re
 import string
@@ -40,6 +41,7 @@ _DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric charac
                 "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
                 "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 _RBAC_GROUP = "rbac.authorization.k8s.io"
+log = logging.getLogger("kubesim.store")
 
 
 class Clock:
@@ -210,8 +212,11 @@ class Watch:
             running = None
         if running is self.loop:
             self.queue.put_nowait(payload)
-        else:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, payload)
+        elif not self.loop.is_closed():
+            try:
+                self.loop.call_soon_threadsafe(self.queue.put_nowait, payload)
+            except RuntimeError:       # the watcher's loop closed between the check and the call
+                self.closed = True
 
     def close(self) -> None:
         if self.closed:
@@ -225,7 +230,10 @@ class Watch:
         if running is self.loop:
             self.queue.put_nowait(self._CLOSED)
         elif not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, self._CLOSED)
+            try:
+                self.loop.call_soon_threadsafe(self.queue.put_nowait, self._CLOSED)
+            except RuntimeError:
+                pass
 
     def __aiter__(self):
         return self
@@ -349,7 +357,10 @@ class Store:
             w._offer(ev)
         if self._subscribers:
             for fn in list(self._subscribers):
-                fn(etype, rt, json.loads(data), json.loads(_dumps(old)) if old is not None else None)
+                try:
+                    fn(etype, rt, json.loads(data), json.loads(_dumps(old)) if old is not None else None)
+                except Exception:      # a controller's bug must not fail the client's write
+                    log.exception("kubesim: subscriber %r failed on %s %s", fn, etype, rt.plural)
         return data
 
     def _fresh_metadata(self, rt: ResourceType, namespace: str | None, obj: dict) -> dict:
