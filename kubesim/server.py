@@ -525,6 +525,9 @@ class ApiServer:
             since_dt = None
         limit = int(q["limitBytes"]) if q.get("limitBytes") else None
         if q.get("follow") in _TRUE:
+            # the kubelet's refusals (container not started, unknown pod) must be an HTTP error, not a
+            # broken stream: ask for an empty snapshot first, which raises the same ApiError
+            provider.snapshot(ns, name, container, tail_lines=0)
             resp = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
             resp.enable_chunked_encoding()
             await resp.prepare(request)

@@ -499,10 +499,14 @@ class Store:
             rows = self._select(rt, namespace, label_selector, field_selector)
             if continue_token:
                 try:
-                    start = tuple(json.loads(base64.urlsafe_b64decode(continue_token.encode()))["k"])
+                    token = json.loads(base64.urlsafe_b64decode(continue_token.encode()))
+                    start, token_rv = tuple(token["k"]), int(token["rv"])
                 except Exception:
                     raise ApiError(400, "continue key is not valid: illegal base64 data", "BadRequest") \
                         from None
+                if token_rv < self._history_floor:
+                    raise errors.gone("The provided continue parameter is too old to display a consistent list "
+                                      "result. You can start a new list without the continue parameter.")
                 rows = [r for r in rows if r[0] > start]
             token = remaining = None
             if limit and limit > 0 and len(rows) > limit:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kubesim.errors import ApiError
 from tests.kubesim.conftest import pod
 
 LINES = ["line 1", "line 2", "line 3", "line 4"]
@@ -18,8 +19,11 @@ class ScriptedLogs:
         now = datetime.now(UTC)
         self.stamps = [now - timedelta(hours=1)] + [now] * (len(LINES) - 1)
         self.calls = []
+        self.waiting = False
 
     def snapshot(self, namespace, pod, container=None, *, tail_lines=None, timestamps=False, previous=False):
+        if self.waiting:
+            raise ApiError(400, f'container "{container}" in pod "{pod}" is waiting to start: ContainerCreating')
         self.calls.append((namespace, pod, container, tail_lines, timestamps, previous))
         lines = [f"{s.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {text}" if timestamps else text
                  for s, text in zip(self.stamps, LINES, strict=True)]
@@ -96,3 +100,11 @@ async def test_log_unknown_container_is_400(kube, logs):
     status, err = await kube.error(kube.api("CoreV1Api").read_namespaced_pod_log("p", "default",
                                                                                  container="nope"))
     assert status == 400 and "container nope is not valid for pod p" in err["message"]
+
+
+async def test_log_follow_of_a_waiting_container_is_400(kube, logs):
+    """follow=true on a container that has not started → HTTP 400 from the kubelet, not a broken stream."""
+    await kube.api("CoreV1Api").create_namespaced_pod("default", pod("p"))
+    logs.waiting = True
+    status, err = await kube.error(kube.api("CoreV1Api").read_namespaced_pod_log("p", "default", follow=True))
+    assert status == 400 and "is waiting to start" in err["message"]

@@ -171,3 +171,18 @@ async def test_watch_param_spellings(apisim, value):
         events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
     assert {e["type"] for e in events} == {"ADDED"}
     assert "default" in {e["object"]["metadata"]["name"] for e in events}
+
+
+async def test_list_continue_token_too_old_is_410(flavour, small_sim):
+    """A continue token from before the kept history → 410 Expired (start a new list)."""
+    small_sim.reset()
+    async with kube_for(small_sim.url, flavour) as kube:
+        core = kube.api("CoreV1Api")
+        for i in range(3):
+            await core.create_namespaced_config_map("default", configmap(f"c{i}"))
+        page = await core.list_namespaced_config_map("default", limit=1)
+        for i in range(3, 10):
+            await core.create_namespaced_config_map("default", configmap(f"c{i}"))
+        status, err = await kube.error(core.list_namespaced_config_map("default", limit=1,
+                                                                       _continue=page.metadata._continue))
+        assert status == 410 and err["reason"] == "Expired"
