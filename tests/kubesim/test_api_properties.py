@@ -1,0 +1,83 @@
+"""Property tests (hypothesis) of the pure parts of kubesim's API: selectors and patches."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubesim.patch import json_merge, json_patch, strategic_merge
+from kubesim.selectors import parse_label_selector
+
+KEYS = ["app", "tier", "example.com/team", "x_y"]
+VALUES = ["a", "b", "prod", "v1.2", ""]
+labels_st = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=4)
+requirement_st = st.one_of(
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(["=", "==", "!="]), st.sampled_from(VALUES[:-1])),
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(["in", "notin"]),
+              st.lists(st.sampled_from(VALUES[:-1]), min_size=1, max_size=3)),
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(["exists", "!"]), st.none()),
+)
+
+
+def render(req, spaced: bool) -> str:
+    key, op, val = req
+    sp = " " if spaced else ""
+    if op in ("in", "notin"):
+        return f"{key} {op} ({','.join(val)})"
+    if op == "exists":
+        return key
+    if op == "!":
+        return f"!{key}"
+    return f"{key}{sp}{op}{sp}{val}"
+
+
+def reference(req, labels: dict) -> bool:
+    """The Kubernetes semantics, written plainly."""
+    key, op, val = req
+    if op in ("=", "=="):
+        return labels.get(key) == val
+    if op == "!=":
+        return labels.get(key) != val
+    if op == "in":
+        return key in labels and labels[key] in val
+    if op == "notin":
+        return key not in labels or labels[key] not in val
+    if op == "exists":
+        return key in labels
+    return key not in labels
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(requirement_st, min_size=1, max_size=4), labels_st, st.booleans())
+def test_label_selector_matches_kubernetes_semantics(reqs, labels, spaced):
+    """Any AND of requirements, rendered in the query-string syntax, selects exactly what Kubernetes would."""
+    selector = parse_label_selector(",".join(render(r, spaced) for r in reqs))
+    assert selector.matches(labels) == all(reference(r, labels) for r in reqs)
+
+
+json_leaf = st.one_of(st.integers(-5, 5), st.text("ab", max_size=2), st.booleans())
+json_doc = st.recursive(json_leaf, lambda inner: st.dictionaries(st.text("abc", min_size=1, max_size=2), inner,
+                                                                 max_size=3), max_leaves=8)
+json_map = st.dictionaries(st.text("abc", min_size=1, max_size=2), json_doc, max_size=4)
+
+
+@given(json_map, st.text("xyz", min_size=1, max_size=3), json_doc)
+def test_json_patch_add_then_remove_restores(doc, key, value):
+    """RFC 6902: adding a new member then removing it gives the original document back."""
+    if key in doc:
+        return
+    added = json_patch(doc, [{"op": "add", "path": f"/{key}", "value": value}])
+    assert added[key] == value
+    assert json_patch(added, [{"op": "remove", "path": f"/{key}"}]) == doc
+
+
+@given(json_map, json_map)
+def test_strategic_merge_equals_json_merge_without_lists(live, patch):
+    """Without lists or directives, a strategic merge patch is a JSON merge patch."""
+    assert strategic_merge(live, patch) == json_merge(live, patch)
+
+
+@given(json_map, json_map)
+def test_json_merge_is_idempotent(live, patch):
+    """Applying the same merge patch twice changes nothing the second time."""
+    once = json_merge(live, patch)
+    assert json_merge(once, patch) == once
