@@ -1,0 +1,86 @@
+"""Build the Sedna reconcile DAGs (``dags/reconcile_federated_learning.py``, ``dags/reconcile_joint_inference.py``).
+
+Each DAG is scheduled by (a) an ``Asset`` whose ``AssetWatcher`` runs ``SednaWatchTrigger`` in the triggerer,
+so an edit or a deletion starts a run within seconds, OR (b) a cron resync every few minutes as a safety net.
+``max_active_runs=1``; changes that arrive during a run are queued as asset events and handled by the next
+run (the reconcile is level-triggered: one run fixes everything it sees). The single task reconciles every
+CR of its kind and returns (and logs) the summary of what it changed.
+
+Configuration, read from the environment (no I/O when the DAG file is parsed):
+``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
+``SKIFF_SEDNA_RESYNC_CRON`` the resync schedule (default every 5 minutes);
+``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
+
+from operators.sedna.desired import DEFAULT_LC_SERVER, FL_KIND, JI_KIND
+from operators.sedna.trigger import SednaWatchTrigger
+
+CONN_ID = "kubernetes_default"
+DEFAULT_RESYNC_CRON = "*/5 * * * *"
+
+
+def configured_namespaces() -> list[str] | None:
+    raw = os.environ.get("SKIFF_SEDNA_NAMESPACES", "")
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    return names or None
+
+
+def sedna_asset(kind: str) -> Asset:
+    plural = {FL_KIND: "federatedlearningjobs", JI_KIND: "jointinferenceservices"}[kind]
+    return Asset(
+        name=f"sedna_{plural}",
+        uri=f"x-sedna://sedna.io/{plural}",
+        watchers=[AssetWatcher(name=f"sedna_{plural}_watch",
+                               trigger=SednaWatchTrigger(kind=kind, namespaces=configured_namespaces(),
+                                                         kubernetes_conn_id=CONN_ID))],
+    )
+
+
+def run_reconcile(kind: str) -> dict:
+    """The task body: one reconcile pass through the provider's KubernetesHook."""
+    import logging
+
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+
+    from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
+
+    api = KubernetesHook(conn_id=CONN_ID).api_client
+    reconcile = reconcile_federated_learning if kind == FL_KIND else reconcile_joint_inference
+    summary = reconcile(api, configured_namespaces(), os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER))
+    log = logging.getLogger("skiff.sedna")
+    for line in summary["actions"]:
+        log.info("%s", line)
+    for line in summary["errors"]:
+        log.error("%s", line)
+    log.info("summary: %s", {k: v for k, v in summary.items() if k not in ("actions", "errors")})
+    return summary
+
+
+def reconcile_dag(dag_id: str, kind: str, doc_md: str) -> DAG:
+    with DAG(
+        dag_id=dag_id,
+        description=f"Keep Sedna {kind}s and their children in sync (event-driven + periodic resync)",
+        schedule=AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable(os.environ.get("SKIFF_SEDNA_RESYNC_CRON", DEFAULT_RESYNC_CRON),
+                                           timezone="UTC"),
+            assets=sedna_asset(kind),
+        ),
+        start_date=datetime(2026, 11, 1),
+        catchup=False,
+        max_active_runs=1,
+        tags=["skiff", "sedna", "reconcile"],
+        doc_md=doc_md,
+    ) as dag:
+        @task(task_id="reconcile")
+        def reconcile() -> dict:
+            return run_reconcile(kind)
+
+        reconcile()
+    return dag
