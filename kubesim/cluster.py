@@ -204,8 +204,8 @@ class Cluster:
         if not self._started:
             self.validator = validation.Validator(self.store)
             self.quota = quota.QuotaAdmission(self.store)
-            self.store.admission.append(self.validator)
-            self.store.admission.append(self.quota)
+            # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
+            self.store.admission.extend([self.validator, quota.LimitRanger(self.store), self.quota])
             self.kubelet = kubelet.Kubelet(self)
             self.controllers = [
                 scheduler.Scheduler(self), self.kubelet, gc.GarbageCollector(self),

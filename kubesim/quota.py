@@ -137,6 +137,58 @@ def _pretty(values: dict[str, Decimal]) -> str:
     return ",".join(f"{k}={format_qty(k, v)}" for k, v in sorted(values.items()))
 
 
+class LimitRanger:
+    """Admission plugin (between validation and quota, as in kube-apiserver): LimitRange defaults for
+    containers (`default` -> limits, `defaultRequest` -> requests) and their `min`/`max` bounds."""
+
+    def __init__(self, store):
+        self.store = store
+        self._lr = store.registry.lookup("", "v1", "limitranges")
+
+    def __call__(self, req) -> None:
+        if (req.operation != "CREATE" or req.subresource or (req.rt.group, req.rt.plural) != ("", "pods")
+                or not req.namespace):
+            return
+        ranges, _ = self.store.list(self._lr, req.namespace)
+        if not ranges:
+            return
+        pod = req.obj
+        name = pod["metadata"].get("name", "")
+        for lr in sorted(ranges, key=lambda r: r["metadata"]["name"]):
+            for item in (lr.get("spec") or {}).get("limits") or []:
+                if item.get("type") != "Container":
+                    continue
+                default = item.get("default") or {}
+                default_request = {**default, **(item.get("defaultRequest") or {})}
+                for c in _containers(pod, "containers") + _containers(pod, "initContainers"):
+                    res = c.setdefault("resources", {})
+                    limits = res.setdefault("limits", {}) if default else res.get("limits") or {}
+                    for r, v in default.items():
+                        limits.setdefault(r, v)
+                    if default_request:
+                        requests = res.setdefault("requests", {})
+                        for r, v in default_request.items():
+                            requests.setdefault(r, v)
+                    self._bounds(name, c, item)
+
+    @staticmethod
+    def _bounds(name: str, c: dict, item: dict) -> None:
+        res = c.get("resources") or {}
+        for r, bound in (item.get("max") or {}).items():
+            lim = (res.get("limits") or {}).get(r)
+            if lim is None:
+                raise ApiError(403, f'pods "{name}" is forbidden: maximum {r} usage per Container is {bound}.  No '
+                                    "limit is specified", "Forbidden", name=name, kind="pods")
+            if qty(lim) > qty(bound):
+                raise ApiError(403, f'pods "{name}" is forbidden: maximum {r} usage per Container is {bound}, '
+                                    f"but limit is {lim}", "Forbidden", name=name, kind="pods")
+        for r, bound in (item.get("min") or {}).items():
+            req = (res.get("requests") or {}).get(r)
+            if req is None or qty(req) < qty(bound):
+                raise ApiError(403, f'pods "{name}" is forbidden: minimum {r} usage per Container is {bound}, '
+                                    f"but request is {req}", "Forbidden", name=name, kind="pods")
+
+
 class QuotaAdmission:
     """Admission plugin (after validation): refuses creates that would exceed a ResourceQuota."""
 
@@ -193,15 +245,17 @@ class QuotaAdmission:
         return usage_of(self.store, namespace, extra_kinds=[rt] if rt is not None else [])
 
 
-def usage_of(store, namespace: str, extra_kinds=(), hard: dict | None = None) -> dict[str, Decimal]:
-    """What the namespace's objects use now (read under the store lock, so admission is consistent)."""
+def usage_of(store, namespace: str, extra_kinds=(), hard: dict | None = None, lister=None) -> dict[str, Decimal]:
+    """What the namespace's objects use now. Admission reads the store (under its lock, so it is
+    consistent); the controller passes `lister` (its informer cache) to avoid copying every object."""
     reg = store.registry
+    lister = lister or (lambda rt, ns: store.list(rt, ns)[0])
     used: dict[str, Decimal] = {}
-    pods, _ = store.list(reg.lookup("", "v1", "pods"), namespace)
+    pods = lister(reg.lookup("", "v1", "pods"), namespace)
     for pod in pods:
         if not terminal(pod):
             add(used, pod_usage(pod))
-    pvcs, _ = store.list(reg.lookup("", "v1", "persistentvolumeclaims"), namespace)
+    pvcs = lister(reg.lookup("", "v1", "persistentvolumeclaims"), namespace)
     for pvc in pvcs:
         add(used, pvc_usage(pvc))
     kinds = {(rt.group, rt.plural): rt for rt in extra_kinds if rt is not None}
@@ -218,7 +272,7 @@ def usage_of(store, namespace: str, extra_kinds=(), hard: dict | None = None) ->
     for (group, plural), rt in kinds.items():
         if (group, plural) in (("", "pods"), ("", "persistentvolumeclaims")):
             continue
-        objs, _ = store.list(rt, namespace)
+        objs = lister(rt, namespace)
         used[count_key(rt)] = Decimal(len(objs))
         legacy = next((k for k, v in LEGACY_COUNTS.items() if v == (group, plural)), None)
         if legacy:
@@ -255,7 +309,7 @@ class QuotaController(Controller):
                 return
             raise
         hard_spec = (quota.get("spec") or {}).get("hard") or {}
-        used = usage_of(self.store, ns, hard=hard_spec)
+        used = usage_of(self.store, ns, hard=hard_spec, lister=self.cluster.cache.list)
         status = {"hard": dict(hard_spec),
                   "used": {k: format_qty(k, used.get(k, ZERO)) for k in hard_spec}}
         if quota.get("status") == status:

@@ -171,8 +171,7 @@ def _inline_refs(node, defs: dict, done: dict):
             done[name] = target          # placed before recursing: recursive definitions become cycles
             target.update(_inline_refs(defs[name], defs, done))
         return done[name]
-    return {k: (_inline_refs(v, defs, done) if k not in ("description", "enum", "default") else v)
-            for k, v in node.items()}
+    return {k: _inline_refs(v, defs, done) for k, v in node.items()}
 
 
 class BuiltinSchemas:

@@ -207,10 +207,30 @@ class JobController(OwnerController):
     def __init__(self, cluster: Cluster):
         super().__init__(cluster)
         self.counted: dict[str, set[str]] = {}    # job uid -> uids of finished pods already in its status
+        self.lost: dict[str, set[str]] = {}       # job uid -> uids of pods deleted before they finished
+        self.removing: set[str] = set()           # pods this controller deletes itself (not failures)
 
     def reset(self) -> None:
         super().reset()
         self.counted.clear()
+        self.lost.clear()
+        self.removing.clear()
+
+    def on_event(self, event_type, rt, obj, old):
+        if event_type == "DELETED" and (rt.group, rt.plural) == self.child:
+            uid, owner = obj["metadata"]["uid"], controller_uid(obj)
+            if owner and pod_phase(obj) not in TERMINAL and uid not in self.removing:
+                # as the real controller (pod tracking finalizers): a pod deleted before it finished failed
+                self.lost.setdefault(owner, set()).add(uid)
+            self.removing.discard(uid)
+        elif event_type == "DELETED" and (rt.group, rt.plural) == self.kind:
+            self.counted.pop(obj["metadata"]["uid"], None)
+            self.lost.pop(obj["metadata"]["uid"], None)
+        super().on_event(event_type, rt, obj, old)
+
+    def delete_child(self, owner: dict, child: dict, event: bool = True) -> None:
+        self.removing.add(child["metadata"]["uid"])
+        super().delete_child(owner, child, event)
 
     def reconcile(self, key: Key) -> None:
         job = self.current(key)
@@ -227,6 +247,9 @@ class JobController(OwnerController):
         # finished since is added once (the real one marks counted pods by removing its finalizer).
         counted = self.counted.setdefault(job["metadata"]["uid"], set())
         succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
+        for uid in self.lost.pop(job["metadata"]["uid"], set()) - counted:
+            counted.add(uid)
+            failed += 1
         for p in pods:
             if pod_phase(p) in TERMINAL and p["metadata"]["uid"] not in counted:
                 counted.add(p["metadata"]["uid"])

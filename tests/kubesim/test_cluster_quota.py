@@ -124,3 +124,23 @@ def test_quota_only_applies_in_its_namespace(k8s):
     core.create_namespaced_pod("default", pod("b"))
     status, _ = error_of(core.create_namespaced_pod, "team-a", pod("b"))
     assert status == 403
+
+
+def test_limit_range_defaults_and_max(k8s):
+    """LimitRange (type Container): `default` fills missing limits and `defaultRequest` missing requests
+    (before quota admission, so such pods pass a cpu/memory quota); `max` refuses larger limits (403)."""
+    core = CoreV1Api(k8s)
+    team(core)
+    core.create_namespaced_limit_range("team-a", {
+        "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults"},
+        "spec": {"limits": [{"type": "Container", "default": {"cpu": "500m", "memory": "512Mi"},
+                             "defaultRequest": {"cpu": "250m"}, "max": {"cpu": "2"}}]}})
+    body = pod("bare")
+    del body["spec"]["containers"][0]["resources"]
+    p = core.create_namespaced_pod("team-a", body)
+    res = p.spec.containers[0].resources
+    assert res.limits == {"cpu": "500m", "memory": "512Mi"}
+    assert res.requests == {"cpu": "250m", "memory": "512Mi"}
+    status, err = error_of(core.create_namespaced_pod, "team-a", pod("big", cpu="3", memory="1Gi"))
+    assert status == 403
+    assert err["message"] == 'pods "big" is forbidden: maximum cpu usage per Container is 2, but limit is 3'

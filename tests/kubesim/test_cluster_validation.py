@@ -241,3 +241,28 @@ def test_custom_resource_embedded_pod_template_kept(k8s):
     created = co.create_namespaced_custom_object("sedna.io", "v1alpha1", "default", "federatedlearningjobs", body)
     assert created["spec"]["aggregationWorker"]["template"] == template
     assert created["spec"]["trainingWorkers"][0]["template"] == template
+
+
+def test_every_builtin_kind_has_a_self_contained_schema():
+    """Each built-in kind kubesim serves is validated against its 1.31 schema, with every `$ref` resolved
+    ahead of time (a dangling reference would otherwise fail only on the request that reaches it)."""
+    from kubesim.registry import BUILTINS
+    from kubesim.validation import SCHEMAS
+
+    def refs(node, seen):
+        if id(node) in seen:
+            return []
+        seen.add(id(node))
+        if isinstance(node, dict):
+            own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+            return own + [r for v in node.values() for r in refs(v, seen)]
+        if isinstance(node, list):
+            return [r for v in node for r in refs(v, seen)]
+        return []
+    checked = 0
+    for rt in BUILTINS:
+        v = SCHEMAS.validator(rt.api_version, rt.kind)
+        if v is not None:
+            assert refs(v.schema, set()) == [], rt.kind
+            checked += 1
+    assert checked >= 25

@@ -250,3 +250,14 @@ def test_statefulset_stop_and_start_keeps_pvcs(k8s):
     apps.delete_namespaced_stateful_set("nb", "default")
     wait_until(lambda: not core.list_namespaced_pod("default", label_selector="app=nb").items)
     assert len(core.list_namespaced_persistent_volume_claim("default").items) == 2   # PVCs outlive the set
+
+
+def test_job_pod_deleted_while_running_counts_as_failed(k8s):
+    """A Job's pod deleted before it finished counts as failed (as with the real pod-tracking finalizers):
+    with backoffLimit 0 the Job fails with BackoffLimitExceeded."""
+    batch, core = BatchV1Api(k8s), CoreV1Api(k8s)
+    batch.create_namespaced_job("default", job(backoffLimit=0, annotations={"duration": 60}))
+    (p,) = wait_until(lambda: core.list_namespaced_pod("default", label_selector="job-name=train").items)
+    core.delete_namespaced_pod(p.metadata.name, "default")
+    j = finished(batch, "train", "Failed")
+    assert condition(j, "Failed").reason == "BackoffLimitExceeded" and j.status.failed == 1
