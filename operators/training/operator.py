@@ -268,7 +268,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self.defer(
                 trigger=TrainingJobTrigger(namespace=external_id["namespace"], name=external_id["name"],
                                            uid=external_id.get("uid"), kubernetes_conn_id=self.kubernetes_conn_id,
-                                           settings=self.follow_settings.to_dict()),
+                                           settings=self.follow_settings.to_dict(),
+                                           not_before=time.time() + conf.getfloat(
+                                               "skiff", "defer_resume_guard_seconds", fallback=10.0)),
                 method_name="execute_complete",
                 timeout=self._defer_timeout(context),
             )

@@ -10,6 +10,8 @@ must keep running).  A trigger *timeout* (execution_timeout) is handled worker-s
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,19 +25,22 @@ from operators.training.follow import FollowSettings, follow_job
 
 class TrainingJobTrigger(BaseTrigger):
     def __init__(self, *, namespace: str, name: str, uid: str | None = None,
-                 kubernetes_conn_id: str = DEFAULT_CONN_ID, settings: dict | None = None) -> None:
+                 kubernetes_conn_id: str = DEFAULT_CONN_ID, settings: dict | None = None,
+                 not_before: float | None = None) -> None:
         super().__init__()
         self.namespace = namespace
         self.name = name
         self.uid = uid
         self.kubernetes_conn_id = kubernetes_conn_id
         self.settings = settings or {}
+        self.not_before = not_before
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
             {"namespace": self.namespace, "name": self.name, "uid": self.uid,
-             "kubernetes_conn_id": self.kubernetes_conn_id, "settings": self.settings},
+             "kubernetes_conn_id": self.kubernetes_conn_id, "settings": self.settings,
+             "not_before": self.not_before},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -44,6 +49,12 @@ class TrainingJobTrigger(BaseTrigger):
         async with hook.get_conn() as api:
             result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
                                       lambda line: self.log.info("%s", line))
+        # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
+        # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
+        # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.
+        if self.not_before and (hold := self.not_before - time.time()) > 0:
+            self.log.info("Job finished early; resuming the task in %.1fs (Airflow defer-race guard)", hold)
+            await asyncio.sleep(hold)
         yield TriggerEvent(result)
 
     async def on_kill(self) -> None:

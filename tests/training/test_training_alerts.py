@@ -33,7 +33,8 @@ def test_failure_email_names_the_reason_and_carries_the_log_tail(k8s, team, smtp
     assert "Try</th><td>1" in body and ctx["ti"].log_url in body
 
 
-def test_the_example_pipeline_succeeds_with_dag_test(k8s, team, airflow_db):
+def test_the_example_pipeline_succeeds_with_dag_test(k8s, team, airflow_db, monkeypatch):
+    monkeypatch.setenv("AIRFLOW__SKIFF__DEFER_RESUME_GUARD_SECONDS", "0")  # dag.test() has no defer race
     from airflow.dag_processing.dagbag import DagBag
 
     dag = DagBag(dag_folder=str(DAGS / "training_recommendation_daily.py")).dags["training_recommendation_daily"]

@@ -92,7 +92,8 @@ async def _run_deferred(op, context):
     return deferred.value, events[0].payload
 
 
-async def test_deferrable_success_and_failure(k8s, team, tmp_path):
+async def test_deferrable_success_and_failure(k8s, team, tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRFLOW__SKIFF__DEFER_RESUME_GUARD_SECONDS", "0")
     op = operator("deferred", deferrable=True, pod_annotations=sim(0.5, lines=3))
     ctx = make_context("deferred", 1, JsonFileTaskStateStore(tmp_path / "s.json"))
     deferred, payload = await _run_deferred(op, ctx)
@@ -105,3 +106,14 @@ async def test_deferrable_success_and_failure(k8s, team, tmp_path):
     _, payload = await _run_deferred(bad, ctx)
     with pytest.raises(TrainingJobFailed, match="OOMKilled"):
         bad.execute_complete(ctx, payload)
+
+
+async def test_an_early_event_is_held_until_not_before(k8s, team, tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setenv("AIRFLOW__SKIFF__DEFER_RESUME_GUARD_SECONDS", "2")
+    op = operator("guarded", deferrable=True, pod_annotations=sim(0.1))
+    start = time.time()
+    _, payload = await _run_deferred(op, make_context("guarded", 1, JsonFileTaskStateStore(tmp_path / "g.json")))
+    assert payload["status"] == "success"
+    assert payload["noticed_at"] - start < 2 <= time.time() - start  # seen at once, handed back after the guard
