@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -138,18 +139,27 @@ class WorkQueue:
 
 
 class EventRecorder:
-    """Writes core/v1 Events the way client-go's recorder does (name `<object>.<hex>`, count 1)."""
+    """Writes core/v1 Events the way client-go's recorder does: name `<object>.<hex>`, and a repeat of
+    the same event (same object, type, reason, message, source) bumps `count` and `lastTimestamp`."""
+
+    MAX_KEPT = 4096      # aggregation keys remembered (client-go keeps an LRU cache too)
 
     def __init__(self, store, component: str):
         self.store = store
         self.component = component
         self._rt = store.registry.lookup("", "v1", "events")
+        self._seen: OrderedDict[tuple, str] = OrderedDict()
 
     def record(self, obj: dict, type_: str, reason: str, message: str, *, host: str | None = None,
                field_path: str | None = None) -> None:
         md = obj["metadata"]
         namespace = md.get("namespace") or "default"
         now = self.store.clock.rfc3339(self.store.clock.now())
+        key = (namespace, md.get("uid"), field_path, type_, reason, message, host)
+        name = self._seen.get(key)
+        if name is not None and self._bump(namespace, name, now):
+            self._seen.move_to_end(key)
+            return
         involved = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "name": md["name"],
                     "namespace": md.get("namespace"), "uid": md.get("uid"),
                     "resourceVersion": md.get("resourceVersion")}
@@ -166,9 +176,23 @@ class EventRecorder:
                  "reportingComponent": self.component, "reportingInstance": host or "",
                  "action": reason}
         try:
-            self.store.create(self._rt, namespace, event)
+            created = self.store.create(self._rt, namespace, event)
         except ApiError as e:   # e.g. the namespace is being deleted: events are best effort, as in client-go
             log.debug("event %s/%s dropped: %s", namespace, reason, e.message)
+            return
+        self._seen[key] = created["metadata"]["name"]
+        while len(self._seen) > self.MAX_KEPT:
+            self._seen.popitem(last=False)
+
+    def _bump(self, namespace: str, name: str, now: str) -> bool:
+        try:
+            event = self.store.get(self._rt, namespace, name)
+            event["count"] = int(event.get("count") or 1) + 1
+            event["lastTimestamp"] = now
+            self.store.update(self._rt, namespace, name, event)
+            return True
+        except ApiError:       # gone (or raced): record a new one
+            return False
 
 
 class Cluster:

@@ -106,7 +106,9 @@ class GarbageCollector(Controller):
                        for o in dep["metadata"].get("ownerReferences") or []):
                     blocking += 1
                 if not dep["metadata"].get("deletionTimestamp"):
-                    self._delete(drt, ref, "Foreground")
+                    # as the real GC: a dependent that owns others is deleted in the foreground too
+                    nested = dep["metadata"]["uid"] in self.dependents
+                    self._delete(drt, ref, "Foreground" if nested else "Background")
             if not blocking:
                 self._remove_finalizer(entry, uid, "foregroundDeletion")
 

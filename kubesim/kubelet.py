@@ -145,6 +145,7 @@ class Kubelet(Controller):
         self.pods_rt = cluster.rt("pods")
         self.nodes_rt = cluster.rt("nodes")
         self.runs: dict[Key, PodRun] = {}
+        self.recorder = EventRecorder(self.store, "kubelet")
         self._ip = 0
         self.logs = LogProvider(self)
 
@@ -174,6 +175,25 @@ class Kubelet(Controller):
             return
         if obj["spec"].get("nodeName") and (run is None or run.uid != obj["metadata"]["uid"]):
             self.queue.add(key)
+        elif (run is not None and run.uid == obj["metadata"]["uid"] and obj["metadata"].get("deletionTimestamp")
+              and run.phase not in TERMINAL):
+            self.queue.add(key)     # deleted but held by finalizers: stop its containers
+
+    def _terminate(self, run: PodRun) -> None:
+        """A pod marked for deletion (still held by finalizers): its containers are killed (exit 137) and
+        it reaches a terminal phase, as a kubelet does before the API server removes it."""
+        pod = self._pod(run)
+        if pod is None:
+            return
+        run.phase = "Failed"
+        for c in run.containers.values():
+            if c.running:
+                self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}", host=run.node,
+                                     field_path=f"spec.containers{{{c.name}}}")
+                self._exit(run, c.name, exit_code=137, reason="Error")
+        run.cancel()
+        self._end_streams(run)
+        self._write_status(run)
 
     def _unstarted_on(self, node: str):
         for pod in self.cluster.cache.list(self.pods_rt):
@@ -197,7 +217,7 @@ class Kubelet(Controller):
                 c.attempt.changed.set()
 
     def events(self, pod: dict, run: PodRun) -> EventRecorder:
-        return EventRecorder(self.store, "kubelet")
+        return self.recorder
 
     # --- lifecycle ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> None:
@@ -206,10 +226,12 @@ class Kubelet(Controller):
             return
         run = self.runs.get(key)
         if run is not None and run.uid == pod["metadata"]["uid"]:
+            if pod["metadata"].get("deletionTimestamp") and run.phase not in TERMINAL:
+                self._terminate(run)
             return
         if run is not None:
             run.cancel()
-        if (pod.get("status") or {}).get("phase") in TERMINAL:
+        if (pod.get("status") or {}).get("phase") in TERMINAL or pod["metadata"].get("deletionTimestamp"):
             return
         if self.cluster.cache.get(self.nodes_rt, None, pod["spec"]["nodeName"]) is None:
             return     # bound to a node that does not exist: no kubelet runs it (it stays Pending)

@@ -91,7 +91,9 @@ def preferred_score(pod: dict, node: dict) -> int:
 
 
 def allocatable(node: dict) -> dict[str, Decimal]:
-    return {k: qty(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()}
+    """status.allocatable (a node registered without it offers its capacity)."""
+    status = node.get("status") or {}
+    return {k: qty(v) for k, v in (status.get("allocatable") or status.get("capacity") or {}).items()}
 
 
 def fit_failures(requests: dict[str, Decimal], free: dict[str, Decimal], pods_free: Decimal) -> list[str]:

@@ -234,3 +234,29 @@ def test_deleting_running_pod_stops_it(k8s):
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == []
     ev = wait_until(lambda: events_for(core, "victim", "Killing"))
     assert ev[0].message == "Stopping container main"
+
+
+def test_repeated_events_are_aggregated(k8s):
+    """A repeated event (same object, reason, message) bumps `count` and `lastTimestamp` instead of
+    creating a new Event, as client-go's recorder does: BackOff during a crash loop."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("loop", restart="Always", exit_code=1, duration=0.05))
+    ev = wait_until(lambda: [e for e in events_for(core, "loop", "BackOff") if e.count >= 2])
+    assert len(events_for(core, "loop", "BackOff")) == 1
+    assert ev[0].last_timestamp >= ev[0].first_timestamp
+
+
+def test_pod_held_by_finalizer_is_stopped_when_deleted(k8s):
+    """Deleting a running pod that has a finalizer: it stays (deletionTimestamp) but the kubelet stops
+    its containers (exit 137) and it reaches a terminal phase; removing the finalizer removes it."""
+    core = CoreV1Api(k8s)
+    body = pod("held", duration=60)
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    core.create_namespaced_pod("default", body)
+    phase_is(core, "held", "Running")
+    core.delete_namespaced_pod("held", "default")
+    p = phase_is(core, "held", "Failed")
+    assert p.metadata.deletion_timestamp is not None
+    assert p.status.container_statuses[0].state.terminated.exit_code == 137
+    core.patch_namespaced_pod("held", "default", {"metadata": {"finalizers": None}})
+    wait_until(lambda: not core.list_namespaced_pod("default").items)

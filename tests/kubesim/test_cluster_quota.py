@@ -144,3 +144,25 @@ def test_limit_range_defaults_and_max(k8s):
     status, err = error_of(core.create_namespaced_pod, "team-a", pod("big", cpu="3", memory="1Gi"))
     assert status == 403
     assert err["message"] == 'pods "big" is forbidden: maximum cpu usage per Container is 2, but limit is 3'
+
+
+def test_object_count_quota(k8s):
+    """`count/<resource>.<group>` limits how many objects of a kind a namespace may hold."""
+    from kubernetes.client import BatchV1Api
+    core, batch = CoreV1Api(k8s), BatchV1Api(k8s)
+    team(core, **{"count/jobs.batch": "1", "configmaps": "1"})
+
+    def job(name):
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
+                                                                "containers": [{"name": "c", "image": "busybox"}]}}}}
+    batch.create_namespaced_job("team-a", job("a"))
+    status, body = error_of(batch.create_namespaced_job, "team-a", job("b"))
+    assert status == 403
+    assert body["message"] == ('jobs.batch "b" is forbidden: exceeded quota: skiff-quota, requested: '
+                               "count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1")
+    core.create_namespaced_config_map("team-a", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    status, _ = error_of(core.create_namespaced_config_map, "team-a",
+                         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}})
+    assert status == 403
+    wait_until(lambda: used(core).get("count/jobs.batch") == "1" and used(core).get("configmaps") == "1")

@@ -152,3 +152,27 @@ def test_user_set_node_name_binds_directly(k8s):
     wait_until(lambda: core.read_namespaced_pod("direct", "default").status.phase == "Running")
     assert core.read_namespaced_pod("direct", "default").spec.node_name == "gpu-2"
     assert not [e for e in core.list_namespaced_event("default").items if e.reason == "Scheduled"]
+
+
+def test_affinity_operators_gt_lt_exists_doesnotexist(k8s):
+    """Required node affinity with Gt/Lt on numeric labels and Exists/DoesNotExist."""
+    core = CoreV1Api(k8s)
+    for name, mem in (("mem-64", "64"), ("mem-512", "512")):
+        core.create_node({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": name, "labels": {"example.com/mem-gb": mem, "big": "yes"}},
+                          "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}})
+
+    def affinity(*exprs):
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": list(exprs)}]}}}
+    core.create_namespaced_pod("default", pod("gt", affinity=affinity(
+        {"key": "example.com/mem-gb", "operator": "Gt", "values": ["100"]})))
+    core.create_namespaced_pod("default", pod("lt", affinity=affinity(
+        {"key": "example.com/mem-gb", "operator": "Lt", "values": ["100"]})))
+    core.create_namespaced_pod("default", pod("plain", affinity=affinity(
+        {"key": "big", "operator": "DoesNotExist"}, {"key": "nvidia.com/gpu.present", "operator": "DoesNotExist"},
+        {"key": "node.netease.com/node-pool", "operator": "DoesNotExist"})))
+    core.create_namespaced_pod("default", pod("exists", affinity=affinity(
+        {"key": "big", "operator": "Exists"}, {"key": "example.com/mem-gb", "operator": "In", "values": ["64"]})))
+    assert bound(core, "gt") == "mem-512" and bound(core, "lt") == "mem-64"
+    assert bound(core, "plain") in ("cpu-1", "cpu-2") and bound(core, "exists") == "mem-64"

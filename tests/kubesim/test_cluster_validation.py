@@ -266,3 +266,39 @@ def test_every_builtin_kind_has_a_self_contained_schema():
             assert refs(v.schema, set()) == [], rt.kind
             checked += 1
     assert checked >= 25
+
+
+def test_crd_schema_extensions_int_or_string_nullable_embedded(k8s):
+    """x-kubernetes-int-or-string accepts 3 and "50%" but not true; nullable allows null; an embedded
+    resource needs apiVersion/kind and keeps them; x-kubernetes-preserve-unknown-fields keeps unknown
+    fields below it while unknown fields elsewhere are pruned."""
+    ApiextensionsV1Api(k8s).create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "surge": {"x-kubernetes-int-or-string": True},
+                         "note": {"type": "string", "nullable": True},
+                         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                         "child": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                   "x-kubernetes-preserve-unknown-fields": True}}}}}}}]}},
+        _preload_content=False)
+    co = CustomObjectsApi(k8s)
+
+    def gadget(name, **spec):
+        return {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+    child = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    a = co.create_namespaced_custom_object("example.com", "v1", "default", "gadgets", gadget(
+        "a", surge=3, note=None, free={"any": {"thing": 1}}, child=child, dropped=1))
+    assert a["spec"] == {"surge": 3, "note": None, "free": {"any": {"thing": 1}}, "child": child}
+    b = co.create_namespaced_custom_object("example.com", "v1", "default", "gadgets", gadget("b", surge="50%"))
+    assert b["spec"]["surge"] == "50%"
+    status, body = error_of(co.create_namespaced_custom_object, "example.com", "v1", "default", "gadgets",
+                            gadget("c", surge=True))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.surge"
+    status, body = error_of(co.create_namespaced_custom_object, "example.com", "v1", "default", "gadgets",
+                            gadget("d", child={"data": {}}))
+    assert status == 422
+    assert {c["field"] for c in body["details"]["causes"]} == {"spec.child.apiVersion", "spec.child.kind"}
