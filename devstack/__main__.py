@@ -27,12 +27,13 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
     from kubernetes import client
 
     core = client.CoreV1Api(stack.k8s())
-    pods = {p.metadata.labels.get("job-name"): p for p in core.list_pod_for_all_namespaces().items}
+    pods = [p for p in core.list_pod_for_all_namespaces(label_selector="app.kubernetes.io/managed-by=skiff").items
+            if (p.metadata.annotations or {}).get("skiff.io/run-id") == run_id]
     for ti in stack.task_instances(dag_id, run_id):
-        line = f"  {ti['task_id']:<24} {ti['state']:<8} try {ti['try_number']}"
-        for job, pod in pods.items():
-            if job and (pod.metadata.labels or {}).get("skiff.io/task-id") == ti["task_id"]:
-                line += f"  pod {pod.metadata.name} on node {pod.spec.node_name}"
+        line = f"  {ti['task_id']:<12} {ti['state']:<8} try {ti['try_number']}"
+        for pod in pods:
+            if pod.metadata.annotations.get("skiff.io/task-id") == ti["task_id"]:
+                line += f"  pod {pod.metadata.name} ran on node {pod.spec.node_name}"
         say(line)
 
 
@@ -44,7 +45,7 @@ def demo(exit_after: bool) -> int:
     from devstack.demo_setup import setup_demo_cluster
 
     t0 = time.monotonic()
-    stack = Stack(REPO / ".demo", dags_dirs=[REPO / "dags"])
+    stack = Stack(REPO / ".demo", dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone (about 15 s)...")
     try:
