@@ -227,7 +227,7 @@ def inject_env(pod_spec: dict, env: Mapping[str, str]) -> None:
 
 
 def _template(cr: dict, path: str) -> dict:
-    """A copy of the pod template at spec.<path>, checked to be usable."""
+    """The pod template at spec.<path>, checked to be usable."""
     node: Any = cr.get("spec") or {}
     for part in path.split("."):
         if isinstance(node, list) and part.isdigit() and int(part) < len(node):
@@ -241,7 +241,7 @@ def _template(cr: dict, path: str) -> dict:
         raise SpecError(
             "InvalidSpec", f"spec.{path}.spec.containers must be a non-empty list, got {containers!r}"
         )
-    return json.loads(json.dumps(node))
+    return node  # read-only here: the manifest functions copy the spec before injecting into it
 
 
 def _resolve(kind: str, store: Mapping[str, dict], name: Any, field_path: str, namespace: str) -> dict:

@@ -8,7 +8,7 @@ server shows now, which is what makes the reconcile level-triggered and safe to 
 
 from __future__ import annotations
 
-import copy
+import json
 from dataclasses import dataclass, field
 
 from operators.sedna.desired import SPEC_HASH_LABEL, Child, Desired, owner_reference
@@ -105,7 +105,7 @@ def fl_status(job: dict, desired: Desired, pods: list[dict], *, error: str | Non
     condition turns False. Succeeded is terminal, like a batch/v1 Job.
     """
     old = job.get("status") or {}
-    status = copy.deepcopy(old)
+    status = json.loads(json.dumps(old))  # a copy (much cheaper than deepcopy)
     conditions = status.setdefault("conditions", [])
     live = [p for p in pods if not is_terminating(p)]
     phases = [(p.get("status") or {}).get("phase", "Pending") for p in live]
@@ -146,7 +146,7 @@ def ji_status(svc: dict, deployments: list[dict], *, error: str | None, error_re
     """JointInferenceService status like Sedna's: active/failed Deployments and conditions; the Failed
     condition is cleared (False, "Recovered") when both Deployments are healthy again."""
     old = svc.get("status") or {}
-    status = copy.deepcopy(old)
+    status = json.loads(json.dumps(old))  # a copy (much cheaper than deepcopy)
     conditions = status.setdefault("conditions", [])
     live = [d for d in deployments if not is_terminating(d)]
     problems = [f"{d['metadata']['name']}: {p}" for d in live if (p := deployment_failed(d))]
