@@ -1,0 +1,46 @@
+"""Test-only DAGs for the training e2e tests (real scheduler, triggerer and task_state_store).
+
+``training_e2e_crash``: each task's worker process dies (SIGKILL, no cleanup) on try 1, once after the Job id
+was saved in task_state_store and once in the gap between creating the Job and saving its id; try 2 must
+reattach to the same Job.  ``training_e2e_kill``: a long Job, for killing the deferred task from the API.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from operators import TrainingJobOperator
+
+
+class CrashAfterSave(TrainingJobOperator):
+    def poll_until_complete(self, external_id, context):
+        if context["ti"].try_number == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # the Job exists and its id is in task_state_store
+        return super().poll_until_complete(external_id, context)
+
+
+class CrashBeforeSave(TrainingJobOperator):
+    def submit_job(self, context):
+        ref = super().submit_job(context)
+        if context["ti"].try_number == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # created, but the mixin never gets to save its id
+        return ref
+
+
+COMMON = dict(image="registry.local/e2e:1", entry_path="train.py", owner="alice", namespace="recsys",
+              cpu=0.5, memory=0.5, retries=1, retry_delay=timedelta(seconds=1))
+
+with DAG("training_e2e_crash", schedule=None, start_date=datetime(2026, 11, 1), catchup=False,
+         tags=["skiff-e2e"]):
+    CrashAfterSave(task_id="crash_after_save", pod_annotations={"kubesim.io/duration": "12"}, **COMMON)
+    CrashBeforeSave(task_id="crash_before_save", deferrable=False,
+                    pod_annotations={"kubesim.io/duration": "12"}, **COMMON)
+
+with DAG("training_e2e_kill", schedule=None, start_date=datetime(2026, 11, 1), catchup=False,
+         tags=["skiff-e2e"]):
+    TrainingJobOperator(task_id="long_training", pod_annotations={"kubesim.io/duration": "600",
+                                                                 "kubesim.io/log-lines": "600"}, **COMMON)
