@@ -53,6 +53,10 @@ def now_rfc3339() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class NameTaken(Exception):
+    """A child's name is taken by an object that does not belong to the CR."""
+
+
 class Summary:
     def __init__(self, kind: str):
         self.kind = kind
@@ -166,7 +170,7 @@ class _Pass:
         if finished:
             actions = [a for a in actions if a.verb == "repair-owner"]
         after = {ck: [o for o in objs] for ck, objs in actual.items()}
-        act_error = None
+        act_error, act_reason = None, ""
         if actions:
             fresh = self.kube.get(self.cr_res, ns, name)
             if (fresh is None or is_terminating(fresh) or fresh["metadata"]["uid"] != meta["uid"]
@@ -177,10 +181,15 @@ class _Pass:
             for a in actions:
                 try:
                     obj = self._act(ns, a)
+                except NameTaken as e:
+                    act_error, act_reason = str(e), "NameConflict"
+                    self.summary.errors.append(f"{self.kind} {ns}/{name}: {act_error}")
+                    continue
                 except ApiException as e:
                     if e.status in (404, 409):  # gone / changed under us: the next pass sees it
                         continue
                     act_error = f"{a.verb} {a.kind} {a.name} failed: {e.status} {e.reason}: {(e.body or '')[:200]}"
+                    act_reason = "CreateFailed"
                     self.summary.errors.append(f"{self.kind} {ns}/{name}: {act_error}")
                     continue
                 objs = after.setdefault(a.kind, [])
@@ -198,12 +207,14 @@ class _Pass:
             for reason, what in done.items():
                 self._event(cr, "Normal", reason, f"{_VERBS[reason]}: {', '.join(what)}")
         if not finished:
-            self._write_status(cr, desired, after, act_error)
+            self._write_status(cr, desired, after, act_error, act_reason)
 
     def _act(self, ns: str, a: Action) -> dict | bool | None:
         res = k.BY_KIND[a.kind]
         if a.verb == "create":
-            return self.kube.create(res, ns, a.child.render())
+            want = a.child.render()
+            created = self.kube.create(res, ns, want)
+            return created if created is not None else self._name_taken(res, ns, a, want)
         if a.verb == "delete":
             return self.kube.delete(res, ns, a.name, uid=a.actual["metadata"]["uid"]) or None
         if a.verb == "repair-owner":
@@ -227,9 +238,32 @@ class _Pass:
         body.pop("status", None)
         return self.kube.replace(res, ns, a.name, body)
 
-    def _write_status(self, cr: dict, desired: Desired, after: dict[str, list[dict]], act_error: str | None) -> None:
+    def _name_taken(self, res: k.Resource, ns: str, a: Action, want: dict) -> None:
+        """409 on create: another reconcile created it (fine), or the name is taken by something that is
+        not this CR's. Ours = it carries this CR's uid in its labels or an ownerReference: then it is
+        adopted (labels and the one controller ownerReference set) and the next pass checks its spec.
+        Anything else is never touched (Sedna recreated Deployments by name without checking the owner):
+        the CR reports the conflict."""
+        found = self.kube.get(res, ns, a.name)
+        if found is None:
+            return None  # deleted meanwhile: the next pass creates it
+        md = found["metadata"]
+        uid = want["metadata"]["labels"][self.prefix + "uid"]
+        if (md.get("labels") or {}).get(self.prefix + "uid") == uid:
+            return None  # another reconcile's create: nothing to do
+        if not any(ref.get("uid") == uid for ref in md.get("ownerReferences") or []):
+            owners = [f"{r.get('kind')}/{r.get('name')}" for r in md.get("ownerReferences") or []] or ["none"]
+            raise NameTaken(f"{a.kind} {ns}/{a.name} already exists and is not this {self.kind}'s "
+                            f"(owners: {', '.join(owners)}); rename or delete it")
+        self.summary.add("adopted", f"adopt {a.kind} {ns}/{a.name}")
+        return self.kube.merge_patch(res, ns, a.name, {"metadata": {
+            "labels": want["metadata"]["labels"], "ownerReferences": want["metadata"]["ownerReferences"],
+            "resourceVersion": md["resourceVersion"]}})
+
+    def _write_status(self, cr: dict, desired: Desired, after: dict[str, list[dict]], act_error: str | None,
+                      act_reason: str) -> None:
         error = str(desired.error) if desired.error else act_error
-        reason = desired.error.reason if desired.error else "CreateFailed"
+        reason = desired.error.reason if desired.error else act_reason
         now = now_rfc3339()
         if self.fl:
             want = desired.by_kind("Pod")

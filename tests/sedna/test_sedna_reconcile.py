@@ -27,7 +27,7 @@ from sedna_helpers import (
 )
 
 from operators.sedna.desired import SPEC_HASH_LABEL
-from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, JI_SERVICES, MODELS, PODS, SERVICES
+from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, HPAS, JI_SERVICES, MODELS, PODS, SERVICES
 from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
 
 
@@ -318,3 +318,51 @@ def test_ji_missing_model_then_recovered_clears_failed(k8s, kube):
     assert reconcile_joint_inference(k8s)["created"] == 3
     conds = {c["type"]: c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"]}
     assert conds["Failed"]["status"] == "False" and conds["Running"]["status"] == "True"
+
+
+def test_ji_name_taken_by_someone_elses_deployment_is_reported_not_touched(k8s, kube):
+    theirs = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": f"{JI}-deployment-cloud", "labels": {"app": "theirs"}},
+              "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "theirs"}},
+                       "template": {"metadata": {"labels": {"app": "theirs"}},
+                                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    before = kube.create(DEPLOYMENTS, NS, theirs)
+    new_ji(kube)
+    summary = reconcile_joint_inference(k8s)
+    assert summary["created"] == 2 and "already exists" in summary["errors"][0]
+    after = kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")
+    # untouched (its status moves with kubesim's Deployment controller; its metadata and spec do not)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["metadata"]["labels"] == {"app": "theirs"} and not after["metadata"].get("ownerReferences")
+    failed = next(c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True" and failed["reason"] == "NameConflict"
+    assert f"{JI}-deployment-cloud" in failed["message"]
+
+
+def test_child_that_lost_its_labels_but_is_owned_is_adopted(k8s, kube):
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    svc = kube.get(SERVICES, NS, f"{JOB}-aggregation")
+    kube.replace(SERVICES, NS, f"{JOB}-aggregation", {**svc, "metadata": {**svc["metadata"], "labels": {}}})
+    summary = reconcile_federated_learning(k8s)
+    assert summary["adopted"] == 1 and not summary["errors"]
+    labels = kube.get(SERVICES, NS, f"{JOB}-aggregation")["metadata"]["labels"]
+    assert labels[f"{FL_SEL[:-4]}uid"] == svc["metadata"]["labels"][f"{FL_SEL[:-4]}uid"]
+    assert reconcile_federated_learning(k8s)["writes"] == 0
+
+
+def test_ji_hpa_follows_the_spec(k8s, kube):
+    svc = ji_sample()
+    svc["spec"]["edgeWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 3, "metrics": [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}
+    kube.create(JI_SERVICES, NS, svc)
+    assert reconcile_joint_inference(k8s)["created"] == 4
+    name = f"hpa-{JI}-deployment-edge"
+    hpa = kube.get(HPAS, NS, name)
+    assert hpa["spec"]["maxReplicas"] == 3 and hpa["spec"]["scaleTargetRef"]["name"] == f"{JI}-deployment-edge"
+    kube.merge_patch(JI_SERVICES, NS, JI, {"spec": {"edgeWorker": {"hpa": {"maxReplicas": 5}}}})
+    assert reconcile_joint_inference(k8s)["updated"] == 1
+    assert kube.get(HPAS, NS, name)["spec"]["maxReplicas"] == 5
+    kube.merge_patch(JI_SERVICES, NS, JI, {"spec": {"edgeWorker": {"hpa": None}}})
+    assert reconcile_joint_inference(k8s)["deleted"] == 1
+    assert kube.get(HPAS, NS, name) is None
