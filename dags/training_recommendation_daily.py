@@ -26,7 +26,8 @@ with DAG(
     schedule="0 3 * * *",
     start_date=datetime(2026, 11, 1),
     catchup=False,
-    default_args=skiff_default_args(team="recsys", owner_email="alice@example.com"),
+    # a scheduled pipeline queues for the team's quota (an overlapping run may hold the GPU) instead of failing
+    default_args=skiff_default_args(team="recsys", owner_email="alice@example.com", quota_wait=timedelta(hours=2)),
     params={"epochs": 3},
     tags=["skiff", "training", "recsys"],
     doc_md=__doc__,

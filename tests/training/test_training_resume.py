@@ -117,3 +117,19 @@ async def test_an_early_event_is_held_until_not_before(k8s, team, tmp_path, monk
     _, payload = await _run_deferred(op, make_context("guarded", 1, JsonFileTaskStateStore(tmp_path / "g.json")))
     assert payload["status"] == "success"
     assert payload["noticed_at"] - start < 2 <= time.time() - start  # seen at once, handed back after the guard
+
+
+def test_trigger_timeout_deletes_the_job_and_fails_the_try(k8s, team, tmp_path):
+    from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+
+    op = operator("timeout", deferrable=True, pod_annotations=sim(120))
+    ctx = make_context("timeout", 1, JsonFileTaskStateStore(tmp_path / "t.json"))
+    with pytest.raises(TaskDeferred):
+        op.execute(ctx)
+    (job,) = jobs(k8s)
+    # the triggerer gave up at the defer timeout (execution_timeout): Airflow resumes the task with __fail__
+    with pytest.raises(TaskDeferralTimeout):
+        operator("timeout", deferrable=True).resume_execution(
+            TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, ctx)
+    wait_until(lambda: all(j.metadata.deletion_timestamp for j in jobs(k8s)), timeout=10)
