@@ -35,6 +35,7 @@ from operators.training import failure
 from operators.training.naming import LABEL_JOB
 
 WATCH_SECONDS = 240  # server-side watch timeout; we resume from the last resourceVersion after it
+MAX_FAILURES = 20  # consecutive transient failures (about 3 minutes with back-off) before giving up
 CONTAINER = "jupyter-job"
 LOG_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30, sock_read=None)
 
@@ -73,20 +74,30 @@ async def _ok(resp):
     return resp
 
 
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: the API server is overloaded or restarting, or the connection dropped."""
+    if isinstance(exc, ApiException):
+        return exc.status is None or exc.status == 429 or exc.status >= 500
+    return isinstance(exc, TimeoutError | aiohttp.ClientError | ConnectionError)
+
+
 async def _watch(list_call: Callable, on_event: Callable[[str, dict], None],
                  on_relist: Callable[[list[dict]], None], **selector) -> None:
-    """List, then watch forever from the list's resourceVersion; resume on drops, re-list on 410."""
+    """List, then watch forever from the list's resourceVersion: resume after drops and transient errors
+    (back-off, up to MAX_FAILURES in a row), re-list on 410 Gone; anything else (403, 404...) is raised."""
     rv: str | None = None
+    failures = 0
     while True:
-        if rv is None:
-            listing = await _ok(await list_call(**selector, _preload_content=False))
-            body = json.loads(await listing.read())
-            rv = body["metadata"]["resourceVersion"]
-            on_relist(body.get("items") or [])
         try:
+            if rv is None:
+                listing = await _ok(await list_call(**selector, _preload_content=False))
+                body = json.loads(await listing.read())
+                rv = body["metadata"]["resourceVersion"]
+                on_relist(body.get("items") or [])
             resp = await _ok(await list_call(**selector, watch=True, resource_version=rv,
                                              allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS,
                                              _preload_content=False))
+            failures = 0
             async with resp:
                 async for raw in resp.content:
                     if not raw.strip():
@@ -94,19 +105,18 @@ async def _watch(list_call: Callable, on_event: Callable[[str, dict], None],
                     event = json.loads(raw)
                     obj = event.get("object") or {}
                     if event.get("type") == "ERROR":
-                        if obj.get("code") == 410:
-                            rv = None  # compacted: start over from a fresh list
-                            break
                         raise ApiException(status=obj.get("code"), reason=obj.get("message"))
                     rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                     if event.get("type") != "BOOKMARK":
                         on_event(event["type"], obj)
-        except ApiException as exc:
-            if exc.status != 410:
+        except Exception as exc:
+            if isinstance(exc, ApiException) and exc.status == 410:
+                rv = None  # history compacted: start over from a fresh list
+                continue
+            failures += 1
+            if not _transient(exc) or failures > MAX_FAILURES:
                 raise
-            rv = None
-        except (TimeoutError, aiohttp.ClientError, ConnectionError):
-            await asyncio.sleep(1)  # dropped connection: resume from rv
+            await asyncio.sleep(min(2 ** (failures - 1), 10))
 
 
 async def _stream_logs(core: k8s.CoreV1Api, namespace: str, pod: str, state: _State,
@@ -231,8 +241,12 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
                 continue
             # No pod: ask the events why (only in this state, so a healthy Job costs no event requests).
             if now - start >= 1.0 and now - events_at >= settings.event_poll_interval:
-                state.events = await _list_job_events(core, namespace, name)
                 events_at = now
+                try:
+                    state.events = await _list_job_events(core, namespace, name)
+                except Exception as exc:
+                    if not _transient(exc):
+                        raise
             quota = failure.quota_problem(state.events)
             if quota:
                 quota_since = quota_since if quota_since is not None else now

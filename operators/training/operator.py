@@ -24,7 +24,7 @@ from typing import Any
 from airflow.configuration import conf
 from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import BaseOperator
-from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR
+from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -326,8 +326,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self._delete_job(self._job_ref["namespace"], self._job_ref["name"])
 
     def resume_execution(self, next_method: str, next_kwargs: dict | None, context):
-        if next_method == TRIGGER_FAIL_REPR:
-            # the trigger timed out (execution_timeout) or crashed: stop this task instance's active Jobs
+        if next_method == TRIGGER_FAIL_REPR and (next_kwargs or {}).get("error") == TriggerFailureReason.TRIGGER_TIMEOUT:
+            # execution_timeout ran out while deferred: stop this task instance's active Jobs.  (A trigger
+            # that *crashed* leaves the Job alone: the retry reattaches to it.)
             key = task_instance_key(context)
             batch = self._batch()
             for job in batch.list_namespaced_job(self.namespace, label_selector=ti_selector(key)).items:

@@ -181,6 +181,7 @@ async def test_follow_survives_dropped_watches_and_410(k8s, k8s_async, team, kub
     task = asyncio.create_task(_follow(k8s_async, name))
     await async_wait_until(lambda: kubesim.cut_watches() > 0, timeout=10)  # drop the open watches
     kubesim.fail(verb="watch", path="jobs", status=410, count=1)  # the resumed watch is told "Gone"
+    kubesim.fail(verb="watch", path="pods", status=500, count=2)  # and the API server has a bad moment
     result, _ = await asyncio.wait_for(task, timeout=30)
     assert result["status"] == "success"
 

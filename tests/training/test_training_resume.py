@@ -128,7 +128,13 @@ def test_trigger_timeout_deletes_the_job_and_fails_the_try(k8s, team, tmp_path):
     with pytest.raises(TaskDeferred):
         op.execute(ctx)
     (job,) = jobs(k8s)
-    # the triggerer gave up at the defer timeout (execution_timeout): Airflow resumes the task with __fail__
+    # a trigger that crashed leaves the Job running (the retry reattaches to it) ...
+    from airflow.sdk.exceptions import TaskDeferralError
+
+    with pytest.raises(TaskDeferralError):
+        operator("timeout", deferrable=True).resume_execution(TRIGGER_FAIL_REPR, {"error": "boom"}, ctx)
+    assert [j.metadata.deletion_timestamp for j in jobs(k8s)] == [None]
+    # ... the triggerer giving up at the defer timeout (execution_timeout): Airflow resumes the task with __fail__
     with pytest.raises(TaskDeferralTimeout):
         operator("timeout", deferrable=True).resume_execution(
             TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, ctx)
