@@ -85,7 +85,7 @@ class _Gone(Exception):
 
 class SednaWatchTrigger(BaseEventTrigger):
     def __init__(self, kind: str = FL_KIND, namespaces: list[str] | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", coalesce_seconds: float = 0.3,
+                 kubernetes_conn_id: str = "kubernetes_default", coalesce_seconds: float = 0.1,
                  max_batch_seconds: float = 2.0):
         super().__init__()
         watched_resources(kind)  # validates kind before anything runs
