@@ -23,7 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port).start()
+    try:
+        sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port).start()
+    except Exception as e:       # e.g. a bad --nodes file or a port in use: one clear line, exit 2
+        cause = e.__cause__ or e
+        print(f"kubesim: error: {type(cause).__name__}: {cause}", file=sys.stderr, flush=True)
+        return 2
     try:
         sim.write_kubeconfig(args.kubeconfig)
         print(f"kubesim ready {sim.url}", flush=True)

@@ -101,3 +101,16 @@ def test_process_env_is_not_required():
     out = subprocess.run([sys.executable, "-m", "kubesim", "--help"], cwd=REPO, capture_output=True, text=True,
                          env={**os.environ}, timeout=60)
     assert out.returncode == 0 and "--kubeconfig" in out.stdout
+
+
+def test_process_start_failure_is_one_error_line(tmp_path):
+    """If kubesim cannot start (here: the port is taken) it prints one `kubesim: error:` line, exits 2."""
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "kubesim", "--port", str(port), "--kubeconfig",
+                              str(tmp_path / "kc")], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("kubesim: error: ") and "Address already in use" in out.stderr
