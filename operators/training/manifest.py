@@ -19,7 +19,7 @@ from operators.training.spec import TrainingJobSpec, label_key
 TEMPLATE = "training/job.yaml.j2"
 
 
-def _string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
+def string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, val in (value or {}).items():
         label_key(field, key)
@@ -58,9 +58,9 @@ def job_manifest(
         TEMPLATE,
         name=name,
         namespace=spec.namespace,
-        labels=job_labels(key, name, _string_map("labels", labels, label_values=True)),
+        labels=job_labels(key, name, string_map("labels", labels, label_values=True)),
         annotations=job_annotations(key),
-        pod_annotations={**_string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key)},
+        pod_annotations={**string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key)},
         image=spec.image,
         command=spec.command,
         env=spec.env,

@@ -32,9 +32,9 @@ from kubernetes.client.exceptions import ApiException
 from operators.k8s import DEFAULT_CONN_ID, api_error_message, async_hook, sync_hook
 from operators.training import failure
 from operators.training.follow import FollowSettings, follow_job
-from operators.training.manifest import job_manifest
+from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
-from operators.training.spec import Volume, build_spec, default_pvc
+from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
 from operators.training.trigger import TrainingJobTrigger
 
 DEFAULT_POOL_KEY = "node.netease.com/node-pool"
@@ -171,11 +171,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         )
         self._job_ref: dict | None = None
         if not _has_jinja(self):
-            self.build_manifest(TaskInstanceKey("dag", "task", "run", 1))  # fail at DAG parse, not at run
+            self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
+            string_map("labels", self.labels, label_values=True)
+            string_map("pod_annotations", self.pod_annotations, label_values=False)
 
     # ---- pure: inputs -> desired Job ---------------------------------------------------------------------
-    def build_manifest(self, key: TaskInstanceKey) -> dict:
-        spec = build_spec(
+    def build_spec(self) -> TrainingJobSpec:
+        return build_spec(
             image=self.image, namespace=self.namespace, work_dir=self.work_dir, exec_command=self.exec_command,
             entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
             gpu=self.gpu, pvc=self.pvc if self.pvc is not None else default_pvc(self.owner),
@@ -183,7 +185,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             pool_key=self.online_pool_key or conf.get("skiff", "online_pool_key", fallback=DEFAULT_POOL_KEY),
             pool_value=self.online_pool_value or conf.get("skiff", "online_pool_value", fallback=DEFAULT_POOL_VALUE),
         )
-        return job_manifest(spec, key, labels=self.labels, pod_annotations=self.pod_annotations,
+
+    def build_manifest(self, key: TaskInstanceKey) -> dict:
+        return job_manifest(self.build_spec(), key, labels=self.labels, pod_annotations=self.pod_annotations,
                             execution_timeout=self.execution_timeout,
                             ttl_seconds_after_finished=self.ttl_seconds_after_finished)
 
