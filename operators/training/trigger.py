@@ -6,6 +6,11 @@ Log lines go through ``self.log``, which Airflow 3 writes into the task's log wh
 its pods go too; ``cleanup`` only releases local resources (it also runs on triggerer restarts, when the Job
 must keep running).  A trigger *timeout* (execution_timeout) is handled worker-side in
 ``TrainingJobOperator.resume_execution``.
+
+Known limits: a trigger moved to another triggerer (restart, rebalancing) starts its log streams again from the
+pod's first line, so the task log can show lines twice; a task killed before any triggerer has picked the
+trigger up never reaches ``on_kill`` (Airflow only cancels running triggers): the Job then ends at its
+``activeDeadlineSeconds`` (the task's ``execution_timeout``).
 """
 
 from __future__ import annotations
