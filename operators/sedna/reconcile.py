@@ -126,7 +126,14 @@ class _Pass:
     def run(self, namespaces: list[str] | None) -> dict:
         for ns in namespaces or [None]:
             children = self._list_children(ns)
-            crs = self.kube.list(self.cr_res, ns)
+            try:
+                crs = self.kube.list(self.cr_res, ns)
+            except ApiException as e:
+                if e.status == 404:
+                    raise RuntimeError(
+                        f"the {self.kind} CRD ({self.cr_res.plural}.sedna.io) is not installed on this cluster: "
+                        "install k8s_templates/sedna/crds/ (operators.sedna.install.install_crds)") from e
+                raise
             models = _by_name(self.kube.list(k.MODELS, ns)) if crs else {}
             datasets = _by_name(self.kube.list(k.DATASETS, ns)) if crs and self.fl else {}
             by_uid = {ck: _by_uid(objs, self.prefix) for ck, objs in children.items()}

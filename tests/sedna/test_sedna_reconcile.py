@@ -27,7 +27,7 @@ from sedna_helpers import (
 )
 
 from operators.sedna.desired import SPEC_HASH_LABEL
-from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, HPAS, JI_SERVICES, MODELS, PODS, SERVICES
+from operators.sedna.kube import DATASETS, DEPLOYMENTS, FL_JOBS, HPAS, JI_SERVICES, MODELS, PODS, SERVICES
 from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
 
 
@@ -422,3 +422,49 @@ def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
     assert granted - used <= {("services", "delete"), ("deployments", "delete"), ("pods", "get"),
                               ("services", "get"), ("deployments", "get"), ("horizontalpodautoscalers", "get"),
                               ("horizontalpodautoscalers", "patch")}
+
+
+def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(k8s, kube, kubesim):
+    new_fl(kube)
+    kubesim.fail(verb="create", path="/pods$", status=500, count=2)  # the API server fails two creates
+    first = reconcile_federated_learning(k8s)
+    assert first["created"] == 2 and len(first["errors"]) == 2
+    failed = next(c for c in kube.get(FL_JOBS, NS, JOB)["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["status"] == "True" and failed["reason"] == "CreateFailed"
+    second = reconcile_federated_learning(k8s)
+    assert second["created"] == 2 and not second["errors"]
+    assert len(pods_of(kube)) == 3 and kube.get(SERVICES, NS, f"{JOB}-aggregation") is not None
+    status = kube.get(FL_JOBS, NS, JOB)["status"]
+    assert status["phase"] == "Running"
+    assert next(c for c in status["conditions"] if c["type"] == "Failed")["status"] == "False"
+
+
+def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
+    """A reconcile that observed generation 1 while generation 2 was rolled out by another must not bring
+    generation-1 pods back: it re-reads the CR before acting and leaves it to a fresh pass."""
+    from operators.sedna.reconcile import _Pass
+
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    stale = kube.get(FL_JOBS, NS, JOB)  # what the slow pass listed
+    workers = stale["spec"]["trainingWorkers"]
+    edited = json.loads(json.dumps(workers))
+    edited[0]["template"]["spec"]["containers"][0]["env"][0]["value"] = "16"
+    kube.merge_patch(FL_JOBS, NS, JOB, {"spec": {"trainingWorkers": edited}})
+    reconcile_federated_learning(k8s)  # the fresh pass rolls out generation 2
+    new_pods = pods_of(kube)
+    slow = _Pass(k8s, "FederatedLearningJob", "http://localhost:9100")
+    models = {NS: {m["metadata"]["name"]: m for m in kube.list(MODELS, NS)}}
+    datasets = {NS: {d["metadata"]["name"]: d for d in kube.list(DATASETS, NS)}}
+    actual = {"Pod": list(new_pods.values()), "Service": [kube.get(SERVICES, NS, f"{JOB}-aggregation")]}
+    slow._reconcile_one(stale, actual, models, datasets)
+    assert slow.summary.counts["skipped_stale"] == 1
+    assert set(pods_of(kube)) == set(new_pods)
+    assert trainer_batch_sizes(pods_of(kube)) == ["16", "32"]  # generation 2: first trainer 16, second 32
+
+
+def test_missing_crds_is_a_clear_error(k8s):
+    import pytest
+
+    with pytest.raises(RuntimeError, match=r"federatedlearningjobs\.sedna\.io is not installed"):
+        reconcile_federated_learning(k8s)
