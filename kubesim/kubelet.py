@@ -36,11 +36,16 @@ class Script:
 
     @classmethod
     def of(cls, pod: dict) -> Script:
+        """Read the annotations (validation.check_script_annotations has refused bad values)."""
         ann = pod["metadata"].get("annotations") or {}
         duration = float(ann[ANN + "duration"]) if ann.get(ANN + "duration") not in (None, "") else None
         reason = ann.get(ANN + "reason") or None
-        default_exit = 137 if reason == "OOMKilled" else (1 if reason and reason not in ("Completed",) and
-                                                           reason not in WAITING_REASONS else 0)
+        if reason == "OOMKilled":
+            default_exit = 137
+        elif reason and reason != "Completed" and reason not in WAITING_REASONS:
+            default_exit = 1      # a terminated reason such as Error implies a failure
+        else:
+            default_exit = 0
         exit_code = int(ann.get(ANN + "exit-code") or default_exit)
         if ann.get(ANN + "logs") is not None:
             lines = tuple(ann[ANN + "logs"].splitlines())
@@ -206,7 +211,7 @@ class Kubelet(Controller):
         del self.runs[run.key]
         for c in run.containers.values():
             if c.running:
-                self.events(pod, run).record(pod, "Normal", "Killing", f"Stopping container {c.name}",
+                self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}",
                                              host=run.node, field_path=f"spec.containers{{{c.name}}}")
 
     def _end_streams(self, run: PodRun) -> None:
@@ -215,9 +220,6 @@ class Kubelet(Controller):
             if c.attempt is not None and c.attempt.finished_mono is None:
                 c.attempt.finished_mono = now
                 c.attempt.changed.set()
-
-    def events(self, pod: dict, run: PodRun) -> EventRecorder:
-        return self.recorder
 
     # --- lifecycle ------------------------------------------------------------------------------
     def reconcile(self, key: Key) -> None:
@@ -260,7 +262,7 @@ class Kubelet(Controller):
                      f"10.244.{(self._ip >> 8) & 255}.{self._ip & 255}", host_ip, self.cluster.now())
         self.runs[key] = run
         self._write_status(run)
-        rec = self.events(pod, run)
+        rec = self.recorder
         for c in pod["spec"].get("containers") or []:
             if self._pull_policy(c) == "IfNotPresent" and not run.script.waiting:
                 continue
@@ -285,7 +287,7 @@ class Kubelet(Controller):
         pod = self._pod(run)
         if pod is None:
             return
-        rec = self.events(pod, run)
+        rec = self.recorder
         script = run.script
         for spec in pod["spec"].get("containers") or []:
             c = run.containers[spec["name"]]
@@ -326,7 +328,7 @@ class Kubelet(Controller):
         return self.cluster.timing.container_run
 
     def _run_container(self, run: PodRun, pod: dict, c: ContainerRun) -> None:
-        rec = self.events(pod, run)
+        rec = self.recorder
         fp = f"spec.containers{{{c.name}}}"
         rec.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
         rec.record(pod, "Normal", "Started", f"Started container {c.name}", host=run.node, field_path=fp)
@@ -376,7 +378,7 @@ class Kubelet(Controller):
             c.state = {"waiting": {"reason": "CrashLoopBackOff",
                                    "message": f"back-off {backoff:g}s restarting failed container={c.name} "
                                               f"pod={pod['metadata']['name']}_{run.key[0]}({run.uid})"}}
-            self.events(pod, run).record(
+            self.recorder.record(
                 pod, "Warning", "BackOff", f"Back-off restarting failed container {c.name} in pod "
                 f"{pod['metadata']['name']}_{run.key[0]}({run.uid})", host=run.node,
                 field_path=f"spec.containers{{{c.name}}}")
@@ -401,10 +403,10 @@ class Kubelet(Controller):
             return
         message = "Pod was active on the node longer than the specified deadline"
         run.phase, run.reason, run.message = "Failed", "DeadlineExceeded", message
-        self.events(pod, run).record(pod, "Normal", "DeadlineExceeded", message, host=run.node)
+        self.recorder.record(pod, "Normal", "DeadlineExceeded", message, host=run.node)
         for c in run.containers.values():
             if c.running:
-                self.events(pod, run).record(pod, "Normal", "Killing", f"Stopping container {c.name}",
+                self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}",
                                              host=run.node, field_path=f"spec.containers{{{c.name}}}")
                 self._exit(run, c.name, exit_code=137, reason="Error")
             elif "waiting" in c.state:
@@ -507,10 +509,7 @@ class LogProvider:
 
     def _attempt(self, namespace: str, pod: str, container: str | None, previous: bool) -> Attempt:
         kubelet = self.kubelet
-        try:
-            obj = kubelet.store.get(kubelet.pods_rt, namespace, pod)
-        except ApiError:
-            raise
+        obj = kubelet.store.get(kubelet.pods_rt, namespace, pod)     # 404 like the API server
         names = [c["name"] for c in obj["spec"].get("containers") or []]
         if container is None:
             if len(names) != 1:

@@ -574,6 +574,23 @@ def check_pod_spec(spec, where: str, causes: Causes) -> None:
                                "and all keys\"")
 
 
+def check_script_annotations(md: dict, where: str, causes: Causes) -> None:
+    """kubesim's test API (`kubesim.io/*` annotations, INTERNALS.md) is checked like any field."""
+    ann = (md or {}).get("annotations") or {}
+    for key, kind in (("duration", float), ("exit-code", int), ("log-lines", int)):
+        value = ann.get(f"kubesim.io/{key}")
+        if value in (None, ""):
+            continue
+        try:
+            ok = kind(value) >= 0 and (key != "exit-code" or int(value) <= 255)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            causes.invalid(f"{where}.annotations[kubesim.io/{key}]", value,
+                           "must be a non-negative " + ("number of seconds" if kind is float else
+                                                        "integer" + (" <= 255" if key == "exit-code" else "")))
+
+
 def _selector_matches(selector: dict, labels: dict) -> bool:
     from kubesim.selectors import parse_label_selector
     ml = selector.get("matchLabels") or {}
@@ -599,6 +616,7 @@ def _selector_matches(selector: dict, labels: dict) -> bool:
 def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
     kind = (rt.group, rt.plural)
     if kind == ("", "pods"):
+        check_script_annotations(obj.get("metadata"), "metadata", causes)
         check_pod_spec(obj.get("spec"), "spec", causes)
         if old is not None:
             _check_pod_update(obj, old, causes)
@@ -610,6 +628,7 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
         if tmpl is None:
             causes.required(where)
         else:
+            check_script_annotations(tmpl.get("metadata"), f"{where}.metadata", causes)
             check_pod_spec(tmpl.get("spec"), f"{where}.spec", causes)
             labels = (tmpl.get("metadata") or {}).get("labels") or {}
             selector = (obj.get("spec") or {}).get("selector")

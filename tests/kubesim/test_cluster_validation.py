@@ -302,3 +302,13 @@ def test_crd_schema_extensions_int_or_string_nullable_embedded(k8s):
                             gadget("d", child={"data": {}}))
     assert status == 422
     assert {c["field"] for c in body["details"]["causes"]} == {"spec.child.apiVersion", "spec.child.kind"}
+
+
+def test_bad_script_annotation_is_invalid(k8s):
+    """kubesim's scripting annotations are validated like fields: a bad value is refused naming it."""
+    body = job("x")
+    body["spec"]["template"]["metadata"] = {"annotations": {"kubesim.io/duration": "soon"}}
+    status, err = error_of(BatchV1Api(k8s).create_namespaced_job, "default", body)
+    assert status == 422
+    assert err["message"] == ('Job.batch "x" is invalid: spec.template.metadata.annotations[kubesim.io/duration]: '
+                              'Invalid value: "soon": must be a non-negative number of seconds')
