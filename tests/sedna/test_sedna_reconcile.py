@@ -466,5 +466,5 @@ def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
 def test_missing_crds_is_a_clear_error(k8s):
     import pytest
 
-    with pytest.raises(RuntimeError, match=r"federatedlearningjobs\.sedna\.io is not installed"):
+    with pytest.raises(RuntimeError, match=r"\(federatedlearningjobs\.sedna\.io\) is not installed"):
         reconcile_federated_learning(k8s)
