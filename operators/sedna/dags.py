@@ -78,7 +78,7 @@ def reconcile_dag(dag_id: str, kind: str, doc_md: str) -> DAG:
         tags=["skiff", "sedna", "reconcile"],
         doc_md=doc_md,
     ) as dag:
-        @task(task_id="reconcile")
+        @task(task_id="reconcile", multiple_outputs=False)  # one XCom: the summary dict
         def reconcile() -> dict:
             return run_reconcile(kind)
 
