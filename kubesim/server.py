@@ -483,9 +483,8 @@ class ApiServer:
                     break
                 etype, _obj, data, _rv = item
                 await resp.write(b'{"type":"' + etype.encode() + b'","object":' + data + b"}\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            w.close()
-            raise
+        except ConnectionResetError:      # the client went away
+            return resp
         finally:
             w.close()
         try:
@@ -734,7 +733,9 @@ class KubeSim:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        self._runner = web.AppRunner(self._api.app, access_log=None, handle_signals=False)
+        # handler_cancellation: a client that goes away cancels its handler, so its watch closes at once
+        self._runner = web.AppRunner(self._api.app, access_log=None, handle_signals=False,
+                                     handler_cancellation=True)
         await self._runner.setup()
         await web.SockSite(self._runner, sock, shutdown_timeout=0.5).start()
         await self._start_cluster()

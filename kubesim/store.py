@@ -839,6 +839,11 @@ class Store:
         with self.lock:
             self._watches.discard(w)
 
+    @property
+    def watch_count(self) -> int:
+        """Open watches (a client that disconnects closes its watch)."""
+        return len(self._watches)
+
     def close_watches(self) -> int:
         """Cut every open watch (fault injection): clients see their stream end."""
         with self.lock:
@@ -848,11 +853,16 @@ class Store:
         return len(ws)
 
     def check_list_rv(self, resource_version: str | None, match: str | None) -> None:
-        """A list at an exact, no-longer-kept resourceVersion → 410 Gone, as the real server."""
-        if match == "Exact" and resource_version:
-            try:
-                rv = int(resource_version)
-            except ValueError:
-                raise ApiError(400, f"invalid resource version: {resource_version!r}", "BadRequest") from None
-            if rv < self._history_floor:
-                raise errors.gone("The resourceVersion for the provided list is too old.")
+        """A list at an exact, no-longer-kept resourceVersion → 410 Gone; at a version the server has not
+        reached → 504 `Too large resource version` (the real server first waits 3 s for it)."""
+        if not resource_version or resource_version == "0":
+            return
+        try:
+            rv = int(resource_version)
+        except ValueError:
+            raise ApiError(400, f"invalid resource version: {resource_version!r}", "BadRequest") from None
+        if match == "Exact" and rv < self._history_floor:
+            raise errors.gone("The resourceVersion for the provided list is too old.")
+        if rv > self._current_rv:
+            raise ApiError(504, f"Too large resource version: {rv}, current: {self._current_rv}", "Timeout",
+                           causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])

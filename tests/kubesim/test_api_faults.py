@@ -43,14 +43,14 @@ async def test_fail_over_http_and_clear(kube, apisim):
 async def test_latency(kube, apisim):
     """add_latency delays matching requests only."""
     core = kube.api("CoreV1Api")
-    apisim.add_latency("list", r"/configmaps$", seconds=0.3, count=1)
+    apisim.add_latency("list", r"/configmaps$", seconds=0.6, count=1)
     start = time.monotonic()
     await core.list_namespaced_config_map("default")
     slow = time.monotonic() - start
     start = time.monotonic()
     await core.list_namespaced_config_map("default")
     fast = time.monotonic() - start
-    assert slow >= 0.3 and fast < 0.3
+    assert slow >= 0.6 and fast < 0.6
 
 
 async def test_stats_count_requests_and_reset(kube, apisim):
