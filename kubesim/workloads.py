@@ -1,5 +1,5 @@
 """Workload controllers as kube-controller-manager runs them: Job, Deployment (via ReplicaSets),
-ReplicaSet, StatefulSet, and PVC binding (a PVC becomes Bound with its requested capacity).
+ReplicaSet, StatefulSet, PVC binding (a PVC becomes Bound with its requested capacity) and Endpoints.
 
 Each controller owns what it creates with a controller ownerReference (`blockOwnerDeletion: true`), finds
 its children by that reference, and reports status through the status subresource. A refused create (e.g.
@@ -21,7 +21,7 @@ _SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alph
 
 def controllers(cluster: Cluster) -> list[Controller]:
     return [JobController(cluster), DeploymentController(cluster), ReplicaSetController(cluster),
-            StatefulSetController(cluster), PVCBinder(cluster)]
+            StatefulSetController(cluster), PVCBinder(cluster), EndpointsController(cluster)]
 
 
 def template_hash(template: dict, size: int = 10) -> str:
@@ -643,6 +643,94 @@ class PVCBinder(Controller):
                          "capacity": {"storage": storage}}
         try:
             self.cluster.observe(self.rt, self.store.update(self.rt, *key, pvc, subresource="status"))
+        except ApiError as e:
+            if e.code == 409:
+                self.queue.add_after(key, 0.01)
+            elif e.code != 404:
+                raise
+
+
+# ------------------------------------------------------------------------------------------------------
+class EndpointsController(Controller):
+    """Endpoints for Services with a selector: the IPs of matching pods (ready ones in `addresses`,
+    others in `notReadyAddresses`), with the Service's target ports — as the endpoints controller does."""
+
+    name = "endpoints-controller"
+
+    def __init__(self, cluster: Cluster):
+        super().__init__(cluster)
+        self.svc_rt = cluster.rt("services")
+        self.ep_rt = cluster.rt("endpoints")
+        self.pods_rt = cluster.rt("pods")
+
+    def on_event(self, event_type, rt, obj, old):
+        kind = (rt.group, rt.plural)
+        if kind == ("", "services"):
+            self.queue.add(key_of(obj))
+        elif kind == ("", "pods"):
+            ns = obj["metadata"]["namespace"]
+            labels = [obj["metadata"].get("labels") or {}, ((old or {}).get("metadata") or {}).get("labels") or {}]
+            for svc in self.cluster.cache.list(self.svc_rt, ns):
+                sel = (svc.get("spec") or {}).get("selector")
+                if sel and any(all(lb.get(k) == v for k, v in sel.items()) for lb in labels):
+                    self.queue.add(key_of(svc))
+
+    def reconcile(self, key: Key) -> None:
+        ns, name = key
+        svc = self.cluster.cache.get(self.svc_rt, ns, name)
+        if svc is None:      # the Service is gone: so are its Endpoints
+            try:
+                self.store.delete(self.ep_rt, ns, name)
+            except ApiError as e:
+                if e.code != 404:
+                    raise
+            return
+        selector = (svc.get("spec") or {}).get("selector")
+        if not selector:
+            return           # a Service without a selector: its Endpoints are the user's
+        ready, not_ready = [], []
+        for p in sorted(self.cluster.cache.list(self.pods_rt, ns), key=lambda p: p["metadata"]["name"]):
+            labels = p["metadata"].get("labels") or {}
+            ip = (p.get("status") or {}).get("podIP")
+            if not ip or not all(labels.get(k) == v for k, v in selector.items()) or not active(p):
+                continue
+            addr = {"ip": ip, "nodeName": p["spec"].get("nodeName"),
+                    "targetRef": {"kind": "Pod", "namespace": ns, "name": p["metadata"]["name"],
+                                  "uid": p["metadata"]["uid"]}}
+            (ready if pod_ready(p) else not_ready).append(addr)
+        ports = [{k: v for k, v in {"name": sp.get("name"), "protocol": sp.get("protocol", "TCP"),
+                                    "port": sp.get("targetPort") if isinstance(sp.get("targetPort"), int)
+                                    else sp.get("port")}.items() if v is not None}
+                 for sp in svc["spec"].get("ports") or []]
+        subset = {"ports": ports} if ports else {}
+        if ready:
+            subset["addresses"] = ready
+        if not_ready:
+            subset["notReadyAddresses"] = not_ready
+        subsets = [subset] if (ready or not_ready) else []
+        desired = {"apiVersion": "v1", "kind": "Endpoints",
+                   "metadata": {"name": name, "namespace": ns, "labels": dict(svc["metadata"].get("labels") or {})},
+                   "subsets": subsets}
+        try:
+            current = self.store.get(self.ep_rt, ns, name)
+        except ApiError as e:
+            if e.code != 404:
+                raise
+            try:
+                self.store.create(self.ep_rt, ns, desired)
+            except ApiError as err:
+                if err.code == 409:
+                    self.queue.add_after(key, 0.01)
+                elif err.code not in (403, 404):
+                    raise
+            return
+        if ((current.get("subsets") or []) == subsets
+                and (current["metadata"].get("labels") or {}) == desired["metadata"]["labels"]):
+            return
+        current["subsets"] = subsets
+        current["metadata"]["labels"] = desired["metadata"]["labels"]
+        try:
+            self.store.update(self.ep_rt, ns, name, current)
         except ApiError as e:
             if e.code == 409:
                 self.queue.add_after(key, 0.01)

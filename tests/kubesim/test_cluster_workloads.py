@@ -261,3 +261,28 @@ def test_job_pod_deleted_while_running_counts_as_failed(k8s):
     core.delete_namespaced_pod(p.metadata.name, "default")
     j = finished(batch, "train", "Failed")
     assert condition(j, "Failed").reason == "BackoffLimitExceeded" and j.status.failed == 1
+
+
+def test_service_endpoints_follow_ready_pods(k8s):
+    """A Service with a selector gets Endpoints listing the ready matching pods' IPs and target ports;
+    they follow pods coming and going, and go with the Service."""
+    apps, core = AppsV1Api(k8s), CoreV1Api(k8s)
+    core.create_namespaced_service("default", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+    apps.create_namespaced_deployment("default", deployment(replicas=2))
+
+    def addresses():
+        try:
+            ep = core.read_namespaced_endpoints("web", "default")
+        except Exception:
+            return None
+        return sorted(a.ip for s in ep.subsets or [] for a in s.addresses or [])
+    pods = wait_until(lambda: (lambda ps: ps if len(ps) == 2 else None)(web_pods(core)))
+    assert wait_until(lambda: addresses() == sorted(p.status.pod_ip for p in pods))
+    ep = core.read_namespaced_endpoints("web", "default")
+    assert [(p.name, p.port) for p in ep.subsets[0].ports] == [("http", 8080)]
+    apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 1}})
+    wait_until(lambda: len(addresses() or []) == 1)
+    core.delete_namespaced_service("web", "default")
+    wait_until(lambda: not core.list_namespaced_endpoints("default").items)
