@@ -159,13 +159,14 @@ async def _list_job_events(core: k8s.CoreV1Api, namespace: str, name: str) -> li
 
 
 async def follow_job(api_client, namespace: str, name: str, settings: FollowSettings,
-                     log: Callable[[str], None]) -> dict:
+                     log: Callable[[str], None], uid: str | None = None) -> dict:
     batch, core = k8s.BatchV1Api(api_client), k8s.CoreV1Api(api_client)
     state = _State(settings.log_tail_lines)
     streams: dict[str, asyncio.Task] = {}
 
     def on_job(kind: str, obj: dict) -> None:
-        state.job = {"deleted": True, **obj} if kind == "DELETED" else obj
+        replaced = uid is not None and obj.get("metadata", {}).get("uid") not in (None, uid)
+        state.job = {"deleted": True, **obj} if kind == "DELETED" or replaced else obj
         state.changed.set()
 
     def on_pod(kind: str, obj: dict) -> None:

@@ -284,7 +284,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         async def _follow() -> dict:
             async with async_hook(self.kubernetes_conn_id, connection_extras=extras).get_conn() as api:
                 return await follow_job(api, external_id["namespace"], external_id["name"], self.follow_settings,
-                                        lambda line: self.log.info("%s", line))
+                                        lambda line: self.log.info("%s", line), uid=external_id.get("uid"))
 
         self._finish(asyncio.run(_follow()))
         return self.get_job_result(external_id, context)

@@ -53,7 +53,7 @@ class TrainingJobTrigger(BaseTrigger):
         self.log.info("Watching Job %s/%s and streaming its pods' logs", self.namespace, self.name)
         async with hook.get_conn() as api:
             result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
-                                      lambda line: self.log.info("%s", line))
+                                      lambda line: self.log.info("%s", line), uid=self.uid)
         # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.

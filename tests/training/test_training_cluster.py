@@ -216,3 +216,9 @@ async def test_trigger_on_kill_deletes_the_job(k8s, team):
     await async_wait_until(lambda: all(j.metadata.name != name or j.metadata.deletion_timestamp
                                        for j in jobs(k8s)), timeout=10)
     await async_wait_until(lambda: pods_of(k8s, name) == [], timeout=10)  # Background propagation took the pods
+
+
+async def test_a_job_replaced_under_the_same_name_is_not_followed(k8s, k8s_async, team):
+    name = _create_job(k8s, "replaced", pod_annotations=sim(5))
+    result = await follow_job(k8s_async, NAMESPACE, name, FollowSettings(), [].append, uid="some-other-uid")
+    assert result["status"] == "failed" and result["kind"] == "deleted"
