@@ -11,9 +11,9 @@ One pass = observe, diff, act, for every CR in scope:
 * status through the ``/status`` subresource, written only when it changed, and one Event on the CR per
   kind of action taken.
 
-Before acting on a CR we GET it again and skip it if its generation, uid or deletion state changed since
-the list: a pass that observed an old spec must not recreate old-spec children after a newer pass rolled
-them out. There are no timers and nothing is remembered between passes; a second pass with no drift makes
+Before acting we read the CRs to act on again (a GET each, or one list when there are many) and skip any
+whose generation or deletion state changed since the list: a pass that observed an old spec must not
+recreate old-spec children after a newer pass rolled them out. There are no timers and nothing is remembered between passes; a second pass with no drift makes
 0 writes. Each reconcile returns a JSON-able summary of what it changed.
 """
 
@@ -25,6 +25,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -96,6 +97,17 @@ def _by_uid(objs: Iterable[dict], prefix: str) -> dict[str, list[dict]]:
     return out
 
 
+@dataclass
+class _Plan:
+    """What one pass intends for one CR (computed before any write)."""
+
+    cr: dict
+    desired: Desired
+    actual: dict[str, list[dict]]
+    actions: list[Action]
+    finished: bool
+
+
 class _Pass:
     """One reconcile pass of one CR kind; all state lives for the pass only."""
 
@@ -137,30 +149,33 @@ class _Pass:
             models = _by_name(self.kube.list(k.MODELS, ns)) if crs else {}
             datasets = _by_name(self.kube.list(k.DATASETS, ns)) if crs and self.fl else {}
             by_uid = {ck: _by_uid(objs, self.prefix) for ck, objs in children.items()}
-            uids = set()
+            plans = []
             for cr in sorted(crs, key=lambda c: (c["metadata"]["namespace"], c["metadata"]["name"])):
-                uid = cr["metadata"]["uid"]
-                uids.add(uid)
-                actual = {ck: by_uid[ck].get(uid, []) for ck in self.child_kinds}
+                actual = {ck: by_uid[ck].get(cr["metadata"]["uid"], []) for ck in self.child_kinds}
+                plans.append(self._plan_one(cr, actual, models, datasets))
+            current = self._current_generations(ns, [p for p in plans if p and p.actions])
+            for plan in plans:
+                if plan is None:
+                    continue
                 try:
-                    self._reconcile_one(cr, actual, models, datasets)
+                    self._apply_one(plan, current)
                 except ApiException as e:
-                    meta = cr["metadata"]
+                    meta = plan.cr["metadata"]
                     self.summary.errors.append(f"{self.kind} {meta['namespace']}/{meta['name']}: "
                                                f"{e.status} {e.reason}: {(e.body or '')[:300]}")
-            self._remove_leftovers(children, uids)
+            self._remove_leftovers(children, {cr["metadata"]["uid"] for cr in crs})
         result = self.summary.as_dict(self.kube)
         log.info("reconciled %s: %s", self.kind, {k_: v for k_, v in result.items() if k_ != "actions"})
         return result
 
     # -------------------------------------------------------------- one CR
-    def _reconcile_one(self, cr: dict, actual: dict[str, list[dict]], models: dict, datasets: dict) -> None:
+    def _plan_one(self, cr: dict, actual: dict[str, list[dict]], models: dict, datasets: dict) -> _Plan | None:
         meta = cr["metadata"]
-        ns, name = meta["namespace"], meta["name"]
+        ns = meta["namespace"]
         self.summary.add("crs")
         if is_terminating(cr):
             self.summary.add("skipped_deleting")  # its children go through garbage collection
-            return
+            return None
         if self.fl:
             desired = desired_federated_learning(cr, models.get(ns, {}), datasets.get(ns, {}), self.lc_server)
         else:
@@ -176,13 +191,30 @@ class _Pass:
         )
         if finished:
             actions = [a for a in actions if a.verb == "repair-owner"]
-        after = {ck: [o for o in objs] for ck, objs in actual.items()}
+        return _Plan(cr, desired, actual, actions, finished)
+
+    def _current_generations(self, ns: str | None, acting: list[_Plan]) -> dict[str, tuple]:
+        """uid -> (generation, terminating) of the CRs about to be acted on, read again now: a pass that
+        listed an old spec must not act on it (e.g. recreate old-spec pods another pass just rolled out).
+        A few CRs: one GET each; many (a mass heal): one list."""
+        if not acting:
+            return {}
+        if len(acting) <= 10:
+            fresh = [self.kube.get(self.cr_res, p.cr["metadata"]["namespace"], p.cr["metadata"]["name"])
+                     for p in acting]
+        else:
+            fresh = self.kube.list(self.cr_res, ns)
+        return {o["metadata"]["uid"]: (o["metadata"].get("generation"), is_terminating(o)) for o in fresh if o}
+
+    def _apply_one(self, plan: _Plan, current: dict[str, tuple]) -> None:
+        cr, desired, actions, finished = plan.cr, plan.desired, plan.actions, plan.finished
+        meta = cr["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        after = {ck: list(objs) for ck, objs in plan.actual.items()}
         act_error, act_reason = None, ""
         if actions:
-            fresh = self.kube.get(self.cr_res, ns, name)
-            if (fresh is None or is_terminating(fresh) or fresh["metadata"]["uid"] != meta["uid"]
-                    or fresh["metadata"].get("generation") != meta.get("generation")):
-                self.summary.add("skipped_stale")  # changed since we listed it: the next pass sees it
+            if current.get(meta["uid"]) != (meta.get("generation"), False):
+                self.summary.add("skipped_stale")  # changed or gone since we listed it: the next pass sees it
                 return
             done: dict[str, list[str]] = defaultdict(list)
             for a in actions:

@@ -457,7 +457,9 @@ def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
     models = {NS: {m["metadata"]["name"]: m for m in kube.list(MODELS, NS)}}
     datasets = {NS: {d["metadata"]["name"]: d for d in kube.list(DATASETS, NS)}}
     actual = {"Pod": list(new_pods.values()), "Service": [kube.get(SERVICES, NS, f"{JOB}-aggregation")]}
-    slow._reconcile_one(stale, actual, models, datasets)
+    plan = slow._plan_one(stale, actual, models, datasets)
+    assert plan.actions  # it would delete the new pods and recreate generation-1 ones...
+    slow._apply_one(plan, slow._current_generations(NS, [plan]))
     assert slow.summary.counts["skipped_stale"] == 1
     assert set(pods_of(kube)) == set(new_pods)
     assert trainer_batch_sizes(pods_of(kube)) == ["16", "32"]  # generation 2: first trainer 16, second 32
