@@ -377,6 +377,28 @@ class ClusterIPs:
             return True
 
 
+def drop_unknown_fields(obj, schema: dict, seen_depth: int = 0) -> None:
+    """What the real server does with fields its types do not have (fieldValidation unset = Warn):
+    they are dropped, not stored. `schema` is an inlined built-in schema. In place."""
+    if seen_depth > 64 or not isinstance(schema, dict):
+        return
+    if isinstance(obj, dict):
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        if props is not None:
+            for k in list(obj):
+                if k in props:
+                    drop_unknown_fields(obj[k], props[k], seen_depth + 1)
+                elif additional is None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+                    del obj[k]
+        elif isinstance(additional, dict):
+            for v in obj.values():
+                drop_unknown_fields(v, additional, seen_depth + 1)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            drop_unknown_fields(item, schema["items"], seen_depth + 1)
+
+
 def default_object(rt, obj: dict, old: dict | None, ips: ClusterIPs) -> None:
     kind = (rt.group, rt.plural)
     spec = obj.get("spec")
@@ -714,8 +736,10 @@ class Validator:
         else:
             if req.subresource is not None:
                 return    # status writes come from controllers; spec rules do not apply
-            default_object(rt, obj, old, self.ips)
             validator = SCHEMAS.validator(rt.api_version, rt.kind)
+            if validator is not None:
+                drop_unknown_fields(obj, validator.schema)
+            default_object(rt, obj, old, self.ips)
             if validator is not None:
                 _schema_errors(validator, obj, causes)
             if not causes:

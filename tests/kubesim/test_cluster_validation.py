@@ -312,3 +312,15 @@ def test_bad_script_annotation_is_invalid(k8s):
     assert status == 422
     assert err["message"] == ('Job.batch "x" is invalid: spec.template.metadata.annotations[kubesim.io/duration]: '
                               'Invalid value: "soon": must be a non-negative number of seconds')
+
+
+def test_unknown_fields_of_builtin_kinds_are_dropped(k8s):
+    """Fields a built-in type does not have are not stored (the real server drops them and warns)."""
+    body = pod("p", schedulerName="none")
+    body["spec"]["containers"][0]["imagePullPolicyy"] = "Never"
+    body["spec"]["bogus"] = {"x": 1}
+    body["metadata"]["labels"] = {"keep": "me"}
+    CoreV1Api(k8s).create_namespaced_pod("default", body)
+    raw = json.loads(CoreV1Api(k8s).read_namespaced_pod("p", "default", _preload_content=False).data)
+    assert "bogus" not in raw["spec"] and "imagePullPolicyy" not in raw["spec"]["containers"][0]
+    assert raw["metadata"]["labels"] == {"keep": "me"} and raw["spec"]["containers"][0]["image"] == "busybox:1.36"
