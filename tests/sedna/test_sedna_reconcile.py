@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
 from sedna_helpers import (
     FL_SEL,
     JI,
@@ -466,7 +467,33 @@ def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
 
 
 def test_missing_crds_is_a_clear_error(k8s):
-    import pytest
-
     with pytest.raises(RuntimeError, match=r"\(federatedlearningjobs\.sedna\.io\) is not installed"):
         reconcile_federated_learning(k8s)
+
+
+@pytest.mark.parametrize("sample, kind", [
+    ("federatedlearningjob_v1alpha1.yaml", "FederatedLearningJob"),
+    ("federatedlearningjob_v1alpha2.yaml", "FederatedLearningJob"),
+    ("jointinferenceservice_v1alpha1.yaml", "JointInferenceService"),
+    ("helmet_detection_inference.yaml", "JointInferenceService"),
+])
+def test_every_sample_reconciles_to_children_the_api_server_accepts(k8s, kube, sample, kind):
+    """All sample CRs, with remote (s3/https) Model URLs and an HPA, give schema-valid children."""
+    for m in kube.list(MODELS, NS):
+        url = "s3://models/" + m["metadata"]["name"] + "/model.pb" if "big" in m["metadata"]["name"] \
+            else "https://models.example.com/" + m["metadata"]["name"] + "/model.pb"
+        kube.merge_patch(MODELS, NS, m["metadata"]["name"], {"spec": {"url": url}})
+    if kind == "FederatedLearningJob":
+        job = fl_sample(sample)
+        job["spec"]["transmitter"] = {"s3": {"aggDataPath": "s3://bucket/agg/"}}
+        kube.create(FL_JOBS, NS, job)
+        summary = reconcile_federated_learning(k8s)
+        expected = 4
+    else:
+        svc = ji_sample(sample)
+        svc["spec"]["cloudWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 2, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}
+        kube.create(JI_SERVICES, NS, svc)
+        summary = reconcile_joint_inference(k8s)
+        expected = 4
+    assert not summary["errors"] and summary["created"] == expected
