@@ -34,7 +34,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from operators.training import failure
 from operators.training.naming import LABEL_JOB
 
-WATCH_SECONDS = 240  # server-side watch timeout; we resume from the last resourceVersion after it
+WATCH_SECONDS = 900  # server-side watch timeout (API servers allow up to 1800); resumed from the last rv
 MAX_FAILURES = 20  # consecutive transient failures (about 3 minutes with back-off) before giving up
 CONTAINER = "jupyter-job"
 LOG_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30, sock_read=None)
