@@ -123,6 +123,17 @@ def test_quota_refusal_fails_fast_with_the_quota_message(k8s, team):
     assert "exceeded quota" in err.value.reason
 
 
+def test_quota_refusal_fails_after_the_configured_wait(k8s, team):
+    import time
+
+    _quota(k8s, "1")
+    start = time.monotonic()
+    with pytest.raises(TrainingJobFailed, match=r"exceeded quota: skiff-quota"):
+        run(operator("greedy2", cpu=2, quota_wait=timedelta(seconds=3), pod_annotations=sim(0.3)))
+    assert 3 <= time.monotonic() - start < 12
+    assert jobs(k8s) == [] or all(j.metadata.deletion_timestamp for j in jobs(k8s))  # refused Job removed
+
+
 def test_quota_wait_lets_the_job_start_when_quota_frees_up(k8s, team):
     _quota(k8s, "1")
     core = client.CoreV1Api(k8s)
