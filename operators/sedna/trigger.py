@@ -200,6 +200,19 @@ async def _list(api, w: Watched, namespace: str | None) -> tuple[list[dict], str
     return body.get("items") or [], body["metadata"]["resourceVersion"]
 
 
+async def _lines(stream) -> AsyncIterator[bytes]:
+    """Newline-delimited watch events, of any size (aiohttp's readline caps a line at 64 KiB)."""
+    buf = b""
+    async for chunk in stream.iter_any():
+        buf += chunk
+        while (end := buf.find(b"\n")) >= 0:
+            line, buf = buf[:end].strip(), buf[end + 1:]
+            if line:
+                yield line
+    if buf.strip():
+        yield buf.strip()
+
+
 async def _watch(api, w: Watched, namespace: str | None, rv: str, known: dict, queue: asyncio.Queue) -> str:
     """One watch connection from ``rv``; returns the last resourceVersion seen when the server ends it."""
     query = _query(w, [("watch", "true"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
@@ -210,10 +223,7 @@ async def _watch(api, w: Watched, namespace: str | None, rv: str, known: dict, q
         _request_timeout=WATCH_TIMEOUT_SECONDS + 30,
     )
     try:
-        async for raw in resp.content:
-            line = raw.strip()
-            if not line:
-                continue
+        async for line in _lines(resp.content):
             event = json.loads(line)
             etype, obj = event.get("type"), event.get("object") or {}
             if etype == "ERROR":

@@ -118,3 +118,16 @@ def test_fingerprint_ignores_status_and_pod_liveness_changes():
     pod = {"metadata": {"uid": "p", "labels": {"a": "b"}}, "status": {"phase": "Pending"}}
     assert fingerprint("Pod", pod) == fingerprint("Pod", {**pod, "status": {"phase": "Running"}})
     assert fingerprint("Pod", pod) != fingerprint("Pod", {**pod, "status": {"phase": "Failed"}})
+
+
+async def test_fires_on_an_edit_of_a_cr_larger_than_64_kib(k8s, k8s_async, kube):
+    new_fl(kube)
+    next_event, close = await started(SednaWatchTrigger(), k8s_async)
+    try:
+        job = kube.get(FL_JOBS, NS, JOB)
+        job["spec"]["trainingWorkers"][0]["template"]["spec"]["containers"][0]["env"].append(
+            {"name": "BIG", "value": "x" * 100_000})
+        kube.merge_patch(FL_JOBS, NS, JOB, {"spec": {"trainingWorkers": job["spec"]["trainingWorkers"]}})
+        assert (await next_event())["sample"] == [f"MODIFIED CR {NS}/{JOB}"]
+    finally:
+        await close()
