@@ -338,6 +338,14 @@ def test_ji_name_taken_by_someone_elses_deployment_is_reported_not_touched(k8s, 
     failed = next(c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and failed["reason"] == "NameConflict"
     assert f"{JI}-deployment-cloud" in failed["message"]
+    # once the owner of the name removes theirs, the service gets its Deployment and recovers
+    kube.delete(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")
+    wait_for(lambda: kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud") is None, what="their Deployment gone")
+    assert reconcile_joint_inference(k8s)["created"] == 1
+    status = kube.get(JI_SERVICES, NS, JI)["status"]
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert conds["Failed"]["status"] == "False" and conds["Running"]["status"] == "True"
+    assert status["active"] == 2 and status["failed"] == 0
 
 
 def test_child_that_lost_its_labels_but_is_owned_is_adopted(k8s, kube):
