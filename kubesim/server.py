@@ -404,7 +404,7 @@ class ApiServer:
             obj = store.delete(rt, ns, t.name, propagation=self._propagation(q, opts),
                                preconditions=opts.get("preconditions"),
                                dry_run=dry_run or "All" in (opts.get("dryRun") or []),
-                               grace_period_seconds=opts.get("gracePeriodSeconds"))
+                               grace_period_seconds=self._grace(q, opts))
             pending = bool(obj.get("metadata", {}).get("deletionTimestamp")) and \
                 self._exists(rt, ns, t.name)
             return _response(obj, 202 if pending else 200)
@@ -417,6 +417,14 @@ class ApiServer:
             return True
         except ApiError:
             return False
+
+    @staticmethod
+    def _grace(q, opts: dict) -> int | None:
+        value = opts.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            raise ApiError(400, f"invalid gracePeriodSeconds: {value!r}", "BadRequest") from None
 
     @staticmethod
     def _propagation(q, opts: dict) -> str | None:
@@ -572,6 +580,8 @@ class ApiServer:
         current = to_scale(obj)
         if request.method == "PUT":
             new = await self._read_body(request)
+            if not isinstance(new, dict):
+                raise ApiError(400, "the body of the request must be a Scale object", "BadRequest")
         else:
             ptype = request.content_type
             body = patchmod.decode_body(ptype, await request.read())

@@ -232,6 +232,19 @@ async def test_deletion_with_finalizers(kube):
     assert status == 404
 
 
+async def test_grace_period_from_query_or_body(kube):
+    """gracePeriodSeconds may come as a query parameter or in DeleteOptions; it is recorded as
+    deletionGracePeriodSeconds on an object kept by finalizers."""
+    core = kube.api("CoreV1Api")
+    for name, kwargs in [("q", {"grace_period_seconds": 7}), ("b", {"body": {"gracePeriodSeconds": 7}})]:
+        body = configmap(name)
+        body["metadata"]["finalizers"] = ["example.com/hold"]
+        await core.create_namespaced_config_map("default", body)
+        await core.delete_namespaced_config_map(name, "default", **kwargs)
+        got = await core.read_namespaced_config_map(name, "default")
+        assert got.metadata.deletion_grace_period_seconds == 7, name
+
+
 async def test_delete_preconditions(kube):
     """DeleteOptions.preconditions (uid, resourceVersion) that do not match → 409 Conflict, not deleted."""
     core = kube.api("CoreV1Api")
