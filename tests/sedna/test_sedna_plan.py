@@ -1,0 +1,88 @@
+"""The pure diff and status functions, without a cluster."""
+
+from __future__ import annotations
+
+from sedna_helpers import dataset, fl_sample, model
+
+from operators.sedna.desired import SPEC_HASH_LABEL, desired_federated_learning
+from operators.sedna.plan import fl_status, plan_children
+
+MODEL = "surface-defect-detection-model"
+DATASETS = ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset")
+NOW = "2026-11-29T12:00:00Z"
+
+
+def desired(job=None):
+    job = job or fl_sample(uid="uid-1")
+    return desired_federated_learning(job, {MODEL: model(MODEL, "/m/model.ckpt")},
+                                      {d: dataset(d, f"/d/{d}/t.txt") for d in DATASETS})
+
+
+def observed(d, **meta_changes):
+    """The desired children as the API server would show them (uids, resourceVersions)."""
+    out: dict[str, list[dict]] = {}
+    for i, c in enumerate(d.children):
+        obj = c.render()
+        obj["metadata"].update(uid=f"child-{i}", resourceVersion=str(i + 1), **meta_changes)
+        out.setdefault(c.kind, []).append(obj)
+    return out
+
+
+def test_no_drift_means_no_actions():
+    d = desired()
+    assert plan_children(d, observed(d), first_pass=False) == []
+
+
+def test_missing_children_are_created_and_old_spec_pods_deleted():
+    d = desired()
+    actual = observed(d)
+    gone = actual["Pod"].pop(1)["metadata"]["name"]
+    stale = dict(actual["Pod"][0], metadata={**actual["Pod"][0]["metadata"], "name": "old-pod",
+                                             "labels": {**actual["Pod"][0]["metadata"]["labels"],
+                                                        SPEC_HASH_LABEL: "0ld"}})
+    actual["Pod"].append(stale)
+    actions = {(a.verb, a.name, a.reason) for a in plan_children(d, actual, first_pass=False)}
+    assert actions == {("create", gone, "Recreated"), ("delete", "old-pod", "RolledOut")}
+
+
+def test_terminating_children_are_left_alone_and_not_recreated_yet():
+    d = desired()
+    actual = observed(d)
+    actual["Pod"][0]["metadata"]["deletionTimestamp"] = NOW
+    assert plan_children(d, actual, first_pass=False) == []
+
+
+def test_wrong_owner_is_repaired_and_finished_jobs_get_only_repairs():
+    d = desired()
+    actual = observed(d)
+    actual["Service"][0]["metadata"]["ownerReferences"][0]["kind"] = "FederatedLearning"
+    missing = actual["Pod"].pop()["metadata"]["name"]
+    actions = {(a.verb, a.kind, a.name) for a in plan_children(d, actual, first_pass=False)}
+    assert ("repair-owner", "Service", f"{d.name}-aggregation") in actions and ("create", "Pod", missing) in actions
+    finished = plan_children(d, actual, first_pass=False, finished=True)
+    assert [(a.verb, a.kind) for a in finished] == [("repair-owner", "Service")]
+
+
+def test_fl_status_phases_and_failed_is_not_terminal():
+    job = fl_sample(uid="uid-1")
+    d = desired(job)
+    pods = observed(d)["Pod"]
+    for p, phase in zip(pods, ("Running", "Failed", "Running"), strict=True):
+        p["status"] = {"phase": phase}
+    failed = fl_status(job, d, pods, error=None, error_reason="", now=NOW)
+    assert failed["phase"] == "Failed" and (failed["active"], failed["failed"]) == (2, 1)
+    job["status"] = failed
+    pods[1]["status"] = {"phase": "Pending"}  # the failed pod was replaced
+    later = "2026-11-29T12:05:00Z"
+    recovered = fl_status(job, d, pods, error=None, error_reason="", now=later)
+    conds = {c["type"]: c for c in recovered["conditions"]}
+    assert recovered["phase"] == "Running"
+    assert conds["Failed"]["status"] == "False" and conds["Failed"]["lastProbeTime"] == later
+    assert recovered["startTime"] == NOW  # kept from the first pass
+    job["status"] = recovered
+    assert fl_status(job, d, pods, error=None, error_reason="", now="2026-11-29T13:00:00Z") == recovered
+    for p in pods:
+        p["status"] = {"phase": "Succeeded"}
+    done = fl_status(job, d, pods, error=None, error_reason="", now=later)
+    assert done["phase"] == "Succeeded" and done["completionTime"] == later
+    assert {c["type"]: c["status"] for c in done["conditions"]}["Complete"] == "True"
