@@ -114,3 +114,36 @@ def test_process_start_failure_is_one_error_line(tmp_path):
                               str(tmp_path / "kc")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("kubesim: error: ") and "Address already in use" in out.stderr
+
+
+@pytest.fixture
+def api_only_connection(apisim, tmp_path, monkeypatch):
+    """kubernetes_default pointing at the API-only server (no kubelet writing events of its own)."""
+    path = apisim.write_kubeconfig(tmp_path / "kubeconfig")
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(
+        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(path)}}))
+    return apisim
+
+
+async def test_airflow_async_hook_watches_pod_events(api_only_connection):
+    """AsyncKubernetesHook.watch_pod_events (the provider's deferrable path) watches events with
+    fieldSelector involvedObject.name, resumes after timeoutSeconds, and stops once the pod is terminal;
+    get_pod_events lists with resourceVersionMatch=NotOlderThan."""
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
+    store = api_only_connection.store
+    pods, events = store.registry.lookup("", "v1", "pods"), store.registry.lookup("", "v1", "events")
+    store.create(pods, "default", {"metadata": {"name": "watched"},
+                                   "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    for i, (obj, reason) in enumerate([("watched", "Scheduled"), ("other", "Scheduled"), ("watched", "Pulled")]):
+        store.create(events, "default", {"metadata": {"name": f"e{i}"}, "reason": reason, "type": "Normal",
+                                         "involvedObject": {"kind": "Pod", "name": obj, "namespace": "default"}})
+    hook = AsyncKubernetesHook(conn_id="kubernetes_default")
+    listed = await hook.get_pod_events("watched", "default", resource_version=store.resource_version)
+    assert [e.reason for e in listed.items] == ["Scheduled", "Pulled"]
+    seen = []
+    async for event in hook.watch_pod_events("watched", "default", timeout_seconds=1):
+        seen.append(event.reason)
+        if len(seen) == 2:   # the pod ends: the hook's next reconnect sees a terminal phase and stops
+            store.patch(pods, "default", "watched", "application/merge-patch+json",
+                        {"status": {"phase": "Succeeded"}}, subresource="status")
+    assert seen == ["Scheduled", "Pulled"]
