@@ -4,7 +4,8 @@ Each DAG is scheduled by (a) an ``Asset`` whose ``AssetWatcher`` runs ``SednaWat
 so an edit or a deletion starts a run within seconds, OR (b) a cron resync every few minutes as a safety net.
 ``max_active_runs=1``; changes that arrive during a run are queued as asset events and handled by the next
 run (the reconcile is level-triggered: one run fixes everything it sees). The single task reconciles every
-CR of its kind and returns (and logs) the summary of what it changed.
+CR of its kind and returns (and logs) the summary of what it changed; it fails (after reconciling everything
+else) if the API server refused something, e.g. a child name taken by a foreign object.
 
 Configuration, read from the environment (no I/O when the DAG file is parsed):
 ``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
@@ -60,6 +61,10 @@ def run_reconcile(kind: str) -> dict:
     for line in summary["errors"]:
         log.error("%s", line)
     log.info("summary: %s", {k: v for k, v in summary.items() if k not in ("actions", "errors")})
+    if summary["errors"]:
+        # everything else was reconciled; fail the run so the problem shows in the UI (the CRs' conditions
+        # say the same), and the next event or resync retries
+        raise RuntimeError(f"{len(summary['errors'])} reconcile error(s); first: {summary['errors'][0]}")
     return summary
 
 

@@ -49,3 +49,18 @@ def test_a_run_reconciles_through_the_kubernetes_hook(k8s, kube, kube_conn, bag)
         assert run.state == "success", dag_id
     assert len(pods_of(kube)) == 3
     assert len(kube.list(DEPLOYMENTS, NS, "jointinferenceservice.sedna.io/name")) == 2
+
+
+@pytest.mark.usefixtures("airflow_db")
+def test_a_run_that_hits_an_api_error_fails_after_reconciling_the_rest(k8s, kube, kube_conn, bag):
+    kube.create(DEPLOYMENTS, NS, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "helmet-detection-inference-example-deployment-edge"},
+        "spec": {"selector": {"matchLabels": {"app": "theirs"}},
+                 "template": {"metadata": {"labels": {"app": "theirs"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    new_ji(kube)
+    run = bag.dags["reconcile_joint_inference"].test()
+    assert run.state == "failed"
+    # the rest was reconciled all the same
+    assert kube.get(DEPLOYMENTS, NS, "helmet-detection-inference-example-deployment-cloud") is not None
