@@ -257,6 +257,9 @@ def _resolve(kind: str, store: Mapping[str, dict], name: Any, field_path: str, n
     url = spec.get("url")
     if not isinstance(url, str) or not url:
         raise SpecError("InvalidSpec", f"{kind} {name!r} has no spec.url (got {url!r})")
+    if not urlsplit(url).scheme and not url.startswith("/"):
+        raise SpecError("InvalidSpec", f"{kind} {name!r}: spec.url {url!r} must be an absolute node path "
+                                       "or an s3:// / http(s):// URL")
     if spec.get("credentialName"):
         raise SpecError(
             "Unsupported",

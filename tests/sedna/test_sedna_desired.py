@@ -139,6 +139,8 @@ def test_two_jobs_each_trainer_points_at_its_own_aggregator():
         (lambda job, m, d: job["spec"].update(trainingWorkers=[]), "InvalidSpec", ["spec.trainingWorkers"]),
         (lambda job, m, d: m[MODEL]["spec"].update(credentialName="s3-secret"), "Unsupported",
          ["credentialName", "'s3-secret'"]),
+        (lambda job, m, d: d[DATASETS[0]]["spec"].update(url="data/train.txt"), "InvalidSpec",
+         ["spec.url", "'data/train.txt'", "absolute"]),
     ],
 )
 def test_fl_bad_input_is_an_error_naming_field_and_value_and_no_children(breaker, reason, words):
