@@ -148,19 +148,20 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self.entry_path = entry_path
         self.work_dir = work_dir
         self.exec_command = exec_command
-        self.run_args = list(run_args) if not isinstance(run_args, str) else run_args
-        self.env = dict(env or {})
+        # copies of plain values; anything else (an XComArg, a template string) is kept for run time
+        self.run_args = list(run_args) if isinstance(run_args, list | tuple) else run_args
+        self.env = dict(env) if isinstance(env, Mapping) else ({} if env is None else env)
         self.cpu = cpu
         self.memory = memory
         self.gpu = gpu
         self.pvc = pvc
-        self.volumes = list(volumes or [])
+        self.volumes = list(volumes) if isinstance(volumes, list | tuple) else ([] if volumes is None else volumes)
         self.namespace = namespace
         self.online = online
         self.online_pool_key = online_pool_key
         self.online_pool_value = online_pool_value
-        self.pod_annotations = dict(pod_annotations or {})
-        self.labels = dict(labels or {})
+        self.pod_annotations = dict(pod_annotations) if isinstance(pod_annotations, Mapping) else (pod_annotations or {})
+        self.labels = dict(labels) if isinstance(labels, Mapping) else (labels or {})
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.kubernetes_conn_id = kubernetes_conn_id
         self.deferrable = deferrable

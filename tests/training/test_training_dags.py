@@ -22,3 +22,17 @@ def test_example_dags_import_and_are_wired():
     assert any(isinstance(cb, SkiffAlert) for cb in train.on_failure_callback)
     failing = bag.dags["training_failure_demo"].task_dict["train_too_big"]
     assert failing.retries == 0
+
+
+def test_run_args_and_env_may_come_from_an_upstream_task():
+    from datetime import datetime
+
+    from airflow.sdk import DAG, task
+
+    @task
+    def hyperparameters() -> list[str]:
+        return ["--lr", "0.01"]
+
+    with DAG("xcom_args", schedule=None, start_date=datetime(2026, 11, 1)):
+        op = TrainingJobOperator(task_id="train", image="img:1", entry_path="train.py", run_args=hyperparameters())
+    assert op.upstream_task_ids == {"hyperparameters"}
