@@ -68,7 +68,7 @@ def _lists(summary: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(lists.items()))
 
 
-def standalone_latency(samples: int = 15) -> list[float]:
+def standalone_latency(samples: int = 12) -> list[float]:
     """Seconds from a training pod's deletion to its replacement existing, under ``airflow standalone``
     (triggerer -> asset event -> scheduler -> worker -> reconcile), nothing triggered by hand."""
     import httpx
@@ -155,7 +155,7 @@ def run() -> str:
             print(f"[bench] sedna: {n} FL jobs: first {t_first:.2f} s, no-drift {t_nd:.3f} s, "
                   f"heal {len(victims)} in {t_heal:.2f} s", flush=True)
         # JointInferenceServices at the largest size (Deployments run their pods through kubesim's controllers)
-        n_ji = 300
+        n_ji = 200
         api, kube, _ = _setup(sim, 0, n_ji)
         t_ji_first, ji_first = _timed(reconcile_joint_inference, api)
         sim.reset_stats()
