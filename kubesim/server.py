@@ -442,7 +442,8 @@ class ApiServer:
         except ValueError:
             raise ApiError(400, f"invalid limit: {limit!r}", "BadRequest") from None
         items, rv, token, remaining = self.store.list_page(rt, ns, q.get("labelSelector"), q.get("fieldSelector"),
-                                                           limit, q.get("continue"))
+                                                           limit, q.get("continue"), q.get("resourceVersion"),
+                                                           q.get("resourceVersionMatch"))
         meta = {"resourceVersion": rv}
         if token:
             meta["continue"] = token

@@ -345,11 +345,15 @@ class Store:
         target["metadata"]["resourceVersion"] = str(rv)
         data = _dumps(target)
         bucket = self._bucket(rt)
+        prev = None
         if etype == "DELETED":
-            bucket.pop(key, None)
+            entry = bucket.pop(key, None)
+            prev = entry[0] if entry else old
         else:
             bucket[key] = (obj, data)
-        ev = _Event(rv, etype, rt.storage_key, key[0], target, data, old if etype == "MODIFIED" else None)
+            prev = old if etype == "MODIFIED" else None
+        # ev.old: the stored object this event replaced (watch selectors use it; snapshots undo with it)
+        ev = _Event(rv, etype, rt.storage_key, key[0], target, data, prev)
         self._history.append(ev)
         while len(self._history) > self.history_size:
             self._history_floor = self._history.popleft().rv
@@ -462,12 +466,12 @@ class Store:
                 return _dumps(self._out(rt, obj, data))
             return data
 
-    def _select(self, rt, namespace, label_selector, field_selector):
+    def _select(self, rt, namespace, label_selector, field_selector, bucket: dict | None = None):
         label = label_selector if isinstance(label_selector, LabelSelector) else parse_label_selector(
             label_selector)
         field = field_selector if isinstance(field_selector, FieldSelector) else parse_field_selector(
             field_selector, rt)
-        bucket = self._bucket(rt)
+        bucket = self._bucket(rt) if bucket is None else bucket
         name = field.exact_name()
         if name is not None and (namespace is not None or not rt.namespaced):
             e = bucket.get(self._key(rt, namespace, name))
@@ -490,36 +494,63 @@ class Store:
             rows = self._select(rt, namespace, label_selector, field_selector)
             return [self._out(rt, o, d) for _k, o, d in rows], str(self._current_rv)
 
+    def _snapshot(self, rt: ResourceType, rv: int) -> dict:
+        """rt's objects as they were at resourceVersion `rv`, rebuilt by undoing the newer history events;
+        410 Expired if the history no longer reaches back that far (etcd compaction on a real server)."""
+        if rv < self._history_floor:
+            raise errors.gone(f"too old resource version: {rv} ({self._history_floor + 1})")
+        state = dict(self._bucket(rt))
+        for ev in reversed(self._history):
+            if ev.rv <= rv:
+                break
+            if ev.key != rt.storage_key:
+                continue
+            key = (ev.namespace, ev.obj["metadata"]["name"])
+            if ev.type == "ADDED":
+                state.pop(key, None)
+            else:
+                state[key] = (ev.old, None)      # serialized on demand
+        return state
+
     def list_page(self, rt: ResourceType, namespace=None, label_selector=None, field_selector=None,
-                  limit: int | None = None, continue_token: str | None = None):
+                  limit: int | None = None, continue_token: str | None = None,
+                  resource_version: str | None = None, resource_version_match: str | None = None):
         """(serialized items, resourceVersion, continue token or None, remainingItemCount or None).
-        Pages continue after the last key of the previous page in the *current* state (the real server
-        serves later pages from the first page's snapshot)."""
+        Like the real server, later pages come from the first page's snapshot (objects created, changed or
+        deleted meanwhile do not show), and `resourceVersionMatch=Exact` reads the state at that version."""
         with self.lock:
-            rows = self._select(rt, namespace, label_selector, field_selector)
+            at = None
             if continue_token:
                 try:
                     token = json.loads(base64.urlsafe_b64decode(continue_token.encode()))
-                    start, token_rv = tuple(token["k"]), int(token["rv"])
+                    start, at = tuple(token["k"]), int(token["rv"])
                 except Exception:
                     raise ApiError(400, "continue key is not valid: illegal base64 data", "BadRequest") \
                         from None
-                if token_rv < self._history_floor:
+                if at < self._history_floor:
                     raise errors.gone("The provided continue parameter is too old to display a consistent list "
                                       "result. You can start a new list without the continue parameter.")
+            elif resource_version_match == "Exact" and resource_version not in (None, "", "0"):
+                at = int(resource_version)
+            bucket = self._snapshot(rt, at) if at is not None and at < self._current_rv else None
+            list_rv = at if at is not None else self._current_rv
+            rows = self._select(rt, namespace, label_selector, field_selector, bucket)
+            if continue_token:
                 rows = [r for r in rows if r[0] > start]
             token = remaining = None
             if limit and limit > 0 and len(rows) > limit:
                 remaining = len(rows) - limit
                 rows = rows[:limit]
                 token = base64.urlsafe_b64encode(json.dumps({"k": list(rows[-1][0]),
-                                                             "rv": self._current_rv}).encode()).decode()
+                                                             "rv": list_rv}).encode()).decode()
             items = []
             for _k, obj, data in rows:
+                if data is None:
+                    data = _dumps(obj)
                 if obj.get("apiVersion") != rt.api_version:
                     data = _dumps(self._out(rt, obj, data))
                 items.append(data)
-            return items, str(self._current_rv), token, remaining
+            return items, str(list_rv), token, remaining
 
     def _prepare_update(self, rt, old: dict, new: dict, subresource: str | None) -> dict:
         """Apply the status-subresource rules and server-owned metadata to an incoming object."""

@@ -299,6 +299,36 @@ async def test_list_pagination(kube):
     assert pages == 3 and sorted(seen) == [f"c{i}" for i in range(7)]
 
 
+async def test_pagination_serves_a_consistent_snapshot(kube):
+    """Later pages come from the first page's snapshot: objects deleted, created or changed meanwhile do not
+    show their changes, and every page reports the first page's resourceVersion."""
+    core = kube.api("CoreV1Api")
+    for i in range(5):
+        await core.create_namespaced_config_map("default", configmap(f"c{i}", {"v": "old"}))
+    first = await core.list_namespaced_config_map("default", limit=2)
+    await core.delete_namespaced_config_map("c3", "default")
+    await core.create_namespaced_config_map("default", configmap("c25"))
+    await core.patch_namespaced_config_map("c4", "default", {"data": {"v": "new"}})
+    rest = await core.list_namespaced_config_map("default", limit=10, _continue=first.metadata._continue)
+    assert [c.metadata.name for c in rest.items] == ["c2", "c3", "c4"]
+    assert rest.items[2].data == {"v": "old"}
+    assert rest.metadata.resource_version == first.metadata.resource_version
+    now = await core.list_namespaced_config_map("default")
+    assert [c.metadata.name for c in now.items] == ["c0", "c1", "c2", "c25", "c4"]
+
+
+async def test_exact_list_reads_an_older_version(kube):
+    """resourceVersionMatch=Exact lists the state at that resourceVersion (within the kept history)."""
+    core = kube.api("CoreV1Api")
+    await core.create_namespaced_config_map("default", configmap("a", {"v": "1"}))
+    rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    await core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
+    await core.create_namespaced_config_map("default", configmap("b"))
+    then = await core.list_namespaced_config_map("default", resource_version=rv, resource_version_match="Exact")
+    assert [(c.metadata.name, c.data) for c in then.items] == [("a", {"v": "1"})]
+    assert then.metadata.resource_version == rv
+
+
 async def test_list_all_namespaces_and_cluster_scoped(kube):
     """Namespaced kinds list across namespaces at /api/v1/pods; cluster-scoped kinds have no namespace."""
     core = kube.api("CoreV1Api")
