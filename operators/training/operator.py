@@ -11,6 +11,8 @@ Crash safety (``ResumableJobMixin``) and the decision on reattaching:
   and saving its id), ``submit_job`` looks the task instance's Jobs up by the ``skiff.io/ti-hash`` label
   (same for every try of this dag/task/run/map-index) and adopts the newest one that is active or succeeded
   instead of creating a second Job.  An adopted Job keeps its original name (an earlier try number).
+  Once a success has been handed back to Airflow the Job is annotated ``skiff.io/success-reported-by-try``;
+  such a Job is never adopted again, so clearing a successful task really trains again.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from operators.training.spec import TrainingJobSpec, Volume, build_spec, default
 from operators.training.trigger import TrainingJobTrigger
 
 DEFAULT_POOL_KEY = "node.netease.com/node-pool"
+ANNOTATION_REPORTED = "skiff.io/success-reported-by-try"
 DEFAULT_POOL_VALUE = "online"
 
 
@@ -209,7 +212,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             raise AirflowException(f"cannot read Job {external_id}: {api_error_message(exc)}") from exc
         if external_id.get("uid") and job.metadata.uid != external_id["uid"]:
             return "gone"  # same name, another object: not ours to reattach to
-        return failure.job_state(job.to_dict(serialize=True))
+        return _adoption_state(job)
 
     def is_job_active(self, status: str) -> bool:
         return status == "active"
@@ -247,9 +250,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         jobs = batch.list_namespaced_job(namespace, label_selector=ti_selector(key)).items
         jobs.sort(key=lambda j: j.metadata.creation_timestamp, reverse=True)
         for job in jobs:
-            if job.metadata.deletion_timestamp is None and failure.job_state(job.to_dict(serialize=True)) in (
-                "active", "succeeded"
-            ):
+            if job.metadata.deletion_timestamp is None and _adoption_state(job) in ("active", "succeeded"):
                 return {"namespace": namespace, "name": job.metadata.name, "uid": job.metadata.uid}
         return None
 
@@ -291,6 +292,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self.get_job_result(external_id, context)
 
     def get_job_result(self, external_id, context) -> dict:
+        """Called once the Job succeeded: mark it reported, so that only a crashed try's Job is ever adopted."""
+        try:
+            self._batch().patch_namespaced_job(external_id["name"], external_id["namespace"], {
+                "metadata": {"annotations": {ANNOTATION_REPORTED: str(task_instance_key(context).try_number)}}})
+        except ApiException as exc:
+            self.log.warning("Could not mark Job %s reported: %s", external_id["name"], api_error_message(exc))
         return {k: external_id.get(k) for k in ("namespace", "name", "uid")}
 
     def _defer_timeout(self, context) -> timedelta | None:
@@ -340,6 +347,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 if failure.job_state(job.to_dict(serialize=True)) == "active":
                     self._delete_job(self.namespace, job.metadata.name)
         return super().resume_execution(next_method, next_kwargs, context)
+
+
+def _adoption_state(job: k8s.V1Job) -> str:
+    """``failure.job_state``, except that a success already reported to Airflow is "reported": a later try of
+    the same task instance is then a deliberate re-run (the task was cleared), not a crash to recover from."""
+    state = failure.job_state(job.to_dict(serialize=True))
+    if state == "succeeded" and ANNOTATION_REPORTED in (job.metadata.annotations or {}):
+        return "reported"
+    return state
 
 
 def _has_jinja(op: TrainingJobOperator) -> bool:

@@ -65,11 +65,20 @@ def test_retry_after_worker_crash_reattaches_to_the_same_job(k8s, team, tmp_path
     assert job.metadata.uid == uid and job.status.succeeded == 1
 
 
-def test_succeeded_job_is_not_rerun_and_failed_one_is_replaced(k8s, team, tmp_path):
+def test_job_that_succeeded_while_the_worker_was_dead_is_not_rerun(k8s, team, tmp_path):
+    store = tmp_path / "state.json"
+    crash_worker_after_submit(k8s, tmp_path, store=store, seconds=1.5)
+    wait_until(lambda: jobs(k8s)[0].status.succeeded == 1, timeout=20)  # finished with nobody watching
+    (job,) = jobs(k8s)
+    again = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, JsonFileTaskStateStore(store)))
+    assert again["uid"] == job.metadata.uid and len(jobs(k8s)) == 1
+
+
+def test_clearing_a_successful_task_trains_again_and_a_failed_try_is_replaced(k8s, team, tmp_path):
     store = JsonFileTaskStateStore(tmp_path / "state.json")
     first = operator(pod_annotations=sim(0.3)).execute(make_context("train", 1, store))
-    again = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))
-    assert again["uid"] == first["uid"] and len(jobs(k8s)) == 1
+    rerun = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))  # user cleared it
+    assert rerun["uid"] != first["uid"] and rerun["name"].endswith("-t2")
 
     store2 = JsonFileTaskStateStore(tmp_path / "state2.json")
     with pytest.raises(TrainingJobFailed, match="exit code 1"):
