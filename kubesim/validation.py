@@ -174,6 +174,66 @@ def _inline_refs(node, defs: dict, done: dict):
     return {k: _inline_refs(v, defs, done) for k, v in node.items()}
 
 
+_PY_TYPES = {"string": (str,), "object": (dict,), "array": (list,), "boolean": (bool,),
+             "integer": (int,), "number": (int, float), "null": (type(None),)}
+
+
+def _is_type(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return name == "boolean"
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()     # as JSON schema: 1.0 is an integer
+    return isinstance(value, _PY_TYPES.get(name, ()))
+
+
+def builtin_errors(value, schema: dict, path: list, causes: Causes) -> None:
+    """The keywords the Kubernetes OpenAPI schemas use (type, enum, required, properties,
+    additionalProperties, items, oneOf of Quantity/IntOrString), checked by a direct walk: several
+    times faster than a generic JSON-schema validator, with the same causes as `_schema_errors`."""
+    t = schema.get("type")
+    if t is not None:
+        names = t if isinstance(t, list) else (t,)
+        if not any(_is_type(value, n) for n in names):
+            want = [n for n in names if n != "null"]
+            where = field_path(path)
+            causes.invalid(where, _type_name(value),
+                           f"{where} in body must be of type {' or '.join(want)}: \"{_type_name(value)}\"")
+            return
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        causes.unsupported(field_path(path), value, [str(v) for v in enum])
+    one_of = schema.get("oneOf")
+    if one_of is not None and not any(builtin_ok(value, option) for option in one_of):
+        causes.invalid(field_path(path), value, "must be a string or a number")
+    if isinstance(value, dict):
+        for k in schema.get("required") or ():
+            if k not in value:
+                causes.required(field_path(path + [k]))
+        props = schema.get("properties")
+        additional = schema.get("additionalProperties")
+        if props is not None:
+            for k, v in value.items():
+                sub = props.get(k)
+                if sub is not None:
+                    builtin_errors(v, sub, path + [k], causes)
+                elif isinstance(additional, dict):
+                    builtin_errors(v, additional, path + [k], causes)
+        elif isinstance(additional, dict):
+            for k, v in value.items():
+                builtin_errors(v, additional, path + [k], causes)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, v in enumerate(value):
+                builtin_errors(v, items, path + [i], causes)
+
+
+def builtin_ok(value, schema: dict) -> bool:
+    probe = Causes()
+    builtin_errors(value, schema, [], probe)
+    return not probe
+
+
 class BuiltinSchemas:
     """Compiled validators for the 1.31 OpenAPI schema of each built-in kind, built on first use."""
 
@@ -741,7 +801,7 @@ class Validator:
                 drop_unknown_fields(obj, validator.schema)
             default_object(rt, obj, old, self.ips)
             if validator is not None:
-                _schema_errors(validator, obj, causes)
+                builtin_errors(obj, validator.schema, [], causes)
             if not causes:
                 check_object(rt, obj, old, causes)
             if not causes and (rt.group, rt.plural) == ("", "services") and old is None and not req.dry_run:
