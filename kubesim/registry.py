@@ -20,6 +20,7 @@ class ResourceType:
     crd_schema: dict | None = field(default=None, compare=False, hash=False)
     categories: tuple[str, ...] = ()
     singular: str = ""
+    storage: tuple[str, str] | None = None   # another resource's storage this one is a view of
 
     @property
     def api_version(self) -> str:
@@ -31,8 +32,9 @@ class ResourceType:
 
     @property
     def storage_key(self) -> tuple[str, str]:
-        """All served versions of one resource share storage (as in etcd: one key per group/resource)."""
-        return (self.group, self.plural)
+        """All served versions of one resource share storage (as in etcd: one key per group/resource);
+        events.k8s.io/v1 Events are a view of the core/v1 Events."""
+        return self.storage or (self.group, self.plural)
 
     @property
     def is_custom(self) -> bool:
@@ -65,7 +67,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("batch", "v1", "Job", "jobs", True, ["status"], default_propagation="Orphan", categories=("all",)),
     _rt("batch", "v1", "CronJob", "cronjobs", True, ["status"], ["cj"], categories=("all",)),
     _rt("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True, ["status"], ["hpa"]),
-    _rt("events.k8s.io", "v1", "Event", "events", True, [], ["ev"]),
+    _rt("events.k8s.io", "v1", "Event", "events", True, [], ["ev"], storage=("", "events")),
     _rt("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
     _rt("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
     _rt("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),

@@ -163,6 +163,54 @@ def _spec_part(rt: ResourceType, obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
+# ---- events.k8s.io/v1: a view of the core/v1 Events (one storage, as on the real server) -------------
+
+_EVENT_COMMON = ("metadata", "reason", "type", "eventTime", "series", "action", "related", "reportingInstance")
+
+
+def _event_to_v1(e: dict) -> dict:
+    """A stored core/v1 Event as events.k8s.io/v1 serves it."""
+    out = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
+    out.update({k: e[k] for k in _EVENT_COMMON if e.get(k) is not None})
+    for src, dst in (("involvedObject", "regarding"), ("message", "note"), ("source", "deprecatedSource"),
+                     ("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp"),
+                     ("count", "deprecatedCount")):
+        if e.get(src) is not None:
+            out[dst] = e[src]
+    controller = e.get("reportingComponent") or (e.get("source") or {}).get("component")
+    if controller:
+        out["reportingController"] = controller
+    return out
+
+
+def _event_to_core(e: dict) -> dict:
+    """An events.k8s.io/v1 Event as it is stored (core/v1)."""
+    out = {"apiVersion": "v1", "kind": "Event"}
+    out.update({k: e[k] for k in _EVENT_COMMON if e.get(k) is not None})
+    for src, dst in (("regarding", "involvedObject"), ("note", "message"), ("deprecatedSource", "source"),
+                     ("deprecatedFirstTimestamp", "firstTimestamp"), ("deprecatedLastTimestamp", "lastTimestamp"),
+                     ("deprecatedCount", "count"), ("reportingController", "reportingComponent")):
+        if e.get(src) is not None:
+            out[dst] = e[src]
+    out.setdefault("involvedObject", {})
+    return out
+
+
+def _is_view(rt: ResourceType) -> bool:
+    return rt.storage is not None
+
+
+def _view(rt: ResourceType, obj: dict | None) -> dict | None:
+    """A stored object as `rt` serves it."""
+    if obj is None:
+        return None
+    if _is_view(rt):
+        return _event_to_v1(obj)
+    if obj.get("apiVersion") != rt.api_version:     # another served version of a CRD: no conversion
+        return {**obj, "apiVersion": rt.api_version}
+    return obj
+
+
 class Watch:
     """An async iterator of (event_type, obj) for one watcher; `.close()` ends it."""
 
@@ -189,16 +237,20 @@ class Watch:
             return None
         if self.namespace is not None and ev.namespace != self.namespace:
             return None
+        obj, old, data = ev.obj, ev.old, ev.data
+        if _is_view(self.rt) or obj.get("apiVersion") != self.rt.api_version:
+            obj, old = _view(self.rt, obj), _view(self.rt, old)
+            data = _dumps(obj)
         if self.label.empty and self.field.empty:
-            return ev.type, ev.obj, ev.data
-        now = self._matches(ev.obj)
+            return ev.type, obj, data
+        now = self._matches(obj)
         if ev.type == "MODIFIED":
-            before = self._matches(ev.old)
+            before = self._matches(old)
             if now and not before:
-                return "ADDED", ev.obj, ev.data
+                return "ADDED", obj, data
             if before and not now:
-                return "DELETED", ev.obj, ev.data
-        return (ev.type, ev.obj, ev.data) if now else None
+                return "DELETED", obj, data
+        return (ev.type, obj, data) if now else None
 
     def _offer(self, ev: _Event) -> None:
         """Called under the store lock from any thread."""
@@ -313,10 +365,8 @@ class Store:
         return (namespace or "" if rt.namespaced else "", name)
 
     def _out(self, rt: ResourceType, obj: dict, data: bytes) -> dict:
-        out = json.loads(data)
-        if out.get("apiVersion") != rt.api_version:   # another served version of a CRD: no conversion
-            out["apiVersion"] = rt.api_version
-        return out
+        """A fresh copy of a stored object as `rt` serves it."""
+        return _view(rt, json.loads(data))
 
     def _check_namespace(self, rt: ResourceType, namespace: str | None, *, creating: str | None = None) -> None:
         """The namespace must exist; `creating` (the new object's name) must not go into a Terminating one."""
@@ -417,7 +467,19 @@ class Store:
 
     # ---- verbs -------------------------------------------------------------------------------------
 
+    def _storage_rt(self, rt: ResourceType) -> ResourceType:
+        return self.registry.versions_of(*rt.storage)[0]
+
+    def _to_storage(self, rt: ResourceType, namespace: str | None, obj: dict) -> dict:
+        """An events.k8s.io/v1 body, checked against its URL, as the stored core/v1 Event."""
+        obj = json.loads(_dumps(obj))
+        self._check_identity(rt, namespace, obj)
+        return _event_to_core(obj)
+
     def create(self, rt: ResourceType, namespace: str | None, obj: dict, *, dry_run: bool = False) -> dict:
+        if _is_view(rt):
+            return _view(rt, self.create(self._storage_rt(rt), namespace, self._to_storage(rt, namespace, obj),
+                                         dry_run=dry_run))
         obj = json.loads(_dumps(obj))
         with self.lock:
             self._check_identity(rt, namespace, obj)
@@ -462,7 +524,7 @@ class Store:
         """The serialized object (hot path for GET: no copy, no serialization)."""
         with self.lock:
             obj, data = self._get_entry(rt, namespace, name)
-            if obj.get("apiVersion") != rt.api_version:
+            if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
                 return _dumps(self._out(rt, obj, data))
             return data
 
@@ -483,7 +545,7 @@ class Store:
         for key, (obj, data) in entries:
             if not label.empty and not label.matches(obj["metadata"].get("labels")):
                 continue
-            if not field.empty and not field.matches(obj):
+            if not field.empty and not field.matches(_view(rt, obj) if _is_view(rt) else obj):
                 continue
             out.append((key, obj, data))
         return out
@@ -545,10 +607,10 @@ class Store:
                                                              "rv": list_rv}).encode()).decode()
             items = []
             for _k, obj, data in rows:
-                if data is None:
+                if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
+                    data = _dumps(_view(rt, obj))
+                elif data is None:
                     data = _dumps(obj)
-                if obj.get("apiVersion") != rt.api_version:
-                    data = _dumps(self._out(rt, obj, data))
                 items.append(data)
             return items, str(list_rv), token, remaining
 
@@ -634,6 +696,10 @@ class Store:
 
     def update(self, rt: ResourceType, namespace: str | None, name: str, obj: dict, *,
                subresource: str | None = None, dry_run: bool = False) -> dict:
+        if _is_view(rt):
+            return _view(rt, self.update(self._storage_rt(rt), namespace, name,
+                                         self._to_storage(rt, namespace, obj), subresource=subresource,
+                                         dry_run=dry_run))
         obj = json.loads(_dumps(obj))
         with self.lock:
             self._check_identity(rt, namespace, obj)
@@ -654,6 +720,8 @@ class Store:
               subresource: str | None = None, field_manager: str | None = None, force: bool = False,
               dry_run: bool = False) -> dict:
         body = patch.decode_body(patch_type, body)
+        if _is_view(rt):
+            return self._patch_view(rt, namespace, name, patch_type, body, field_manager, dry_run)
         with self.lock:
             self._check_namespace(rt, namespace)
             key = self._key(rt, namespace, name)
@@ -684,9 +752,32 @@ class Store:
             self._check_identity(rt, namespace, new)
             return self._write(rt, namespace, name, old, new, subresource, dry_run)
 
+    def _patch_view(self, rt, namespace, name, patch_type, body, field_manager, dry_run) -> dict:
+        """PATCH through a view (events.k8s.io/v1): patch the object as served, store it converted back."""
+        with self.lock:
+            self._check_namespace(rt, namespace)
+            entry = self._bucket(rt).get(self._key(rt, namespace, name))
+            if patch_type == patch.APPLY and not field_manager:
+                raise ApiError(400, "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required "
+                                    "value: is required for apply patch", "BadRequest")
+            if entry is None:
+                if patch_type != patch.APPLY or not isinstance(body, dict):
+                    raise errors.not_found(rt, name)
+                body.setdefault("metadata", {})["name"] = name
+                return self.create(rt, namespace, body, dry_run=dry_run)
+            current = _view(rt, json.loads(entry[1]))
+            new = patch.apply_patch(current, patch_type, body, custom=False)
+            if not isinstance(new, dict):
+                raise ApiError(422, "the patched object is not a JSON object", "Invalid")
+            return self.update(rt, namespace, name, new, dry_run=dry_run)
+
     def delete(self, rt: ResourceType, namespace: str | None, name: str, *, propagation: str | None = None,
                preconditions: dict | None = None, dry_run: bool = False,
                grace_period_seconds: int | None = None) -> dict:
+        if _is_view(rt):
+            return _view(rt, self.delete(self._storage_rt(rt), namespace, name, propagation=propagation,
+                                         preconditions=preconditions, dry_run=dry_run,
+                                         grace_period_seconds=grace_period_seconds))
         with self.lock:
             old, _ = self._get_entry(rt, namespace, name)
             if rt.plural == "namespaces" and not rt.group and name in _UNDELETABLE_NAMESPACES:
@@ -847,8 +938,9 @@ class Store:
             w = Watch(self, rt, namespace, label, field)
             if resource_version in (None, "", "0"):
                 for _key, obj, data in self._select(rt, namespace, label, field):
-                    if obj.get("apiVersion") != rt.api_version:
-                        data = _dumps(self._out(rt, obj, data))
+                    if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
+                        obj = _view(rt, obj)
+                        data = _dumps(obj)
                     w.queue.put_nowait(("ADDED", obj, data, self._current_rv))
                 w.last_rv = self._current_rv
             else:
