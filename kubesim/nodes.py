@@ -73,7 +73,7 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     if int(spec.get("gpu", 0) or 0) > 0:
         capacity[GPU] = str(int(spec["gpu"]))
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              **{str(k): str(v) for k, v in (spec.get("labels") or {}).items()}}
+              **{str(k): _label_value(v) for k, v in (spec.get("labels") or {}).items()}}
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": {"podCIDR": f"10.244.{index}.0/24", "podCIDRs": [f"10.244.{index}.0/24"]},
             "status": {"capacity": capacity, "allocatable": dict(capacity)}}
@@ -81,6 +81,11 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     if taints:
         node["spec"]["taints"] = taints
     return _complete(node, index)
+
+
+def _label_value(value) -> str:
+    """YAML reads `true` as a bool: a label value is the text a user wrote (`true`, not `True`)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _complete(node: dict, index: int) -> dict:

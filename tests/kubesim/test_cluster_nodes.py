@@ -41,7 +41,7 @@ def test_nodes_file_compact_and_full_forms(tmp_path):
     or full Node manifests; a kubesim started with it serves exactly those nodes and schedules on them."""
     path = tmp_path / "nodes.yaml"
     path.write_text(
-        "- {name: a100, cpu: 32, memory: 256Gi, gpu: 8, labels: {team: vision},"
+        "- {name: a100, cpu: 32, memory: 256Gi, gpu: 8, labels: {team: vision, nvidia.com/gpu.present: true},"
         " taints: ['nvidia.com/gpu=true:NoSchedule', 'dedicated:NoExecute']}\n"
         "- apiVersion: v1\n  kind: Node\n  metadata: {name: small, labels: {size: s}}\n"
         "  status: {capacity: {cpu: '2', memory: 4Gi, pods: '10'}}\n")
@@ -53,6 +53,7 @@ def test_nodes_file_compact_and_full_forms(tmp_path):
         assert sorted(nodes) == ["a100", "small"]
         assert nodes["a100"].status.allocatable["nvidia.com/gpu"] == "8"
         assert nodes["a100"].metadata.labels["team"] == "vision"
+        assert nodes["a100"].metadata.labels["nvidia.com/gpu.present"] == "true"     # YAML bool, as written
         assert [(t.key, t.value, t.effect) for t in nodes["a100"].spec.taints] == [
             ("nvidia.com/gpu", "true", "NoSchedule"), ("dedicated", None, "NoExecute")]
         assert nodes["small"].status.allocatable == {"cpu": "2", "memory": "4Gi", "pods": "10"}
