@@ -277,7 +277,7 @@ class _Pass:
         body.pop("status", None)
         return self.kube.replace(res, ns, a.name, body)
 
-    def _name_taken(self, res: k.Resource, ns: str, a: Action, want: dict) -> None:
+    def _name_taken(self, res: k.Resource, ns: str, a: Action, want: dict) -> dict | None:
         """409 on create: another reconcile created it (fine), or the name is taken by something that is
         not this CR's. Ours = it carries this CR's uid in its labels or an ownerReference: then it is
         adopted (labels and the one controller ownerReference set) and the next pass checks its spec.
