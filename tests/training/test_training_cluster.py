@@ -96,9 +96,11 @@ def test_templated_bad_value_fails_at_run_before_anything_is_created(k8s, team):
         ({"pod_annotations": sim(0.3, reason="ErrImagePull")}, r"ErrImagePull.*registry.local/recsys/train:1"),
         ({"pod_annotations": sim(0.3, reason="CreateContainerConfigError")}, r"CreateContainerConfigError"),
         ({"gpu": 5, "unschedulable_timeout": 0.5, "pod_annotations": sim(0.3)}, r"Unschedulable.*nvidia.com/gpu"),
+        ({"cpu": 12, "unschedulable_timeout": 0.5, "pod_annotations": sim(0.3)},
+         r"Unschedulable.*Insufficient cpu.*untolerated taint"),
         ({"execution_timeout": timedelta(seconds=1), "pod_annotations": sim(30)}, r"DeadlineExceeded.*1s"),
     ],
-    ids=["exit-code", "oom", "image-pull", "config", "unschedulable", "deadline"],
+    ids=["exit-code", "oom", "image-pull", "config", "unschedulable-gpu", "unschedulable-taint", "deadline"],
 )
 def test_each_failure_cause_is_named(k8s, team, kwargs, expected):
     with pytest.raises(TrainingJobFailed, match=expected) as err:
