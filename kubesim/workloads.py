@@ -197,6 +197,30 @@ class OwnerController(Controller):
 
 
 # ------------------------------------------------------------------------------------------------------
+def job_finish(spec: dict, succeeded: int, failures: int, running: int, elapsed: float) -> tuple | None:
+    """Whether a Job is finished, as (outcome, reason, message); checked in the real controller's order:
+    activeDeadlineSeconds, backoffLimit, then completions (no completions: one success and none running)."""
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and elapsed >= deadline:
+        return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
+    if failures > int(spec.get("backoffLimit", 6)):
+        return "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+    completions = spec.get("completions")
+    if (completions is not None and succeeded >= completions) or (
+            completions is None and succeeded > 0 and not running):
+        return "Complete", "CompletionsReached", "Reached expected number of succeeded pods"
+    return None
+
+
+def job_pods_wanted(spec: dict, succeeded: int) -> int:
+    """How many pods should be active: parallelism, capped by the completions still missing."""
+    parallelism = int(spec.get("parallelism", 1))
+    completions = spec.get("completions")
+    if completions is None:
+        return parallelism if succeeded == 0 else 0
+    return max(0, min(parallelism, completions - succeeded))
+
+
 class JobController(OwnerController):
     """batch/v1 Jobs: pods `<job>-<5 random>`, backoffLimit, activeDeadlineSeconds, suspend, TTL, conditions."""
 
@@ -279,20 +303,10 @@ class JobController(OwnerController):
             self.events.record(job, "Normal", "Resumed", "Job resumed")
         status.setdefault("startTime", now)
 
-        finish = None
-        deadline = spec.get("activeDeadlineSeconds")
-        if deadline is not None:
-            elapsed = (self.store.clock.now() - parse_time(status["startTime"])).total_seconds()
-            if elapsed >= deadline:
-                finish = ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-            else:
-                self.queue.add_after(key, deadline - elapsed)
-        if finish is None and failures > int(spec.get("backoffLimit", 6)):
-            finish = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
-        completions = spec.get("completions")
-        if finish is None and ((completions is not None and succeeded >= completions) or
-                               (completions is None and succeeded > 0 and not running)):
-            finish = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+        elapsed = (self.store.clock.now() - parse_time(status["startTime"])).total_seconds()
+        finish = job_finish(spec, succeeded, failures, len(running), elapsed)
+        if finish is None and spec.get("activeDeadlineSeconds") is not None:
+            self.queue.add_after(key, spec["activeDeadlineSeconds"] - elapsed)
         if finish is not None:
             outcome, reason, message = finish
             for p in running:
@@ -309,11 +323,7 @@ class JobController(OwnerController):
             self._ttl(job, job.get("status") or {})
             return
 
-        parallelism = int(spec.get("parallelism", 1))
-        if completions is None:
-            want = parallelism if succeeded == 0 else 0
-        else:
-            want = min(parallelism, completions - succeeded)
+        want = job_pods_wanted(spec, succeeded)
         template = spec.get("template") or {}
         for _ in range(want - len(running)):
             pod = self.pod_from_template(job, template, generate_name=f"{job['metadata']['name']}-")
