@@ -16,6 +16,7 @@ from sedna_helpers import (
     JI_SEL,
     JOB,
     NS,
+    dataset,
     env_of,
     events_of,
     fl_sample,
@@ -505,3 +506,17 @@ def test_every_sample_reconciles_to_children_the_api_server_accepts(k8s, kube, s
         summary = reconcile_joint_inference(k8s)
         expected = 4
     assert not summary["errors"] and summary["created"] == expected
+
+
+def test_configured_namespaces_only(k8s, kube):
+    from kubernetes import client
+
+    client.CoreV1Api(k8s).create_namespace({"metadata": {"name": "team-a"}})
+    kube.create(MODELS, "team-a", model("surface-defect-detection-model", "/m/model.ckpt", namespace="team-a"))
+    for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
+        kube.create(DATASETS, "team-a", dataset(n, f"/d/{n}/t.txt", namespace="team-a"))
+    kube.create(FL_JOBS, "team-a", fl_sample(namespace="team-a"))
+    new_fl(kube)  # in "default", not configured
+    summary = reconcile_federated_learning(k8s, namespaces=["team-a"])
+    assert summary["created"] == 4 and summary["crs"] == 1
+    assert len(kube.list(PODS, "team-a", FL_SEL)) == 3 and pods_of(kube) == {}

@@ -131,3 +131,16 @@ async def test_fires_on_an_edit_of_a_cr_larger_than_64_kib(k8s, k8s_async, kube)
         assert (await next_event())["sample"] == [f"MODIFIED CR {NS}/{JOB}"]
     finally:
         await close()
+
+
+async def test_fires_when_a_missing_model_appears(k8s, k8s_async, kube):
+    from sedna_helpers import model
+
+    from operators.sedna.kube import MODELS
+
+    next_event, close = await started(SednaWatchTrigger(), k8s_async)
+    try:
+        kube.create(MODELS, NS, model("late-model", "/m/late.pb"))
+        assert (await next_event())["sample"] == [f"ADDED Model {NS}/late-model"]
+    finally:
+        await close()
