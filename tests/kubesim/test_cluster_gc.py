@@ -146,3 +146,20 @@ def test_custom_resource_owner(k8s):
     core.create_namespaced_config_map("default", configmap("owned", ref))
     co.delete_namespaced_custom_object("example.com", "v1", "default", "widgets", "w")
     wait_until(lambda: not exists(core, "owned"))
+
+
+def test_namespace_deletion_takes_its_workloads(k8s):
+    """Deleting a namespace removes everything in it — Jobs, their pods, ConfigMaps — then the namespace."""
+    batch, core = BatchV1Api(k8s), CoreV1Api(k8s)
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-x"}})
+    batch.create_namespaced_job("team-x", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"metadata": {"annotations": {"kubesim.io/duration": "60"}},
+                              "spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": "busybox"}]}}}})
+    core.create_namespaced_config_map("team-x", configmap("cm"))
+    wait_until(lambda: core.list_namespaced_pod("team-x").items)
+    core.delete_namespace("team-x")
+    wait_until(lambda: "team-x" not in {n.metadata.name for n in core.list_namespace().items})
+    assert not core.list_pod_for_all_namespaces(field_selector="metadata.namespace=team-x").items
+    assert not batch.list_job_for_all_namespaces().items

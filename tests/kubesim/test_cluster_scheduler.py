@@ -176,3 +176,19 @@ def test_affinity_operators_gt_lt_exists_doesnotexist(k8s):
         {"key": "big", "operator": "Exists"}, {"key": "example.com/mem-gb", "operator": "In", "values": ["64"]})))
     assert bound(core, "gt") == "mem-512" and bound(core, "lt") == "mem-64"
     assert bound(core, "plain") in ("cpu-1", "cpu-2") and bound(core, "exists") == "mem-64"
+
+
+def test_binding_subresource_from_another_scheduler(k8s):
+    """A pod for another scheduler is left alone by default-scheduler; a Binding posted by that scheduler
+    (POST pods/<name>/binding) assigns it and the node's kubelet runs it."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("custom", schedulerName="my-scheduler"))
+    core.create_namespaced_pod("default", pod("later"))
+    bound(core, "later")      # the scheduler works in order: it has seen "custom" and left it alone
+    assert core.read_namespaced_pod("custom", "default").spec.node_name is None
+    core.create_namespaced_pod_binding("custom", "default", {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "custom"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "cpu-2"}}, _preload_content=False)
+    wait_until(lambda: core.read_namespaced_pod("custom", "default").status.phase == "Running")
+    cond = scheduled_condition(core, "custom")
+    assert core.read_namespaced_pod("custom", "default").spec.node_name == "cpu-2" and cond.status == "True"
