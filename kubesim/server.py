@@ -550,10 +550,14 @@ class ApiServer:
                     break
             await resp.write_eof()
             return resp
-        text = provider.snapshot(ns, name, container, tail_lines=tail, timestamps=stamps or since_dt is not None,
-                                 previous=q.get("previous") in _TRUE)
+        # sinceSeconds/sinceTime select lines first, tailLines then counts from the end of that selection
+        text = provider.snapshot(ns, name, container, tail_lines=tail if since_dt is None else None,
+                                 timestamps=stamps or since_dt is not None, previous=q.get("previous") in _TRUE)
         if since_dt is not None:
             text = _since(text, since_dt, keep_stamps=stamps)
+            if tail is not None:
+                lines = text.splitlines(keepends=True)
+                text = "".join(lines[-tail:] if tail > 0 else [])
         data = text.encode()
         if limit is not None:
             data = data[:limit]

@@ -86,6 +86,8 @@ async def test_log_since_seconds(kube, logs):
     """sinceSeconds keeps only lines written in that window."""
     await kube.api("CoreV1Api").create_namespaced_pod("default", pod("p"))
     assert await read_log(kube, "p", since_seconds=60) == "line 2\nline 3\nline 4\n"
+    assert await read_log(kube, "p", since_seconds=60, tail_lines=2) == "line 3\nline 4\n"
+    assert await read_log(kube, "p", since_seconds=60, tail_lines=9) == "line 2\nline 3\nline 4\n"
 
 
 async def test_log_follow_streams_until_the_provider_ends(kube, logs):
