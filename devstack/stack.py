@@ -198,14 +198,10 @@ class Stack:
             self._token = r.json()["access_token"]
         return {"Authorization": f"Bearer {self._token}"}
 
-    def api(self, method: str, path: str, json: dict | None = None, *, accept: str = "application/json",
-            ok=(200, 201, 204)):
-        r = self._http.request(method, f"{self.airflow_url}{path}", json=json,
-                               headers={**self._auth(), "Accept": accept})
+    def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204)):
+        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth())
         if r.status_code not in ok:
             raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
-        if accept != "application/json":
-            return r.text
         return r.json() if r.content else {}
 
     def wait_dag(self, dag_id: str, timeout: float = 90) -> dict:
@@ -245,11 +241,15 @@ class Stack:
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
-        return self.api(
+        """The task log as text, one event a line (the API serves logs as JSON, 406 for text/plain)."""
+        body = self.api(
             "GET",
             f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}?full_content=true",
-            accept="text/plain",
         )
+        content = body.get("content")
+        if isinstance(content, list):
+            return "\n".join(str(i.get("event", i)) if isinstance(i, dict) else str(i) for i in content)
+        return str(content)
 
     def mails(self) -> list[EmailMessage]:
         return read_maildir(self.maildir)

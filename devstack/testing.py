@@ -50,11 +50,14 @@ def smtp_sink(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def airflow_stack():
-    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server)."""
+def airflow_stack(tmp_path_factory):
+    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server).
+
+    Each pytest session gets its own stack directory, so two sessions never share an Airflow home.
+    """
     from devstack.stack import Stack
 
-    stack = Stack(REPO / ".airflow" / "e2e", dags_dirs=[REPO / "dags", REPO / "tests" / "e2e_dags"])
+    stack = Stack(tmp_path_factory.mktemp("stack"), dags_dirs=[REPO / "dags", REPO / "tests" / "e2e_dags"])
     stack.start()
     yield stack
     stack.stop()

@@ -12,3 +12,5 @@ def test_a_task_under_standalone_reaches_kubesim(airflow_stack):
     cms = client.CoreV1Api(airflow_stack.k8s()).list_namespaced_config_map("default", label_selector="e2e=smoke")
     assert run_id in [cm.data["run_id"] for cm in cms.items]
     assert "touch_cluster" in [ti["task_id"] for ti in airflow_stack.task_instances("e2e_smoke", run_id)]
+    # the task log, read back through the REST API, holds the namespaces the task listed in kubesim
+    assert "kube-system" in airflow_stack.task_log("e2e_smoke", run_id, "touch_cluster")

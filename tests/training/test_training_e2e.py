@@ -35,16 +35,6 @@ def _jobs(stack, task_id: str) -> list:
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
 
 
-def _task_log(stack, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
-    """The task log as text (asked as JSON: this API answers 406 to text/plain)."""
-    body = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}"
-                            "?full_content=true")
-    content = body.get("content")
-    if isinstance(content, list):
-        return "\n".join(str(item.get("event", item)) if isinstance(item, dict) else str(item) for item in content)
-    return str(content)
-
-
 def _wait(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -58,7 +48,7 @@ def _wait(predicate, timeout: float, what: str):
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
     run_id = stack.trigger("training_recommendation_daily")
     assert stack.wait_run("training_recommendation_daily", run_id, timeout=240) == "success"
-    log = _task_log(stack, "training_recommendation_daily", run_id, "train")
+    log = stack.task_log("training_recommendation_daily", run_id, "train")
     assert "line 1" in log and "line 12" in log  # the pod's lines, streamed by the trigger
     assert "Job recsys/" in log and "succeeded" in log
 
