@@ -726,6 +726,9 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
                     causes.unsupported(f"{where}.spec.restartPolicy", policy, ["OnFailure", "Never"])
     spec = obj.get("spec") or {}
     old_spec = (old or {}).get("spec") or {}
+    for where, amounts in _quantity_maps(kind, spec):
+        for r, v in (amounts or {}).items() if isinstance(amounts, dict) else ():
+            _quantity(causes, f"{where}[{r}]", v)
     if kind == ("batch", "jobs"):
         for f in ("parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
             v = spec.get(f)
@@ -744,6 +747,21 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
     elif kind == ("", "services"):
         if old is not None and old_spec.get("clusterIP") and spec.get("clusterIP") != old_spec.get("clusterIP"):
             causes.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable")
+
+
+def _quantity_maps(kind: tuple[str, str], spec: dict):
+    """(field path, {resource: quantity}) of the kinds whose quantities the schema leaves unchecked."""
+    if kind == ("", "resourcequotas"):
+        yield "spec.hard", spec.get("hard")
+    elif kind == ("", "persistentvolumeclaims"):
+        res = spec.get("resources") or {}
+        yield "spec.resources.requests", res.get("requests")
+        yield "spec.resources.limits", res.get("limits")
+    elif kind == ("", "limitranges"):
+        for i, item in enumerate(spec.get("limits") or []):
+            if isinstance(item, dict):
+                for f in ("default", "defaultRequest", "max", "min", "maxLimitRequestRatio"):
+                    yield f"spec.limits[{i}].{f}", item.get(f)
 
 
 def _check_pod_update(new: dict, old: dict, causes: Causes) -> None:

@@ -166,3 +166,12 @@ def test_object_count_quota(k8s):
                          {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}})
     assert status == 403
     wait_until(lambda: used(core).get("count/jobs.batch") == "1" and used(core).get("configmaps") == "1")
+
+
+def test_quota_with_bad_quantity_is_invalid(k8s):
+    """ResourceQuota hard limits must be quantities: `lots` is refused (422) naming the field."""
+    core = CoreV1Api(k8s)
+    status, body = error_of(core.create_namespaced_resource_quota, "default", {
+        "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+        "spec": {"hard": {"requests.cpu": "lots"}}})
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.hard[requests.cpu]"
