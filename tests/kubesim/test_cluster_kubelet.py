@@ -260,3 +260,26 @@ def test_pod_held_by_finalizer_is_stopped_when_deleted(k8s):
     assert p.status.container_statuses[0].state.terminated.exit_code == 137
     core.patch_namespaced_pod("held", "default", {"metadata": {"finalizers": None}})
     wait_until(lambda: not core.list_namespaced_pod("default").items)
+
+
+def test_timing_is_configurable():
+    """`Timing` sets the cluster clock: with a 60 s start delay a bound pod stays Pending in
+    ContainerCreating (its kubelet has admitted it: IPs and startTime are set)."""
+    from kubesim.cluster import Timing
+    from kubesim.server import KubeSim
+    from kubesim.testing import sync_api_client
+    sim = KubeSim(timing=Timing(pod_start=60)).start()
+    try:
+        api = sync_api_client(sim.url)
+        core = CoreV1Api(api)
+        core.create_namespaced_pod("default", pod("slow-start"))
+
+        def admitted():
+            p = core.read_namespaced_pod("slow-start", "default")
+            return p if p.status.container_statuses else None
+        p = wait_until(admitted)
+        assert p.status.phase == "Pending" and p.status.pod_ip and p.status.start_time
+        assert p.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
+        api.close()
+    finally:
+        sim.stop()
