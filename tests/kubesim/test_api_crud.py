@@ -271,6 +271,22 @@ async def test_propagation_policies_set_finalizers(kube):
         assert finalizer in out.metadata.finalizers
 
 
+async def test_job_delete_without_policy_orphans(kube):
+    """batch/v1 Jobs default to orphaning their pods: a DELETE with no propagationPolicy adds the orphan
+    finalizer (the garbage collector then orphans the pods and removes it); Background does not."""
+    batch = kube.api("BatchV1Api")
+    for name in ("default-policy", "background"):
+        await batch.create_namespaced_job("default", {
+            "metadata": {"name": name}, "spec": {"template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "m", "image": "busybox"}]}}}})
+    await batch.delete_namespaced_job("default-policy", "default")
+    kept = await batch.read_namespaced_job("default-policy", "default")
+    assert kept.metadata.finalizers == ["orphan"] and kept.metadata.deletion_timestamp is not None
+    await batch.delete_namespaced_job("background", "default", propagation_policy="Background")
+    status, _ = await kube.error(batch.read_namespaced_job("background", "default"))
+    assert status == 404
+
+
 async def test_delete_collection_with_selector(kube):
     """deletecollection deletes exactly the objects matching the label selector."""
     core = kube.api("CoreV1Api")
