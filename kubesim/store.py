@@ -322,6 +322,8 @@ class Store:
         self._rv = itertools.count(1)
         self._current_rv = 0
         self._data: dict[tuple[str, str], dict[tuple[str, str], tuple[dict, bytes]]] = {}
+        # label index: storage key -> (label key, value) -> object keys (answers `k=v` selectors)
+        self._labels: dict[tuple[str, str], dict[tuple[str, str], set]] = {}
         self._history: deque[_Event] = deque()
         self._history_floor = 0     # events with rv <= floor are no longer kept
         self._install_defaults()
@@ -345,6 +347,7 @@ class Store:
             self.log_provider = None
             self.registry.reset()
             self._data = {}
+            self._labels = {}
             self._history.clear()
             self._history_floor = self._current_rv
         self._install_defaults()
@@ -395,6 +398,7 @@ class Store:
         target["metadata"]["resourceVersion"] = str(rv)
         data = _dumps(target)
         bucket = self._bucket(rt)
+        self._index(rt.storage_key, key, bucket.get(key), obj)
         prev = None
         if etype == "DELETED":
             entry = bucket.pop(key, None)
@@ -416,6 +420,22 @@ class Store:
                 except Exception:      # a controller's bug must not fail the client's write
                     log.exception("kubesim: subscriber %r failed on %s %s", fn, etype, rt.plural)
         return data
+
+    def _index(self, skey, key, before: tuple | None, after: dict | None) -> None:
+        """Move `key` in the label index from the stored object's labels to the new object's."""
+        index = self._labels.setdefault(skey, {})
+        old_labels = (before[0]["metadata"].get("labels") or {}) if before else {}
+        new_labels = (after["metadata"].get("labels") or {}) if after is not None else {}
+        for pair in old_labels.items():
+            if new_labels.get(pair[0]) != pair[1]:
+                keys = index.get(pair)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[pair]
+        for pair in new_labels.items():
+            if old_labels.get(pair[0]) != pair[1]:
+                index.setdefault(pair, set()).add(key)
 
     def _fresh_metadata(self, rt: ResourceType, namespace: str | None, obj: dict) -> dict:
         md = obj.setdefault("metadata", {}) or {}
@@ -533,11 +553,17 @@ class Store:
             label_selector)
         field = field_selector if isinstance(field_selector, FieldSelector) else parse_field_selector(
             field_selector, rt)
+        current = bucket is None
         bucket = self._bucket(rt) if bucket is None else bucket
         name = field.exact_name()
+        pairs = label.equality_pairs() if current else []
         if name is not None and (namespace is not None or not rt.namespaced):
             e = bucket.get(self._key(rt, namespace, name))
             entries = [(self._key(rt, namespace, name), e)] if e else []
+        elif pairs:      # the label index narrows the candidates; every requirement is still checked below
+            index = self._labels.get(rt.storage_key, {})
+            keys = set.intersection(*(index.get(p, set()) for p in pairs))
+            entries = sorted((k, bucket[k]) for k in keys if namespace is None or k[0] == namespace)
         else:
             entries = sorted(bucket.items()) if namespace is None else sorted(
                 (k, v) for k, v in bucket.items() if k[0] == namespace)

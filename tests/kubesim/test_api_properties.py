@@ -122,3 +122,39 @@ def test_exact_reads_replay_history(ops):
         items, got_rv, _, _ = store.list_page(rt, "default", resource_version=rv, resource_version_match="Exact")
         assert got_rv == rv
         assert [(o["metadata"]["name"], o["data"]) for o in map(json.loads, items)] == expected
+
+
+label_op_st = st.lists(st.tuples(st.sampled_from(["put", "delete"]), st.sampled_from(["a", "b", "c", "d"]),
+                                 st.sampled_from(["ns1", "ns2"]), labels_st), min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(label_op_st, st.lists(requirement_st, min_size=1, max_size=3))
+def test_label_index_agrees_with_a_full_scan(ops, reqs):
+    """Lists answered through the label index return exactly what filtering every object would."""
+    from kubesim.errors import ApiError
+    from kubesim.store import Store
+    store = Store()
+    rt = store.registry.lookup("", "v1", "configmaps")
+    ns_rt = store.registry.lookup("", "v1", "namespaces")
+    for ns in ("ns1", "ns2"):
+        store.create(ns_rt, None, {"metadata": {"name": ns}})
+    for op, name, ns, labels in ops:
+        body = {"metadata": {"name": name, "labels": labels}, "data": {}}
+        try:
+            if op == "delete":
+                store.delete(rt, ns, name)
+            else:
+                try:
+                    store.update(rt, ns, name, body)
+                except ApiError:
+                    store.create(rt, ns, body)
+        except ApiError as e:
+            assert e.code == 404
+    selector = ",".join(render(r, False) for r in reqs)
+    for ns in (None, "ns1"):
+        everything, _ = store.list(rt, ns)
+        expected = [o["metadata"]["name"] for o in everything
+                    if all(reference(r, o["metadata"].get("labels") or {}) for r in reqs)]
+        got, _ = store.list(rt, ns, label_selector=selector)
+        assert [o["metadata"]["name"] for o in got] == expected
