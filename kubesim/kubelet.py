@@ -133,6 +133,7 @@ class PodRun:
     message: str | None = None
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
     backoff: float = 0.0
+    blocked: bool = False      # waiting for a ConfigMap/Secret/PVC it references to exist
 
     def cancel(self) -> None:
         for t in self.timers:
@@ -166,6 +167,14 @@ class Kubelet(Controller):
 
     # --- events ---------------------------------------------------------------------------------
     def on_event(self, event_type, rt, obj, old):
+        if rt.group == "" and rt.plural in ("configmaps", "secrets", "persistentvolumeclaims") and \
+                event_type != "DELETED":
+            ns = obj["metadata"].get("namespace")
+            for run in list(self.runs.values()):      # the kubelet retries pods waiting for this object
+                if run.blocked and run.key[0] == ns:
+                    run.blocked = False
+                    self._later(run, 0, self._start, run)
+            return
         if rt.plural == "nodes" and rt.group == "" and event_type == "ADDED":
             for key, _pod in self._unstarted_on(obj["metadata"]["name"]):
                 self.queue.add(key)
@@ -289,9 +298,23 @@ class Kubelet(Controller):
             return
         rec = self.recorder
         script = run.script
+        volume, missing = self._missing_volume(pod)
+        if missing:        # stays ContainerCreating, as the kubelet cannot mount the volume
+            rec.record(pod, "Warning", "FailedMount", f'MountVolume.SetUp failed for volume "{volume}" : {missing}',
+                       host=run.node)
+            run.blocked = True
+            return
         for spec in pod["spec"].get("containers") or []:
             c = run.containers[spec["name"]]
             fp = f"spec.containers{{{c.name}}}"
+            missing = self._missing_env_source(pod, spec)
+            if missing:
+                c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": missing}}
+                rec.record(pod, "Warning", "Failed", f"Error: {missing}", host=run.node, field_path=fp)
+                run.blocked = True
+                continue
+            if c.attempt is not None:
+                continue        # started before this retry
             if script.waiting:
                 reason = script.reason
                 if reason in ("ErrImagePull", "ImagePullBackOff", "InvalidImageName"):
@@ -316,9 +339,41 @@ class Kubelet(Controller):
                 rec.record(pod, "Normal", "Pulled", f'Successfully pulled image "{c.image}" in 5ms (5ms '
                            f"including waiting). Image size: 1024 bytes.", host=run.node, field_path=fp)
             self._run_container(run, pod, c)
-        if not script.waiting:
+        if any(c.running for c in run.containers.values()):
             run.phase = "Running"
         self._write_status(run)
+
+    def _exists(self, plural: str, namespace: str, name: str) -> bool:
+        return self.cluster.cache.get(self.cluster.rt(plural), namespace, name) is not None
+
+    def _missing_volume(self, pod: dict) -> tuple[str | None, str | None]:
+        """The first volume whose ConfigMap/Secret/PVC does not exist: (volume, `configmap "x" not found`)."""
+        ns = pod["metadata"]["namespace"]
+        for v in pod["spec"].get("volumes") or []:
+            for src, plural, key, what in (("configMap", "configmaps", "name", "configmap"),
+                                           ("secret", "secrets", "secretName", "secret"),
+                                           ("persistentVolumeClaim", "persistentvolumeclaims", "claimName",
+                                            "persistentvolumeclaim")):
+                ref = v.get(src)
+                if isinstance(ref, dict) and ref.get(key) and not ref.get("optional") and \
+                        not self._exists(plural, ns, ref[key]):
+                    return v.get("name"), f'{what} "{ref[key]}" not found'
+        return None, None
+
+    def _missing_env_source(self, pod: dict, container: dict) -> str | None:
+        """A ConfigMap/Secret an env var or envFrom refers to that does not exist (not optional)."""
+        ns = pod["metadata"]["namespace"]
+        refs = []
+        for env in container.get("env") or []:
+            src = env.get("valueFrom") or {}
+            refs += [("configmaps", "configmap", src.get("configMapKeyRef")), ("secrets", "secret", src.get("secretKeyRef"))]
+        for env in container.get("envFrom") or []:
+            refs += [("configmaps", "configmap", env.get("configMapRef")), ("secrets", "secret", env.get("secretRef"))]
+        for plural, what, ref in refs:
+            if isinstance(ref, dict) and ref.get("name") and not ref.get("optional") and \
+                    not self._exists(plural, ns, ref["name"]):
+                return f'{what} "{ref["name"]}" not found'
+        return None
 
     def _run_length(self, run: PodRun) -> float | None:
         if run.script.duration is not None:

@@ -135,7 +135,7 @@ class Scheduler(Controller):
 
     # --- events ---------------------------------------------------------------------------------
     def on_event(self, event_type, rt, obj, old):
-        if rt.plural == "nodes" and rt.group == "":
+        if rt.group == "" and rt.plural in ("nodes", "persistentvolumeclaims"):
             if event_type != "DELETED":
                 self._retry_unschedulable()
             return
@@ -172,6 +172,13 @@ class Scheduler(Controller):
             self.unschedulable.discard(key)
             return
         nodes = sorted(self.cluster.cache.list(self.nodes_rt), key=lambda n: n["metadata"]["name"])
+        missing = self._missing_claim(pod)
+        if missing:      # VolumeBinding's PreFilter: no node is even considered
+            self.unschedulable.add(key)
+            self._mark_unschedulable(pod, f'0/{len(nodes)} nodes are available: persistentvolumeclaim "{missing}" '
+                                          f"not found. preemption: 0/{len(nodes)} nodes are available: {len(nodes)} "
+                                          "Preemption is not helpful for scheduling.")
+            return
         node, reasons = self.pick_node(pod, nodes)
         if node is None:
             self.unschedulable.add(key)
@@ -179,6 +186,14 @@ class Scheduler(Controller):
             return
         self.unschedulable.discard(key)
         self._bind(pod, node["metadata"]["name"])
+
+    def _missing_claim(self, pod: dict) -> str | None:
+        pvc_rt = self.cluster.rt("persistentvolumeclaims")
+        for v in pod["spec"].get("volumes") or []:
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and self.cluster.cache.get(pvc_rt, pod["metadata"]["namespace"], claim) is None:
+                return claim
+        return None
 
     def pick_node(self, pod: dict, nodes: list[dict]) -> tuple[dict | None, dict[str, int]]:
         requests = pod_requests(pod)

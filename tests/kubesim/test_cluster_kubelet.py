@@ -283,3 +283,35 @@ def test_timing_is_configurable():
         api.close()
     finally:
         sim.stop()
+
+
+def test_missing_configmap_env_is_create_container_config_error_until_created(k8s):
+    """An env var from a ConfigMap that does not exist: the container waits in CreateContainerConfigError
+    (`configmap "x" not found`, Warning `Failed` event); once the ConfigMap exists the kubelet starts it."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("needs-cfg", duration=0.1, containers=[{
+        "name": "main", "image": "busybox:1.36",
+        "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "a"}}}],
+        "envFrom": [{"secretRef": {"name": "maybe", "optional": True}}]}]))
+    ev = wait_until(lambda: events_for(core, "needs-cfg", "Failed"))
+    assert ev[0].message == 'Error: configmap "settings" not found'
+    waiting = core.read_namespaced_pod("needs-cfg", "default").status.container_statuses[0].state.waiting
+    assert (waiting.reason, waiting.message) == ("CreateContainerConfigError", 'configmap "settings" not found')
+    core.create_namespaced_config_map("default", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                  "metadata": {"name": "settings"}, "data": {"a": "1"}})
+    phase_is(core, "needs-cfg", "Succeeded")
+
+
+def test_missing_secret_volume_fails_mount(k8s):
+    """A Secret volume that does not exist: the pod stays ContainerCreating with a FailedMount event."""
+    core = CoreV1Api(k8s)
+    body = pod("needs-secret", duration=0.1)
+    body["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "s3"}}]
+    core.create_namespaced_pod("default", body)
+    ev = wait_until(lambda: events_for(core, "needs-secret", "FailedMount"))
+    assert ev[0].type == "Warning" and ev[0].message == 'MountVolume.SetUp failed for volume "creds" : secret "s3" not found'
+    p = core.read_namespaced_pod("needs-secret", "default")
+    assert p.status.phase == "Pending"
+    assert p.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
+    core.create_namespaced_secret("default", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3"}})
+    phase_is(core, "needs-secret", "Succeeded")

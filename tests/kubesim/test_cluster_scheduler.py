@@ -192,3 +192,19 @@ def test_binding_subresource_from_another_scheduler(k8s):
     wait_until(lambda: core.read_namespaced_pod("custom", "default").status.phase == "Running")
     cond = scheduled_condition(core, "custom")
     assert core.read_namespaced_pod("custom", "default").spec.node_name == "cpu-2" and cond.status == "True"
+
+
+def test_missing_pvc_is_unschedulable_until_created(k8s):
+    """A pod mounting a PVC that does not exist is Unschedulable (`persistentvolumeclaim "x" not found`)
+    and is scheduled once the claim is created."""
+    core = CoreV1Api(k8s)
+    body = pod("mounts")
+    body["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "home-alice"}}]
+    core.create_namespaced_pod("default", body)
+    cond = scheduled_condition(core, "mounts")
+    assert cond.status == "False" and cond.reason == "Unschedulable"
+    assert cond.message.startswith('0/6 nodes are available: persistentvolumeclaim "home-alice" not found. ')
+    core.create_namespaced_persistent_volume_claim("default", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "home-alice"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    assert bound(core, "mounts") in ("cpu-1", "cpu-2")
