@@ -411,9 +411,50 @@ class ReplicaSetController(OwnerController):
 
 
 # ------------------------------------------------------------------------------------------------------
+def _resolve(value, want: int, round_up: bool) -> int:
+    """maxSurge / maxUnavailable: an int, or a percentage of the desired replicas (surge rounds up)."""
+    if isinstance(value, str) and value.endswith("%"):
+        exact = int(value[:-1]) * want / 100
+        return int(-(-exact // 1)) if round_up else int(exact // 1)
+    return int(value or 0)
+
+
+def rollout_targets(spec: dict, want: int, new: tuple[int, int],
+                    old: list[tuple[int, int, int]]) -> tuple[int, list[int]]:
+    """Replicas for the new ReplicaSet and each old one, one step of a rollout as the deployment
+    controller computes it. new: (spec replicas, available); old: (spec replicas, pods, available).
+    RollingUpdate: at most want+maxSurge pods, at least want-maxUnavailable available.
+    Recreate: old ones go to 0 first; the new one scales up once their pods are gone."""
+    strategy = spec.get("strategy") or {}
+    new_replicas, new_available = new
+    if strategy.get("type") == "Recreate":
+        if any(pods for _r, pods, _a in old):
+            return 0, [0 for _ in old]
+        return want, [0 for _ in old]
+    ru = strategy.get("rollingUpdate") or {}
+    surge = _resolve(ru.get("maxSurge", "25%"), want, True)
+    unavailable = _resolve(ru.get("maxUnavailable", "25%"), want, False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    total = new_replicas + sum(r for r, _p, _a in old)
+    if new_replicas > want:
+        new_target = want
+    else:
+        new_target = min(want, new_replicas + max(0, want + surge - total))
+    # scale old ones down (oldest first) while enough pods stay available
+    all_pods = new_target + sum(r for r, _p, _a in old)
+    can_remove = all_pods - (want - unavailable) - max(0, new_target - new_available)
+    targets = []
+    for replicas, _pods, _available in old:
+        cut = min(replicas, max(0, can_remove))
+        can_remove -= cut
+        targets.append(replicas - cut)
+    return new_target, targets
+
+
 class DeploymentController(OwnerController):
     """apps/v1 Deployments: one ReplicaSet `<deploy>-<pod-template-hash>` per template; a template change
-    scales the new ReplicaSet up and the old ones down as new pods become available (a simple rollout)."""
+    rolls the pods over (`rollout_targets`: maxSurge / maxUnavailable, or Recreate)."""
 
     name = "deployment-controller"
     kind = ("apps", "deployments")
@@ -434,7 +475,10 @@ class DeploymentController(OwnerController):
         old = [rs for rs in sets if rs is not new]
         revisions = [int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", 0))
                      for rs in sets]
+        old_state = [(int(rs["spec"].get("replicas", 0)), int((rs.get("status") or {}).get("replicas", 0)),
+                      int((rs.get("status") or {}).get("availableReplicas", 0))) for rs in old]
         if new is None:
+            first, _ = rollout_targets(spec, want, (0, 0), old_state)
             template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = phash
             selector = copy.deepcopy(spec.get("selector") or {})
             selector.setdefault("matchLabels", {})["pod-template-hash"] = phash
@@ -444,21 +488,19 @@ class DeploymentController(OwnerController):
                                "annotations": {"deployment.kubernetes.io/revision": revision,
                                                "deployment.kubernetes.io/desired-replicas": str(want)},
                                "ownerReferences": [controller_ref(d)]},
-                  "spec": {"replicas": want, "selector": selector, "template": template}}
+                  "spec": {"replicas": first, "selector": selector, "template": template}}
             new = self.create_child(d, rs)
             if new is None:
                 return
-            self.events.record(d, "Normal", "ScalingReplicaSet",
-                               f"Scaled up replica set {name} from 0 to {want}")
+            if first:
+                self.events.record(d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {first}")
             self._set_annotation(d, "deployment.kubernetes.io/revision", revision)
-        elif new["spec"].get("replicas") != want:
-            self._scale(d, new, want)
-        new_ready = int((new.get("status") or {}).get("availableReplicas", 0))
-        recreate = spec.get("strategy", {}).get("type") == "Recreate"
-        for rs in old:
-            target = 0 if recreate else max(0, want - new_ready)
-            target = min(target, int(rs["spec"].get("replicas", 0)))
-            if rs["spec"].get("replicas") != target:
+        new_state = (int(new["spec"].get("replicas", 0)), int((new.get("status") or {}).get("availableReplicas", 0)))
+        new_target, old_targets = rollout_targets(spec, want, new_state, old_state)
+        if new_target != new_state[0]:
+            self._scale(d, new, new_target)
+        for rs, target in zip(old, old_targets, strict=True):
+            if int(rs["spec"].get("replicas", 0)) != target:
                 self._scale(d, rs, target)
         self._status(d, new, sets if new in sets else sets + [new], want)
 

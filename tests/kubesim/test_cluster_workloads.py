@@ -6,7 +6,7 @@ from kubernetes.client import AppsV1Api, BatchV1Api, CoreV1Api
 from kubernetes_asyncio import client as aclient
 from kubernetes_asyncio import watch as awatch
 
-from kubesim.testing import async_api_client, wait_until
+from kubesim.testing import async_api_client, async_wait_until, wait_until
 
 
 def job(name="train", restart="Never", annotations=None, resources=None, **spec) -> dict:
@@ -286,3 +286,53 @@ def test_service_endpoints_follow_ready_pods(k8s):
     wait_until(lambda: len(addresses() or []) == 1)
     core.delete_namespaced_service("web", "default")
     wait_until(lambda: not core.list_namespaced_endpoints("default").items)
+
+
+async def test_rolling_update_respects_max_surge_and_unavailable(kubesim):
+    """RollingUpdate (maxSurge 1, maxUnavailable 0): a kubernetes_asyncio watch on the ReplicaSets sees
+    the replicas of all sets together never exceed 4+1 while the new set scales up step by step and the
+    old one down to 0."""
+    async with async_api_client(kubesim.url) as api:
+        apps = aclient.AppsV1Api(api)
+        body = deployment(replicas=4)
+        body["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+        await apps.create_namespaced_deployment("default", body)
+
+        async def available(n):
+            d = await apps.read_namespaced_deployment("web", "default")
+            return d.status and d.status.available_replicas == n and d.status.updated_replicas == n
+        await async_wait_until(lambda: available(4))
+        w = awatch.Watch()
+        replicas: dict[str, int] = {}
+        available_of: dict[str, int] = {}
+        peak, steps = 0, set()
+        async with w.stream(apps.list_namespaced_replica_set, "default", timeout_seconds=20) as stream:
+            await apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {
+                "containers": [{"name": "web", "image": "nginx:1.26"}]}}}})
+            async for ev in stream:
+                rs = ev["object"]
+                replicas[rs.metadata.name] = rs.spec.replicas
+                available_of[rs.metadata.name] = (rs.status.available_replicas or 0) if rs.status else 0
+                peak = max(peak, sum(replicas.values()))
+                first = next(iter(replicas))           # the old set, listed when the watch started
+                new = [r for r in replicas if r != first]
+                if new:
+                    steps.add(replicas[new[0]])
+                    if replicas[first] == 0 and replicas[new[0]] == 4 and available_of[new[0]] == 4:
+                        w.stop()
+        assert peak == 5 and {1, 2, 3, 4} <= steps
+        assert await async_wait_until(lambda: available(4))
+
+
+def test_rollout_steps_pure():
+    """One rollout step as the deployment controller computes it (25%/25% of 4 = surge 1, unavailable 1;
+    Recreate: the new set waits until the old pods are gone)."""
+    from kubesim.workloads import rollout_targets
+    rolling = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}}
+    assert rollout_targets(rolling, 4, (0, 0), [(4, 4, 4)]) == (1, [3])     # 5 pods at most, 3 available
+    assert rollout_targets(rolling, 4, (1, 1), [(3, 3, 3)]) == (2, [2])
+    assert rollout_targets(rolling, 4, (4, 4), [(0, 0, 0)]) == (4, [0])
+    assert rollout_targets(rolling, 2, (4, 4), []) == (2, [])                # plain scale down
+    recreate = {"strategy": {"type": "Recreate"}}
+    assert rollout_targets(recreate, 3, (0, 0), [(3, 3, 3)]) == (0, [0])
+    assert rollout_targets(recreate, 3, (0, 0), [(0, 0, 0)]) == (3, [0])
