@@ -319,6 +319,7 @@ class Store:
         self.log_provider = None
         self._subscribers: list[Callable] = []
         self._watches: set[Watch] = set()
+        self.watches_opened = 0      # ever, monotonic: tests wait on it to know a watch reached the server
         self._rv = itertools.count(1)
         self._current_rv = 0
         self._data: dict[tuple[str, str], dict[tuple[str, str], tuple[dict, bytes]]] = {}
@@ -982,6 +983,7 @@ class Store:
                         w._offer(ev)
                 w.last_rv = max(since, w.last_rv)
             self._watches.add(w)
+            self.watches_opened += 1
             return w
 
     def _drop_watch(self, w: Watch) -> None:

@@ -33,8 +33,9 @@ class Events(list):
 class Kube:
     """One client flavour behind one async interface: `await kube.api("CoreV1Api").list_namespace()`."""
 
-    def __init__(self, flavour: str, sync_client, async_client):
+    def __init__(self, flavour: str, sync_client, async_client, sim=None):
         self.flavour = flavour
+        self.sim = sim
         self.sync_client, self.async_client = sync_client, async_client
         self.client = sync_client if flavour == "kubernetes" else async_client
 
@@ -73,6 +74,19 @@ class _Watching:
         self.error: BaseException | None = None
 
     async def __aenter__(self) -> Events:
+        before = self.kube.sim.store.watches_opened if self.kube.sim else None
+        await self._start()
+        if before is not None:
+            # return once the server holds the watch (or it already ended, e.g. 410), so that what the
+            # test does next happens after the watch started: no race with the initial state
+            deadline = time.monotonic() + 10
+            while self.kube.sim.store.watches_opened <= before and not self.ended.is_set():
+                assert time.monotonic() < deadline, "the watch did not reach the server within 10 s"
+                await asyncio.sleep(0.005)
+        self.events.ctx = self
+        return self.events
+
+    async def _start(self) -> None:
         if self.kube.flavour == "kubernetes":
             api = getattr(kubernetes.client, self.api_name)(self.kube.sync_client)
             self.watch = kubernetes.watch.Watch()
@@ -101,8 +115,6 @@ class _Watching:
                 finally:
                     self.ended.set()
             self.task = asyncio.create_task(run())
-        self.events.ctx = self
-        return self.events
 
     async def __aexit__(self, *exc):
         self.watch.stop()
@@ -116,11 +128,11 @@ class _Watching:
 
 
 @asynccontextmanager
-async def kube_for(url: str, flavour: str):
-    sync = sync_api_client(url)
+async def kube_for(sim, flavour: str):
+    sync = sync_api_client(sim.url)
     try:
-        async with async_api_client(url) as aclient:
-            yield Kube(flavour, sync, aclient)
+        async with async_api_client(sim.url) as aclient:
+            yield Kube(flavour, sync, aclient, sim)
     finally:
         sync.close()
 
@@ -148,7 +160,7 @@ def apisim(apisim_server):
 
 @pytest.fixture
 async def kube(flavour, apisim):
-    async with kube_for(apisim.url, flavour) as k:
+    async with kube_for(apisim, flavour) as k:
         yield k
 
 

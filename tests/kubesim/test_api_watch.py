@@ -131,7 +131,7 @@ async def test_watch_too_old_resource_version_is_410(flavour, small_sim):
     Expired Status (the clients raise ApiException 410); a list at such a version with
     resourceVersionMatch=Exact gets HTTP 410."""
     small_sim.reset()
-    async with kube_for(small_sim.url, flavour) as kube:
+    async with kube_for(small_sim, flavour) as kube:
         core = kube.api("CoreV1Api")
         first = await core.create_namespaced_config_map("default", configmap("c0"))
         for i in range(1, 10):
@@ -176,7 +176,7 @@ async def test_watch_param_spellings(apisim, value):
 async def test_list_continue_token_too_old_is_410(flavour, small_sim):
     """A continue token from before the kept history → 410 Expired (start a new list)."""
     small_sim.reset()
-    async with kube_for(small_sim.url, flavour) as kube:
+    async with kube_for(small_sim, flavour) as kube:
         core = kube.api("CoreV1Api")
         for i in range(3):
             await core.create_namespaced_config_map("default", configmap(f"c{i}"))
