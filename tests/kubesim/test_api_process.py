@@ -147,3 +147,33 @@ async def test_airflow_async_hook_watches_pod_events(api_only_connection):
             store.patch(pods, "default", "watched", "application/merge-patch+json",
                         {"status": {"phase": "Succeeded"}}, subresource="status")
     assert seen == ["Scheduled", "Pulled"]
+
+
+def test_process_nodes_file(tmp_path):
+    """`--nodes FILE` replaces the default nodes; a malformed file is one error line and exit 2."""
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text("- {name: big-gpu, cpu: 32, memory: 128Gi, gpu: 8}\n- {name: small}\n")
+    env = {k: v for k, v in os.environ.items() if k != "KUBESIM_CLUSTER"}
+    proc = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig",
+                             str(tmp_path / "kc"), "--nodes", str(nodes)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("kubesim ready "), proc.stderr.read() if proc.poll() is not None else line
+        cfg = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=str(tmp_path / "kc"), client_configuration=cfg)
+        with kubernetes.client.ApiClient(cfg) as api:
+            listed = kubernetes.client.CoreV1Api(api).list_node().items
+        assert sorted(n.metadata.name for n in listed) == ["big-gpu", "small"]
+        big = next(n for n in listed if n.metadata.name == "big-gpu")
+        assert big.status.allocatable["nvidia.com/gpu"] == "8"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    nodes.write_text("- {name: broken\n")
+    out = subprocess.run([sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig", str(tmp_path / "kc2"),
+                          "--nodes", str(nodes)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.startswith("kubesim: error: ") and out.stdout == ""
