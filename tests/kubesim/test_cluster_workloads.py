@@ -336,3 +336,27 @@ def test_rollout_steps_pure():
     recreate = {"strategy": {"type": "Recreate"}}
     assert rollout_targets(recreate, 3, (0, 0), [(3, 3, 3)]) == (0, [0])
     assert rollout_targets(recreate, 3, (0, 0), [(0, 0, 0)]) == (3, [0])
+
+
+def test_hpa_keeps_target_within_bounds_without_metrics(k8s):
+    """An HPA without a metrics server (kubesim has none, like a bare cluster) cannot read metrics
+    (ScalingActive=False/FailedGetResourceMetric) but scales its Deployment into [minReplicas, maxReplicas]
+    with a SuccessfulRescale event."""
+    from kubernetes.client import AutoscalingV2Api
+    apps, core, hpas = AppsV1Api(k8s), CoreV1Api(k8s), AutoscalingV2Api(k8s)
+    apps.create_namespaced_deployment("default", deployment(replicas=1))
+    hpas.create_namespaced_horizontal_pod_autoscaler("default", {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "minReplicas": 2, "maxReplicas": 3}})
+    wait_until(lambda: len(web_pods(core)) == 2)
+    h = wait_until(lambda: (lambda h: h if h.status and h.status.desired_replicas == 2 and
+                            h.status.current_replicas == 2 else None)(
+        hpas.read_namespaced_horizontal_pod_autoscaler("web", "default")))
+    conds = {c.type: c for c in h.status.conditions}
+    assert conds["AbleToScale"].status == "True" and conds["ScalingActive"].reason == "FailedGetResourceMetric"
+    events = [e for e in core.list_namespaced_event("default").items if e.reason == "SuccessfulRescale"]
+    assert events[0].message == "New size: 2; reason: Current number of replicas below Spec.MinReplicas"
+    apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 9}})
+    wait_until(lambda: apps.read_namespaced_deployment("web", "default").spec.replicas == 3)
+    wait_until(lambda: len(web_pods(core)) == 3)
