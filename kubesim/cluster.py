@@ -3,6 +3,19 @@
 Like the real components, everything here is an API client of the store: it reads what the store notifies
 (an informer-like cache fed by `store.subscribe`) and writes through the store's public verbs, so watches
 see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
+
+Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
+quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
+gc.GarbageCollector, quota.QuotaController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
+binder, Endpoints, HPA).
+
+What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
+`kubesim.io/*` annotations); no graceful termination (a deleted pod goes at once; with finalizers its
+containers are killed with exit 137); no probes (a running container is ready); no metrics server (HPAs
+only keep their target within bounds); no preemption, pod/node affinity between pods, topology spread,
+DaemonSets, CronJobs, PersistentVolumes or storage classes (a PVC is Bound at once with the capacity it
+asks for); a failed Job pod is replaced at once (no 10 s exponential back-off); nodes never fail or get
+NoExecute-evicted; ControllerRevisions are not created.
 """
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ class Kubelet(Controller):
         for c in run.containers.values():
             if c.running:
                 self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}",
-                                             host=run.node, field_path=f"spec.containers{{{c.name}}}")
+                                     host=run.node, field_path=f"spec.containers{{{c.name}}}")
 
     def _end_streams(self, run: PodRun) -> None:
         now = self._mono()
@@ -252,7 +252,9 @@ class Kubelet(Controller):
         return asyncio.get_running_loop().time()
 
     def _later(self, run: PodRun, delay: float, fn, *args) -> None:
-        run.timers.append(asyncio.get_running_loop().call_later(max(0.0, delay), fn, *args))
+        loop = asyncio.get_running_loop()
+        run.timers = [t for t in run.timers if t.when() > loop.time()]    # forget fired ones (crash loops)
+        run.timers.append(loop.call_later(max(0.0, delay), fn, *args))
 
     def _admit_pod(self, pod: dict) -> None:
         key = key_of(pod)
@@ -462,7 +464,7 @@ class Kubelet(Controller):
         for c in run.containers.values():
             if c.running:
                 self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}",
-                                             host=run.node, field_path=f"spec.containers{{{c.name}}}")
+                                     host=run.node, field_path=f"spec.containers{{{c.name}}}")
                 self._exit(run, c.name, exit_code=137, reason="Error")
             elif "waiting" in c.state:
                 c.state = {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
