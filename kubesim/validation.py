@@ -337,7 +337,9 @@ def _cr_validator(schema_json: str):
 
 
 def validate_custom(rt, obj: dict, causes: Causes) -> None:
-    schema = rt.crd_schema or {}
+    schema = rt.crd_schema
+    if not schema:
+        return     # (apiextensions/v1 refuses CRDs without a schema; nothing to check against)
     prune(obj, schema, root=True)
     validator = _cr_validator(json.dumps(schema, sort_keys=True))
     _schema_errors(validator, obj, causes)
@@ -747,6 +749,10 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
     elif kind == ("", "services"):
         if old is not None and old_spec.get("clusterIP") and spec.get("clusterIP") != old_spec.get("clusterIP"):
             causes.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable")
+    elif kind == ("apiextensions.k8s.io", "customresourcedefinitions"):
+        for i, ver in enumerate(spec.get("versions") or []):
+            if isinstance(ver, dict) and not ((ver.get("schema") or {}).get("openAPIV3Schema")):
+                causes.required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
 
 
 def _quantity_maps(kind: tuple[str, str], spec: dict):

@@ -346,3 +346,15 @@ def test_fast_schema_walk_agrees_with_jsonschema(kind, api_version, obj):
     _schema_errors(v, obj, slow)
     builtin_errors(obj, v.schema, [], fast)
     assert fast and sorted(fast) == sorted(slow)
+
+
+def test_crd_without_schema_is_invalid(k8s):
+    """apiextensions.k8s.io/v1 requires a structural schema per version."""
+    status, body = error_of(ApiextensionsV1Api(k8s).create_custom_resource_definition, {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+                 "versions": [{"name": "v1", "served": True, "storage": True}]}})
+    assert status == 422
+    assert body["details"]["causes"][0]["field"] == "spec.versions[0].schema.openAPIV3Schema"
