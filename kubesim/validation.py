@@ -414,6 +414,7 @@ class ClusterIPs:
         self._next = 10
         self._used: set[str] = set()
         self._fresh: dict[str, bool] = {}
+        self._port = 29999
         self._lock = threading.Lock()
 
     def allocate(self) -> str:
@@ -425,6 +426,14 @@ class ClusterIPs:
                     self._used.add(ip)
                     self._fresh[ip] = True
                     return ip
+
+    def node_port(self) -> int:
+        """The service-node-port-range allocator (30000-32767), in order."""
+        with self._lock:
+            self._port += 1
+            if self._port > 32767:
+                self._port = 30000
+            return self._port
 
     def allocated_here(self, ip: str) -> bool:
         """True once for an IP `allocate()` just handed out (so the caller does not reserve it twice)."""
@@ -549,6 +558,13 @@ def _default_service(spec: dict, old: dict | None, ips: ClusterIPs) -> None:
     spec.setdefault("clusterIPs", [spec["clusterIP"]])
     if spec["clusterIP"] == "None":
         spec["clusterIPs"] = ["None"]
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+        if spec["type"] == "LoadBalancer":
+            spec.setdefault("allocateLoadBalancerNodePorts", True)
+        for p in spec.get("ports") or []:
+            if isinstance(p, dict) and not p.get("nodePort"):
+                p["nodePort"] = ips.node_port()
 
 
 # ---------------------------------------------------------------------------------------------------

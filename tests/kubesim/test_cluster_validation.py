@@ -160,6 +160,8 @@ def test_service_cluster_ip_allocated_unique_and_immutable(k8s):
     assert a.spec.type == "ClusterIP" and a.spec.session_affinity == "None"
     assert a.spec.ports[0].target_port == 80 and a.spec.ports[0].protocol == "TCP"
     assert h.spec.cluster_ip == "None" and h.spec.cluster_ips == ["None"]
+    n = core.create_namespaced_service("default", svc("n", type="NodePort"))
+    assert 30000 <= n.spec.ports[0].node_port <= 32767 and n.spec.external_traffic_policy == "Cluster"
     a.spec.cluster_ip = "10.96.200.200"
     a.spec.cluster_ips = ["10.96.200.200"]
     status, body = error_of(core.replace_namespaced_service, "a", "default", a)
