@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from kubesim import errors, patch
 from kubesim.errors import ApiError
@@ -149,6 +150,39 @@ def _metadata_causes(md: dict) -> list[tuple[str, str, str]]:
         if err:
             causes.append(("metadata.annotations", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
     return causes
+
+
+_SUFFIX = {"m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
+           "T": Decimal(10) ** 12, "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
+           "Ti": Decimal(2) ** 40}
+
+
+def _quantity(value) -> Decimal | None:
+    m = re.fullmatch(r"([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?", str(value).strip())
+    if not m:
+        return None
+    try:
+        return Decimal(m.group(1)) * _SUFFIX.get(m.group(2) or "", Decimal(1))
+    except ArithmeticError:
+        return None
+
+
+def pod_qos_class(spec: dict) -> str:
+    """The QoS class the apiserver records in a new pod's status (BestEffort, Burstable, Guaranteed)."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    any_set, guaranteed = False, True
+    for c in containers:
+        res = c.get("resources") or {} if isinstance(c, dict) else {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        for name in ("cpu", "memory"):
+            req, lim = requests.get(name), limits.get(name)
+            if req is not None or lim is not None:
+                any_set = True
+            if lim is None or (req is not None and _quantity(req) != _quantity(lim)):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _has_status_subresource(rt: ResourceType) -> bool:
@@ -512,6 +546,9 @@ class Store:
             key = self._key(rt, namespace, md["name"])
             if key in self._bucket(rt):
                 raise errors.already_exists(rt, md["name"])
+            if rt.plural == "pods" and not rt.group:
+                # the pod strategy's PrepareForCreate: a client cannot set status; every new pod is Pending
+                obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj.get("spec") or {})}
             if rt.plural == "namespaces" and not rt.group:
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj["status"] = {"phase": "Active"}

@@ -420,3 +420,20 @@ async def test_pod_eviction_subresource(kube):
         "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "ev", "namespace": "default"}})
     status, _ = await kube.error(core.read_namespaced_pod("ev", "default"))
     assert status == 404
+
+
+@pytest.mark.parametrize("resources,qos", [
+    (None, "BestEffort"),
+    ({"requests": {"cpu": "500m"}}, "Burstable"),
+    ({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1000m", "memory": "1024Mi"}}, "Guaranteed"),
+    ({"limits": {"cpu": "2", "memory": "2Gi"}}, "Guaranteed"),
+    ({"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}, "Burstable"),
+])
+async def test_new_pod_status_is_pending_with_qos_class(kube, resources, qos):
+    """A new pod's status is set by the server (the client's is ignored): phase Pending and its QoS class."""
+    body = pod("q")
+    if resources:
+        body["spec"]["containers"][0]["resources"] = resources
+    body["status"] = {"phase": "Running"}
+    created = await kube.api("CoreV1Api").create_namespaced_pod("default", body)
+    assert (created.status.phase, created.status.qos_class) == ("Pending", qos)
