@@ -28,6 +28,8 @@ from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")   # the NamespaceLifecycle admission
+# kinds whose status a create may carry (a kubelet registers its Node with status)
+_STATUS_ON_CREATE = {("", "nodes")}
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -546,6 +548,11 @@ class Store:
             key = self._key(rt, namespace, md["name"])
             if key in self._bucket(rt):
                 raise errors.already_exists(rt, md["name"])
+            if _has_status_subresource(rt) and (rt.group, rt.plural) not in _STATUS_ON_CREATE:
+                # status is the controllers' (written through /status): a create cannot set it
+                obj.pop("status", None)
+                if (rt.group, rt.plural) == ("", "persistentvolumes"):
+                    obj["status"] = {"phase": "Pending"}
             if rt.plural == "pods" and not rt.group:
                 # the pod strategy's PrepareForCreate: a client cannot set status; every new pod is Pending
                 obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj.get("spec") or {})}

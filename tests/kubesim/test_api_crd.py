@@ -67,8 +67,10 @@ async def test_custom_resource_crud_and_status(kube):
     status, and the main resource ignores status (the CRD declares the status subresource)."""
     await install(kube, ["sedna.io_datasets.yaml"])
     custom = kube.api("CustomObjectsApi")
-    ds = await custom.create_namespaced_custom_object(G, V, "default", "datasets", dataset("ds1"))
+    ds = await custom.create_namespaced_custom_object(G, V, "default", "datasets",
+                                                      {**dataset("ds1"), "status": {"numberOfSamples": 5}})
     assert ds["metadata"]["generation"] == 1 and ds["metadata"]["uid"]
+    assert "status" not in ds          # with the status subresource, a create cannot set status
     got = await custom.get_namespaced_custom_object(G, V, "default", "datasets", "ds1")
     assert got["spec"]["url"] == "s3://data/train.txt"
     listed = await custom.list_namespaced_custom_object(G, V, "default", "datasets")

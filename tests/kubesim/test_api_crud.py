@@ -437,3 +437,15 @@ async def test_new_pod_status_is_pending_with_qos_class(kube, resources, qos):
     body["status"] = {"phase": "Running"}
     created = await kube.api("CoreV1Api").create_namespaced_pod("default", body)
     assert (created.status.phase, created.status.qos_class) == ("Pending", qos)
+
+
+async def test_create_ignores_status_of_kinds_with_status_subresource(kube):
+    """A create cannot set status for kinds with a status subresource (controllers own it); Nodes may."""
+    job = {"metadata": {"name": "j"}, "status": {"succeeded": 3},
+           "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                          "containers": [{"name": "m", "image": "busybox"}]}}}}
+    created = await kube.api("BatchV1Api").create_namespaced_job("default", job)
+    assert not created.status or not created.status.succeeded
+    node = await kube.api("CoreV1Api").create_node({"metadata": {"name": "n1"},
+                                                    "status": {"capacity": {"cpu": "4"}}})
+    assert node.status.capacity == {"cpu": "4"}
