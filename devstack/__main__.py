@@ -8,9 +8,11 @@ failure example, shows where each Job ran and the alert e-mail, then keeps every
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from devstack.airflow_env import REPO
 from devstack.stack import Stack
@@ -45,7 +47,8 @@ def demo(exit_after: bool) -> int:
     from devstack.demo_setup import setup_demo_cluster
 
     t0 = time.monotonic()
-    stack = Stack(REPO / ".demo", dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
+    workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
+    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone (about 15 s)...")
     try:
