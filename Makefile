@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast bench lint clean
+.PHONY: venv browser demo test test-fast bench lint clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,12 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 demo: venv
 	$(BIN)/python -m devstack demo
 
-test: venv
+# Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one).
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+
+test: venv browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: venv
