@@ -3,8 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser demo test test-fast bench lint clean
+.PHONY: venv browser demo test bench lint clean
 
 venv: $(STAMP)
 
@@ -21,7 +22,7 @@ demo: venv
 # Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one).
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 
 test: venv browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider
