@@ -61,3 +61,12 @@ def airflow_stack(tmp_path_factory):
     stack.start()
     yield stack
     stack.stop()
+
+
+@pytest.fixture(scope="session")
+def team_stack(airflow_stack):
+    """The stack with the demo team's queue (``recsys``: quota, alice's and bob's default PVCs), as in the demo."""
+    from devstack.demo_setup import setup_demo_cluster
+
+    setup_demo_cluster(airflow_stack.k8s())
+    return airflow_stack

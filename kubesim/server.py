@@ -9,7 +9,6 @@ import os
 import re
 import socket
 import threading
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -838,14 +837,3 @@ class KubeSim:
         async def noop():
             return None
         self.run(noop())
-
-    def wait_for(self, predicate, timeout: float = 10.0, interval: float = 0.02):
-        """Poll `predicate()` until it returns something truthy (returned) or fail after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            time.sleep(interval)

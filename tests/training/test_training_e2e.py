@@ -13,21 +13,9 @@ NAMESPACE = "recsys"
 
 
 @pytest.fixture(scope="module")
-def stack(airflow_stack):
-    """The stack with the ``recsys`` queue and alice's default PVC (created once; the stack is shared)."""
-    core = client.CoreV1Api(airflow_stack.k8s())
-    for create, body in (
-        (lambda b: core.create_namespace(b), {"metadata": {"name": NAMESPACE}}),
-        (lambda b: core.create_namespaced_persistent_volume_claim(NAMESPACE, b), {
-            "metadata": {"name": "alice-home"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
-    ):
-        try:
-            create(body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-    return airflow_stack
+def stack(team_stack):
+    """The shared stack with the demo team's ``recsys`` queue and alice's default PVC."""
+    return team_stack
 
 
 def _jobs(stack, task_id: str) -> list:

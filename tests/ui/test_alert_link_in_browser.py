@@ -15,8 +15,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.e2e
 
@@ -28,21 +26,9 @@ LINK = re.compile(r'<a href="([^"]+)">Task log in Airflow</a>')
 
 
 @pytest.fixture(scope="module")
-def stack(airflow_stack):
-    """The session stack with the ``recsys`` queue and alice's default PVC (idempotent: the stack is shared)."""
-    core = client.CoreV1Api(airflow_stack.k8s())
-    for create, body in (
-        (lambda b: core.create_namespace(b), {"metadata": {"name": NAMESPACE}}),
-        (lambda b: core.create_namespaced_persistent_volume_claim(NAMESPACE, b), {
-            "metadata": {"name": "alice-home"},
-            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
-    ):
-        try:
-            create(body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-    return airflow_stack
+def stack(team_stack):
+    """The shared stack with the demo team's ``recsys`` queue and alice's default PVC."""
+    return team_stack
 
 
 @pytest.fixture
