@@ -36,15 +36,15 @@ async def async_api_client(url: str):
         await api.close()
 
 
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
-    """Poll `predicate()` until truthy (returned) or raise TimeoutError: never a bare sleep."""
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
+    """Poll `predicate()` until truthy (returned) or raise TimeoutError naming `what`: never a bare sleep."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
+            raise TimeoutError(f"condition not met within {timeout} s: {what or predicate}")
         time.sleep(interval)
 
 

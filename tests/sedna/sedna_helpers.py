@@ -3,13 +3,13 @@ Model/Dataset objects, env lookup, and polling a condition with a deadline."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kubesim.testing import wait_until
 from operators.sedna.kube import EVENTS, FL_JOBS, JI_SERVICES, PODS
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -89,11 +89,4 @@ def env_of(obj: dict, container: int = 0) -> dict[str, str]:
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
     """Poll ``predicate`` until it returns something truthy, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(interval)
+    return wait_until(predicate, timeout, interval, what)
