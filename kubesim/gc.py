@@ -160,43 +160,46 @@ class GarbageCollector(Controller):
             if e.code != 404:
                 raise
 
+    def _modify(self, rt, ns, name, change) -> dict | None:
+        """Read-modify-write with optimistic concurrency: ``change(obj)`` edits a fresh copy and returns False
+        when there is nothing to do; a 409 re-reads and tries again, a vanished object ends it."""
+        for _ in range(5):
+            obj = self._get(rt, ns, name)
+            if obj is None or not change(obj):
+                return None
+            try:
+                return self.store.update(rt, ns, name, obj)
+            except ApiError as e:
+                if e.code == 404:
+                    return None
+                if e.code != 409:
+                    raise
+        return None
+
     def _drop_reference(self, rt, ref: Ref, uids: set[str]) -> None:
-        for _ in range(5):      # optimistic concurrency: retry on a conflict with a fresh read
-            dep = self._get(rt, ref[2], ref[3])
-            if dep is None:
-                return
+        def change(dep: dict) -> bool:
             owners = dep["metadata"].get("ownerReferences") or []
             kept = [o for o in owners if o.get("uid") not in uids]
             if len(kept) == len(owners):
-                return
+                return False
             if kept:
                 dep["metadata"]["ownerReferences"] = kept
             else:
                 dep["metadata"].pop("ownerReferences", None)
-            try:
-                self.cluster.observe(rt, self.store.update(rt, ref[2], ref[3], dep))
-                return
-            except ApiError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
-                    raise
+            return True
+
+        updated = self._modify(rt, ref[2], ref[3], change)
+        if updated is not None:
+            self.cluster.observe(rt, updated)
 
     def _remove_finalizer(self, entry, uid: str, finalizer: str) -> None:
         rt, ns, name = entry
-        for _ in range(5):
-            owner = self._get(rt, ns, name)
-            if owner is None or owner["metadata"]["uid"] != uid:
-                return
+
+        def change(owner: dict) -> bool:
             finalizers = owner["metadata"].get("finalizers") or []
-            if finalizer not in finalizers:
-                return
+            if owner["metadata"]["uid"] != uid or finalizer not in finalizers:
+                return False
             owner["metadata"]["finalizers"] = [f for f in finalizers if f != finalizer]
-            try:
-                self.store.update(rt, ns, name, owner)
-                return
-            except ApiError as e:
-                if e.code == 404:
-                    return
-                if e.code != 409:
-                    raise
+            return True
+
+        self._modify(rt, ns, name, change)
