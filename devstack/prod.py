@@ -50,9 +50,9 @@ class ProdStack(Stack):
 
     def __init__(self, workdir: Path, **kw):
         super().__init__(workdir, **kw)
-        services = REPO / ".airflow" / "services" / f"{self.workdir.name}-{secrets.token_hex(4)}"
-        self.pg = Postgres(services / "postgres")
-        self.redis = Redis(services / "redis")
+        self.services_dir = REPO / ".airflow" / "services" / f"{self.workdir.name}-{secrets.token_hex(4)}"
+        self.pg = Postgres(self.services_dir / "postgres")
+        self.redis = Redis(self.services_dir / "redis")
         self.triggerer_jobs: dict[str, int] = {}  # process name -> its TriggererJob id in the metadata DB
 
     def _start_airflow(self, logs: Path) -> None:
@@ -130,7 +130,7 @@ class ProdStack(Stack):
         finally:
             self.redis.stop()
             self.pg.stop()
-            shutil.rmtree(self.pg.workdir.parent, ignore_errors=True)
+            shutil.rmtree(self.services_dir, ignore_errors=True)
 
 
 def make_stack(profile: str, workdir: Path, **kw) -> Stack:

@@ -25,6 +25,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -65,6 +66,14 @@ def pg_bin(name: str) -> str:
     raise FileNotFoundError(f"{name} not found: install Debian's postgresql package (make services)")
 
 
+def _traversable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can reach ``path`` (every existing ancestor has o+x)."""
+    for p in [path, *path.parents]:
+        if p.exists() and not p.stat().st_mode & 0o001:
+            return False
+    return True
+
+
 class Postgres:
     """A fresh database for one session: in ``SKIFF_TEST_PG_URL``'s server, or in a private cluster."""
 
@@ -93,9 +102,13 @@ class Postgres:
                               cwd="/", **kw)
 
     def _start_private(self) -> str:
-        self.workdir.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:  # "root" execution of the PostgreSQL server is not permitted
             self._user = pwd.getpwnam("postgres")
+            if not _traversable_by_others(self.workdir.parent):  # e.g. a checkout under /root (0700)
+                self.workdir = Path(tempfile.mkdtemp(prefix="skiff-postgres-"))
+                self._data = self.workdir / "pgdata"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._user is not None:
             os.chown(self.workdir, self._user.pw_uid, self._user.pw_gid)
             self.workdir.chmod(0o700)
         port = _free_port()
