@@ -48,11 +48,11 @@ def test_private_postgres_and_redis_start_on_free_ports_and_are_removed(tmp_path
         client = redis.Redis.from_url(rd.url)
         assert client.set("k", "v") and client.get("k") == b"v" and ":6379/" not in rd.url
         client.close()
-        assert (workdir / "postgres" / "pgdata" / "PG_VERSION").exists()
+        assert (pg.workdir / "pgdata" / "PG_VERSION").exists()
     finally:
         pg.stop()
         rd.stop()
-    assert not (workdir / "postgres").exists() and not (workdir / "redis").exists()
+    assert not pg.workdir.exists() and not (workdir / "redis").exists()
     workdir.rmdir()
     with pytest.raises(psycopg2.OperationalError):
         psycopg2.connect(pg.admin_url, connect_timeout=2)
