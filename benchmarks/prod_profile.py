@@ -80,7 +80,14 @@ def _pss_mib(procs) -> float:
 
 
 def _tis(stack, run_id: str) -> list[dict]:
-    return stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances?limit=1000")["task_instances"]
+    """Every task instance of the run (the API pages at [api] maximum_page_limit, 100 by default)."""
+    tis: list[dict] = []
+    while True:
+        page = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances"
+                                f"?limit=100&offset={len(tis)}")["task_instances"]
+        tis += page
+        if len(page) < 100:
+            return tis
 
 
 def _measure(profile: str) -> dict:

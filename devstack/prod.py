@@ -10,6 +10,7 @@ named by ``SKIFF_TEST_PG_URL`` / ``SKIFF_TEST_REDIS_URL``, or private instances)
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import signal
@@ -114,8 +115,6 @@ class ProdStack(Stack):
 
     def kill(self, name: str) -> None:
         """SIGKILL a component and everything it started (no clean shutdown: a crashed pod)."""
-        import os
-
         proc = self.procs[name]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
