@@ -105,6 +105,8 @@ def _measure(profile: str) -> dict:
         _setup_namespace(api)
         watcher = threading.Thread(target=_watch_completions, args=(api, done, stop), daemon=True)
         watcher.start()
+        stack.wait_dag(DAG_ID)
+        idle = {name: _pss_mib(procs) for name, procs in _triggerer_trees(stack).items()}
         t0 = time.time()
         run_id = stack.trigger(DAG_ID)
         max_deferred, all_deferred_at, peak, spread = 0, None, {}, {}
@@ -129,7 +131,7 @@ def _measure(profile: str) -> dict:
                for ti in tis if ti["state"] == "success" and ti["task_id"] in done]
         return {"profile": profile, "state": stack.run_state(DAG_ID, run_id), "wall": wall,
                 "succeeded": sum(ti["state"] == "success" for ti in tis), "max_deferred": max_deferred,
-                "all_deferred_at": all_deferred_at, "lat": sorted(lat), "peak": peak, "spread": spread,
+                "all_deferred_at": all_deferred_at, "lat": sorted(lat), "peak": peak, "idle": idle, "spread": spread,
                 "triggerer_jobs": getattr(stack, "triggerer_jobs", {})}
     finally:
         stop.set()
@@ -145,7 +147,7 @@ def _spread(r: dict) -> str:
     if not r["spread"]:
         return "one triggerer"
     names = {v: k for k, v in r["triggerer_jobs"].items()}
-    return ", ".join(f"{names.get(k, k)}: {v}" for k, v in sorted(r["spread"].items(), key=str))
+    return ", ".join(f"{names.get(k, 'unassigned')}: {v}" for k, v in sorted(r["spread"].items(), key=str))
 
 
 def run() -> str:
@@ -167,7 +169,9 @@ def run() -> str:
         ("Job Complete -> task success, p50", f"{_pct(s['lat'], 50):.2f} s", f"{_pct(p['lat'], 50):.2f} s"),
         ("Job Complete -> task success, p95", f"{_pct(s['lat'], 95):.2f} s", f"{_pct(p['lat'], 95):.2f} s"),
         ("Job Complete -> task success, max", f"{s['lat'][-1]:.2f} s", f"{p['lat'][-1]:.2f} s"),
+        ("triggerer memory, PSS before the run (process tree)", _mem(s["idle"]), _mem(p["idle"])),
         ("triggerer memory, peak PSS (process tree)", _mem(s["peak"]), _mem(p["peak"])),
+        ("memory per deferred task (peak - before) / triggers held", _per_trigger(s), _per_trigger(p)),
         ("whole run, trigger to last task done", f"{s['wall']:.0f} s", f"{p['wall']:.0f} s"),
     ]
     table = "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
@@ -194,3 +198,16 @@ def _fmt(v) -> str:
 
 def _mem(peak: dict) -> str:
     return ", ".join(f"{n}: {v:.0f} MiB" for n, v in sorted(peak.items())) or "n/a"
+
+
+def _per_trigger(r: dict) -> str:
+    """Memory growth of the triggerer that held the most triggers, per trigger it held."""
+    if r["spread"]:
+        names = {v: k for k, v in r["triggerer_jobs"].items()}
+        job, held = max(((k, v) for k, v in r["spread"].items() if k is not None), key=lambda kv: kv[1])
+        name = names.get(job, "")
+    else:
+        name, held = next(iter(r["peak"]), ""), r["max_deferred"]
+    if not held or name not in r["peak"]:
+        return "n/a"
+    return f"{(r['peak'][name] - r['idle'].get(name, 0)) * 1024 / held:.0f} KiB ({name}, {held} triggers)"
