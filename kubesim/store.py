@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kubesim import errors, patch
+from kubesim import errors, patch, strategy
 from kubesim.errors import ApiError
 from kubesim.registry import Registry, ResourceType, crd_resource_types
 from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -562,6 +562,7 @@ class Store:
                 md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md["name"]
             if rt.plural == "customresourcedefinitions":
                 self._crd_precheck(obj)
+            strategy.prepare(rt, obj)
             self._admit(AdmissionRequest("CREATE", rt, namespace, obj, None, None, dry_run))
             if dry_run:
                 obj["metadata"]["resourceVersion"] = ""
@@ -719,6 +720,7 @@ class Store:
         """Shared tail of update and patch: admission, generation, commit (or finalize deletion)."""
         key = self._key(rt, namespace, name)
         new = self._prepare_update(rt, old, new, subresource)
+        strategy.prepare(rt, new)
         causes = _metadata_causes(new.get("metadata") or {})
         if causes:
             raise errors.invalid(rt, name, causes)
