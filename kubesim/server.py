@@ -38,7 +38,14 @@ def _response(data: bytes | dict, status: int = 200) -> web.Response:
 
 
 def _error(e: ApiError) -> web.Response:
-    return _response(e.status(), e.code)
+    if e.code != 429:
+        return _response(e.status(), e.code)
+    # kube-apiserver's max-in-flight and priority-and-fairness filters say when to come back, in the
+    # Retry-After header and the Status details
+    e.details.setdefault("retryAfterSeconds", 1)
+    resp = _response(e.status(), e.code)
+    resp.headers["Retry-After"] = str(e.details["retryAfterSeconds"])
+    return resp
 
 
 # ---- request classification ----------------------------------------------------------------------------
