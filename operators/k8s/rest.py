@@ -161,6 +161,15 @@ class AsyncKube(_Counted):
                    field_selector: str | None = None) -> list[dict]:
         return (await self.list_with_version(res, namespace, label_selector, field_selector))[0]
 
+    async def get(self, res: Resource, namespace: str | None, name: str) -> dict | None:
+        self._count("get", res)
+        try:
+            return await self.request("GET", res.path(namespace, name))
+        except KubeError as e:
+            if e.status == 404:
+                return None
+            raise
+
     async def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None,
                      propagation: str = "Background") -> bool:
         """Delete (only that incarnation if ``uid`` is given); False if it was already gone."""

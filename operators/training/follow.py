@@ -26,7 +26,7 @@ from operators.k8s.errors import KubeError
 from operators.k8s.resource import EVENTS, JOBS, PODS
 from operators.k8s.rest import AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
-from operators.k8s.watch import list_and_watch
+from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.training import failure
 from operators.training.naming import LABEL_JOB
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
@@ -64,22 +64,54 @@ class _Observed:
         return Seen(self.job, tuple(self.pods.values()), tuple(self.events))
 
 
-async def _watch_job(kube: AsyncKube, namespace: str, obs: _Observed) -> None:
-    async for ev in list_and_watch(kube, JOBS, namespace, field_selector=f"metadata.name={obs.name}"):
-        if ev.type == "SYNC":
+def _on_job(obs: _Observed) -> Callable[[WatchEvent], None]:
+    def handle(ev: WatchEvent) -> None:
+        if ev.type == "SYNC":  # a listing: the Job is in it, or gone
             obs.set_job(ev.items[0] if ev.items else None, deleted=not ev.items)
         else:
             obs.set_job(ev.object, deleted=ev.type == "DELETED")
+    return handle
 
 
-async def _watch_pods(kube: AsyncKube, namespace: str, obs: _Observed, on_pod: Callable[[dict], None]) -> None:
-    async for ev in list_and_watch(kube, PODS, namespace, label_selector=f"{LABEL_JOB}={obs.name}"):
+def _on_pod(obs: _Observed, started_pod: Callable[[dict], None]) -> Callable[[WatchEvent], None]:
+    def handle(ev: WatchEvent) -> None:
         if ev.type == "SYNC":
             obs.pods.clear()
             obs.changed.set()
         for pod in ev.items if ev.type == "SYNC" else [ev.object]:
             obs.set_pod(pod, deleted=ev.type == "DELETED")
-            on_pod(pod)
+            started_pod(pod)
+    return handle
+
+
+async def _own_watch(kube: AsyncKube, res, namespace: str, handler: Callable[[WatchEvent], None], **selector) -> None:
+    async for ev in list_and_watch(kube, res, namespace, **selector):
+        handler(ev)
+
+
+async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace: str, obs: _Observed,
+                   started_pod: Callable[[dict], None], informers) -> list[Callable[[], None]]:
+    """Start feeding ``obs``: the shared informers' Job and pod watches of the namespace if given, else two
+    watches of its own. Returns the checks that raise if a watch gave up."""
+    on_job, on_pod = _on_job(obs), _on_pod(obs, started_pod)
+    if informers is not None:
+        selector = LABEL_JOB  # every Skiff training Job and pod carries it: one watch each per namespace
+        job = await stack.enter_async_context(informers.subscribe(
+            JOBS, namespace, selector, lambda o: o["metadata"]["name"] == obs.name, on_job))
+        pods = await stack.enter_async_context(informers.subscribe(
+            PODS, namespace, selector, lambda o: (o["metadata"].get("labels") or {}).get(LABEL_JOB) == obs.name,
+            on_pod))
+        return [job.check, pods.check]
+    tasks = [asyncio.create_task(_own_watch(kube, JOBS, namespace, on_job, field_selector=f"metadata.name={obs.name}")),
+             asyncio.create_task(_own_watch(kube, PODS, namespace, on_pod, label_selector=f"{LABEL_JOB}={obs.name}"))]
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    stack.push_async_callback(stop)
+    return [lambda t=t: t.result() if t.done() else None for t in tasks]
 
 
 async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
@@ -113,49 +145,55 @@ async def _job_events(kube: AsyncKube, namespace: str, name: str) -> list[dict]:
 
 
 async def follow_job(api_client, namespace: str, name: str, settings: FollowSettings,
-                     log: Callable[[str], None], uid: str | None = None) -> dict:
+                     log: Callable[[str], None], uid: str | None = None, informers=None) -> dict:
+    """``informers``: an ``operators.k8s.informer.Informers`` to share the Job and pod watches with other
+    followers in the process (the triggerer); None opens two watches of its own (a worker, sync mode)."""
     kube = AsyncKube(api_client)
     obs = _Observed(name, uid)
     tail: deque[str] = deque(maxlen=settings.log_tail_lines)
     streams: dict[str, asyncio.Task] = {}
 
-    def on_pod(pod: dict) -> None:
+    def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
         pod_name = pod["metadata"]["name"]
         if pod_name not in streams and pod_name in obs.pods and started(pod):
             streams[pod_name] = asyncio.create_task(_stream_logs(kube, namespace, pod_name, tail, log))
 
-    watchers = [asyncio.create_task(_watch_job(kube, namespace, obs)),
-                asyncio.create_task(_watch_pods(kube, namespace, obs, on_pod))]
-    try:
-        outcome = await _wait(kube, namespace, name, obs, settings, watchers)
-        noticed_at = time.time()
-        if streams:  # let the log streams deliver the last lines (they end with the container)
-            await asyncio.wait(list(streams.values()), timeout=5)
-        reason = outcome.reason
-        if outcome.status == "failed" and reason is None:
-            events = await _job_events(kube, namespace, name)
-            reason = failure.failure_reason(obs.job or {}, list(obs.pods.values()), events)
-        return {"status": outcome.status, "namespace": namespace, "name": name,
-                "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
-                "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at}
-    finally:
-        for task in [*watchers, *streams.values()]:
-            task.cancel()
-        await asyncio.gather(*watchers, *streams.values(), return_exceptions=True)
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            checks = await _observe(stack, kube, namespace, obs, started_pod, informers)
+            outcome = await _wait(kube, namespace, name, obs, settings, checks)
+            noticed_at = time.time()
+            if streams:  # let the log streams deliver the last lines (they end with the container)
+                await asyncio.wait(list(streams.values()), timeout=5)
+            reason = outcome.reason
+            if outcome.status == "failed" and reason is None:
+                events = await _job_events(kube, namespace, name)
+                reason = failure.failure_reason(obs.job or {}, list(obs.pods.values()), events)
+            return {"status": outcome.status, "namespace": namespace, "name": name,
+                    "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
+                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at}
+        finally:
+            for task in streams.values():
+                task.cancel()
+            await asyncio.gather(*streams.values(), return_exceptions=True)
 
 
 async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, settings: FollowSettings,
-                watchers: list[asyncio.Task]) -> Outcome:
-    """Decide on every change and every second; list the Job's events when the decision asks for them."""
+                checks: list[Callable[[], None]]) -> Outcome:
+    """Decide on every change and every second; read what the decision asks for, then decide again."""
     loop = asyncio.get_running_loop()
     timers = Timers(start=loop.time())
     while True:
         decision, timers = decide(obs.seen(), timers, loop.time(), settings, f"{namespace}/{name}")
         if isinstance(decision, Outcome):
             return decision
-        if decision.list_events:
+        if decision.list_events or decision.read_job:
             try:
-                obs.events = await _job_events(kube, namespace, name)
+                if decision.list_events:
+                    obs.events = await _job_events(kube, namespace, name)
+                else:
+                    job = await kube.get(JOBS, namespace, name)
+                    obs.set_job(job, deleted=job is None)
             except KubeError as exc:
                 if classify(exc.status) != RETRY:
                     raise
@@ -163,6 +201,5 @@ async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, sett
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(obs.changed.wait(), timeout=1.0)
         obs.changed.clear()
-        for task in watchers:
-            if task.done():
-                task.result()  # a watch that gave up raises here
+        for check in checks:
+            check()  # a watch that gave up raises here

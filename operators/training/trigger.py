@@ -1,5 +1,9 @@
 """The deferrable half of ``TrainingJobOperator``: runs in the triggerer, watches the Job and streams its logs.
 
+The Job and its pods are seen through the process's shared informers (``operators.k8s.informer``): all the
+triggers following Jobs in one namespace share one Job watch and one pod watch, so the API server's open
+watches grow with the namespaces, not the waiting tasks. Log streams stay one per pod, while it runs.
+
 Importable from the installed ``operators`` package (the triggerer imports triggers by class path).
 Log lines go through ``self.log``, which Airflow 3 writes into the task's log while the task is deferred.
 ``on_kill`` (Airflow 3.3: a user marked/cleared the deferred task) deletes the Job, propagation Background, so
@@ -23,6 +27,7 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from operators.k8s.connection import async_api_client
+from operators.k8s.informer import shared_informers
 from operators.k8s.resource import JOBS
 from operators.k8s.rest import AsyncKube
 from operators.training.follow import FollowSettings, follow_job
@@ -52,7 +57,8 @@ class TrainingJobTrigger(BaseTrigger):
         self.log.info("Watching Job %s/%s and streaming its pods' logs", self.namespace, self.name)
         async with async_api_client(self.kubernetes_conn_id) as api:
             result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
-                                      lambda line: self.log.info("%s", line), uid=self.uid)
+                                      lambda line: self.log.info("%s", line), uid=self.uid,
+                                      informers=shared_informers(self.kubernetes_conn_id))
         # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.

@@ -9,7 +9,9 @@ waiting policy is tested without a cluster:
 * a quota refusal (only visible as events, listed every ``event_poll_interval`` while the Job has no pod,
   so a healthy Job costs no event requests) lasting ``quota_wait`` (None: wait for quota forever);
 * a pod unschedulable for ``unschedulable_timeout``;
-* an image-pull / container-config error, which never heals on its own: fail at once.
+* an image-pull / container-config error, which never heals on its own: fail at once;
+* a Job not seen at all ``JOB_UNSEEN_GRACE`` seconds after the start (a shared watch only reports what it
+  sees change; the Job may have been deleted before the follower subscribed): have it read once in a while.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from operators.training import failure
+
+JOB_UNSEEN_GRACE = 10.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Timers:
     quota_since: float | None = None
     unschedulable_since: float | None = None
     events_at: float = float("-inf")
+    job_read_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Wait:
     list_events: bool = False  # the caller should list the Job's events, then decide again
+    read_job: bool = False  # the caller should read the Job (absent: gone), then decide again
 
 
 def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
@@ -65,6 +71,8 @@ def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
     """``ref`` is "namespace/name", for the messages."""
     job = seen.job
     if job is None:
+        if now - (timers.job_read_at if timers.job_read_at is not None else timers.start) >= JOB_UNSEEN_GRACE:
+            return Wait(read_job=True), replace(timers, job_read_at=now)
         return Wait(), timers
     if job.get("deleted"):
         return Outcome("failed", f"the Job {ref} was deleted while the task waited for it", "deleted"), timers

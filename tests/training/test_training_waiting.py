@@ -42,14 +42,17 @@ def run(seen: Seen, times: list[float], settings: FollowSettings = SETTINGS, tim
     for now in times:
         decision, timers = decide(seen, timers, now, settings, REF)
         out.append(decision)
-        if decision == Wait(list_events=True):
+        if decision == Wait(list_events=True):  # (a read Job changes ``seen``: the tests pass a new one)
             decision, timers = decide(seen, timers, now, settings, REF)
             out.append(decision)
     return out, timers
 
 
-def test_waits_until_the_job_is_listed():
-    assert run(Seen(None), [0, 400])[0] == [Wait(), Wait()]
+def test_waits_until_the_job_is_seen_and_reads_it_now_and_then():
+    # a shared watch reports changes: a Job deleted before the follower subscribed would never show up
+    decisions, timers = run(Seen(None), [0, 9.9, 10.0, 19.9, 20.0])
+    assert decisions == [Wait(), Wait(), Wait(read_job=True), Wait(), Wait(read_job=True)]
+    assert timers.job_read_at == 20.0
 
 
 @pytest.mark.parametrize(("the_job", "outcome"), [
