@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINE = os.environ.get("SKIFF_BENCH_PARSE_BASELINE", "f20190a")
 REPEATS = int(os.environ.get("SKIFF_BENCH_PARSE_REPEATS", "5"))
 TARGET = 0.3
-CLIENTS = ("kubernetes", "kubernetes_asyncio", "aiohttp", "airflow.providers.cncf.kubernetes.hooks.kubernetes",
-           "airflow.providers.smtp.notifications.smtp")
+CLIENTS = {"kubernetes": "kubernetes", "kubernetes_asyncio": "kubernetes_asyncio", "aiohttp": "aiohttp",
+           "airflow.providers.cncf.kubernetes.hooks.kubernetes": "provider hooks",
+           "airflow.providers.smtp.notifications.smtp": "smtp notifier"}
 
 PROBE = """
 import json, sys, time
@@ -70,7 +71,7 @@ def _baseline_tree(tmp: Path) -> Path | None:
 
 
 def _clients(names: list[str]) -> str:
-    return ", ".join(n.rsplit(".", 1)[-1] if n.startswith("airflow") else n for n in names) or "none"
+    return ", ".join(CLIENTS[n] for n in names) or "none"
 
 
 def run() -> str:
