@@ -7,7 +7,9 @@
 * ``rest`` - ``Kube`` / ``AsyncKube``: plain-JSON requests (no model deserialisation), one error type;
 * ``errors`` - ``KubeError`` (status, reason, message) and the one message format;
 * ``retry`` - the pure back-off / give-up policy (no I/O, tested without a cluster);
-* ``watch`` - ``list_and_watch``: the one list-then-watch loop.
+* ``watch`` - ``list_and_watch``: the one list-then-watch loop;
+* ``informer`` - shared informers: one ``list_and_watch`` per (resource, namespace, selector) per process,
+  with a cache and reference-counted subscribers (the triggerer's training triggers share them).
 
 Names resolve lazily (PEP 562): importing ``operators.k8s`` (e.g. while a DAG file is parsed) imports no
 Kubernetes client; the clients load where a task or trigger runs.
@@ -25,6 +27,7 @@ _EXPORTS = {
     "Kube": "rest", "AsyncKube": "rest",
     "RetryPolicy": "retry",
     "WatchEvent": "watch", "list_and_watch": "watch",
+    "Informers": "informer", "shared_informers": "informer",
 }
 
 __all__ = ["DEFAULT_CONN_ID", *sorted(_EXPORTS)]

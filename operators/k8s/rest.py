@@ -3,7 +3,7 @@
 
 Objects stay dicts end to end: callers compare labels and build manifests as dicts, and deserialising
 thousands of objects into the clients' model classes costs more than the work itself. Both raise
-``KubeError`` on any error answer (and ``AsyncKube`` on no answer), with the same conveniences: ``get`` is
+``KubeError`` on any error answer and on no answer, with the same conveniences: ``get`` is
 None on 404, ``create`` None on 409 (someone else made it), ``delete`` False when already gone.
 Every request is counted by (verb, resource) so benchmarks and summaries can report them.
 """
@@ -54,6 +54,7 @@ class Kube(_Counted):
 
     def request(self, method: str, path: str, *, query: list | None = None, body: object = None,
                 content_type: str = JSON) -> dict | None:
+        import urllib3
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -62,6 +63,8 @@ class Kube(_Counted):
                                      _return_http_data_only=True)
         except ApiException as exc:
             raise KubeError.from_exception(exc) from None
+        except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
+            raise KubeError.transport(exc) from exc
         data = resp.data
         return json.loads(data) if data else None
 

@@ -5,8 +5,10 @@
     {"status": "success" | "failed", "namespace", "name", "uid", "reason", "kind", "log_tail": [...],
      "noticed_at": unix time the end was seen}
 
-A handful of long-lived requests instead of a poll every N seconds: ``list_and_watch`` on the Job
-(fieldSelector metadata.name) and on its pods (label ``skiff.io/job-name``), and a followed log stream per
+A handful of long-lived requests instead of a poll every N seconds: the Job and its pods come from the
+process's shared informers (the triggerer: one Job and one pod watch per namespace, label
+``skiff.io/job-name``) or, without them, from two ``list_and_watch`` of its own (fieldSelector
+metadata.name / label ``skiff.io/job-name=<job>``); plus a followed log stream per
 pod once its container starts, so every pod the Job creates shows up in the task log while it runs (the last
 ``log_tail_lines`` lines are kept for the alert). What to do is decided by ``waiting.decide`` (pure) on every
 change and on a local 1-second tick (no I/O); this module only performs it.

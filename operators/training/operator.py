@@ -1,7 +1,9 @@
 """``TrainingJobOperator``: one training step as a Kubernetes ``batch/v1`` Job (SPEC §1).
 
 Thin shell around pure parts: ``spec`` validates inputs and builds the command, ``manifest`` renders the Job,
-``failure`` explains failures, ``follow`` watches the Job (in the triggerer by default, or in the worker).
+``failure`` explains failures, ``jobs`` makes the worker's Job requests (imported where a task runs, so that
+parsing a DAG loads no Kubernetes client), ``follow`` watches the Job (in the triggerer by default, or in the
+worker).
 
 Crash safety (``ResumableJobMixin``) and the decision on reattaching:
   The Job name contains the try number (``...-t2``), so every try that *creates* a Job creates a new one and a
