@@ -101,3 +101,19 @@ async def test_triggers_in_one_process_share_the_watches(kubesim, k8s, team):
     results = await asyncio.wait_for(runs, timeout=30)
     assert [r["status"] for r in results] == ["success"] * N
     assert watches(kubesim)["watch jobs.batch"] == 1 and watches(kubesim)["watch pods"] == 1
+
+
+async def test_a_triggerer_restart_leaves_the_job_and_the_new_process_follows_it(kubesim, k8s, k8s_async, team):
+    name = create_job(k8s, "restart", pod_annotations=sim(4, lines=4))
+    lines: dict[str, list[str]] = {}
+    old_process = Informers(lambda: async_api_client(kubesim.url))
+    task = asyncio.create_task(follow_all(k8s_async, old_process, [name], lines))
+    await async_wait_until(lambda: lines.get(name))  # following: its pod is running and streaming
+    task.cancel()  # the triggerer stops (restart, rebalancing): its triggers are cancelled
+    await asyncio.gather(task, return_exceptions=True)
+    assert old_process.watches == 0
+    job = client.BatchV1Api(k8s).read_namespaced_job(name, NAMESPACE)
+    assert job.metadata.deletion_timestamp is None and not job.status.succeeded  # still running, untouched
+    new_process = Informers(lambda: async_api_client(kubesim.url))
+    (result,) = await follow_all(k8s_async, new_process, [name], {})
+    assert result["status"] == "success" and result["uid"] == job.metadata.uid
