@@ -34,6 +34,7 @@ class Resource:
 PODS = Resource("v1", "pods")
 SERVICES = Resource("v1", "services")
 EVENTS = Resource("v1", "events")
+SECRETS = Resource("v1", "secrets")  # read (GET) for credentialName: key names and endpoint only
 DEPLOYMENTS = Resource("apps/v1", "deployments")
 HPAS = Resource("autoscaling/v2", "horizontalpodautoscalers")
 FL_JOBS = Resource("sedna.io/v1alpha1", "federatedlearningjobs")
