@@ -331,7 +331,23 @@ class _Pass:
             owner_refs = a.child.render()["metadata"]["ownerReferences"]
             return self.kube.merge_patch(res, ns, a.name, {"metadata": {
                 "ownerReferences": owner_refs, "resourceVersion": a.actual["metadata"]["resourceVersion"]}})
-        return self.kube.replace(res, ns, a.name, updated_body(a.kind, a.actual, a.child.render()))
+        return self._update(res, ns, a)
+
+    def _update(self, res: k.Resource, ns: str, a: Action, attempts: int = 3) -> dict | None:
+        """PUT the updated child with the resourceVersion it was read at; on 409 (its status or another
+        writer moved it on, e.g. the Deployment controller) read it again and retry, as client-go's
+        RetryOnConflict does, as long as it is the same object (same uid)."""
+        live = a.actual
+        for attempt in range(attempts):
+            try:
+                return self.kube.replace(res, ns, a.name, updated_body(a.kind, live, a.child.render()))
+            except ApiException as e:
+                if e.status != 409 or attempt == attempts - 1:
+                    raise
+            live = self.kube.get(res, ns, a.name)
+            if live is None or live["metadata"]["uid"] != a.actual["metadata"]["uid"]:
+                return None  # gone or replaced meanwhile: the next pass sees it
+        return None
 
     def _name_taken(self, res: k.Resource, ns: str, a: Action, want: dict) -> dict | None:
         """409 on create: another reconcile created it (fine), or the name is taken by something that is
