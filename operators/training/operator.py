@@ -32,6 +32,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from operators.k8s import DEFAULT_CONN_ID, api_error_message, async_hook, sync_hook
+from operators.platform.admission import enforce_training
 from operators.training import failure
 from operators.training.follow import FollowSettings, follow_job
 from operators.training.manifest import job_manifest, string_map
@@ -197,6 +198,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
+        enforce_training(self, self.log)  # the platform file's rules and the team's quota, before anything is created
         self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
         return self.execute_resumable(context)
 
