@@ -18,6 +18,7 @@ from aiohttp import web
 
 from kubesim import patch as patchmod
 from kubesim.errors import REASONS, ApiError
+from kubesim.proxy import add_proxy_routes
 from kubesim.registry import DEFAULT_VERBS, ResourceType
 from kubesim.store import Store
 
@@ -222,6 +223,7 @@ class ApiServer:
         self.controls = controls or TestControls()
         self.bookmark_interval = bookmark_interval
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
+        add_proxy_routes(self.app, store)  # kubesim/proxy.py: services/<name>/proxy/...
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
 
     @web.middleware

@@ -28,7 +28,7 @@ def annotations(req: InstanceRequest, external: dict[int, int], started: str | N
     out = {
         naming.ANN_OWNER: req.owner,
         naming.ANN_IMAGE_NAME: req.image.name,
-        naming.ANN_IMAGE: req.image.ref,
+        naming.ANN_IMAGE: req.image.image,
         naming.ANN_PORTS: json.dumps({name: external[port] for name, port in req.ports.items() if port in external},
                                      separators=(",", ":")),
         naming.ANN_RESOURCES: json.dumps({"cpu": req.cpu, "memory": f"{req.memory_gi}Gi", "gpu": req.gpu},
@@ -49,7 +49,7 @@ def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int
         labels=naming.labels(req.owner, req.name),
         annotations=annotations(req, external, started),
         replicas=replicas,
-        image=req.image.ref,
+        image=req.image.image,
         image_name=req.image.name,
         owner=req.owner,
         cpu=req.cpu,

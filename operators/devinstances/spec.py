@@ -28,12 +28,14 @@ DEFAULT_MAX_PER_OWNER = 3
 
 @dataclass(frozen=True)
 class Image:
-    """One entry of the platform's image catalogue: ``name`` is what users pick, ``ref`` what is pulled."""
+    """One entry of the platform's image catalogue (the fields of ``operators.platform.Image``): ``name`` is what
+    users pick, ``image`` the reference that is pulled."""
 
     name: str
-    ref: str
+    image: str
     gpu: bool = False
     description: str = ""
+    default: bool = False
 
 
 @dataclass(frozen=True)
