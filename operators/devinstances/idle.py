@@ -63,9 +63,10 @@ def read_last_activity(api_client, namespace: str, service: str) -> tuple[dateti
 
     core = client.CoreV1Api(api_client)
     try:
-        text = core.connect_get_namespaced_service_proxy_with_path(
-            f"{service}:{JUPYTER_PORT}", namespace, PROXY_PATH, _request_timeout=10)
+        # raw body: the client would turn a text/plain answer into the repr of its bytes
+        response = core.connect_get_namespaced_service_proxy_with_path(
+            f"{service}:{JUPYTER_PORT}", namespace, PROXY_PATH, _request_timeout=10, _preload_content=False)
     except ApiException as exc:
         return None, api_error_message(exc)
-    last = last_activity(text if isinstance(text, str) else str(text))
+    last = last_activity(response.data.decode("utf-8", "replace"))
     return (last, None) if last else (None, f"no {METRIC} in /metrics")
