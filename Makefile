@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser demo test bench lint clean
+.PHONY: venv browser sshd demo test bench lint clean
 
 venv: $(STAMP)
 
@@ -24,7 +24,12 @@ browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 
-test: venv browser
+# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances).
+sshd:
+	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; fi
+
+test: venv browser sshd
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: venv
