@@ -1,4 +1,5 @@
-"""Create a development instance: JupyterLab, code-server (VS Code), SSH and TensorBoard in your team's queue.
+"""Airflow DAG: create a development instance: JupyterLab, code-server (VS Code), SSH and TensorBoard in your
+team's queue.
 
 Fill in the form: a name, your team, an image from the platform catalogue, CPU/memory/GPUs and optional extra
 volumes and ports. Your home volume (``<you>-home``) is mounted at ``/root``. The run's log and the task's

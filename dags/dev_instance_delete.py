@@ -1,4 +1,5 @@
-"""Delete a development instance and its external ports. Your volumes (PVCs) and their data are never deleted."""
+"""Airflow DAG: delete a development instance and its external ports. Your volumes (PVCs) and their data are
+never deleted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Start a stopped development instance again, with a new password (your data on the volumes is kept)."""
+"""Airflow DAG: start a stopped development instance again, with a new password (your data on the volumes is kept)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Stop a development instance: it frees its CPU/memory/GPUs and keeps your volumes, addresses and ports."""
+"""Airflow DAG: stop a development instance: it frees its CPU/memory/GPUs and keeps your volumes, addresses and
+ports."""
 
 from __future__ import annotations
 
