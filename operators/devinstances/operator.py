@@ -85,9 +85,10 @@ class DevInstanceOperator(BaseOperator):
         if self.action == "create":
             from operators.platform import load_platform
 
-            req = request_from_params(load_platform(), owner, params)
+            platform = load_platform()
+            req = request_from_params(platform, owner, params)
             api = KubernetesHook(conn_id=self.kubernetes_conn_id).api_client
-            outcome = lifecycle.create(api, req, settings, admit=_admission(api))
+            outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
         else:
             team = _namespace(team)
@@ -119,6 +120,27 @@ def _namespace(team: Any) -> str:
         return team  # an instance in a namespace the file no longer lists can still be stopped or deleted
 
 
-def _admission(api):
-    """The platform's admission check of the instance's requests against the team's quota (None if absent)."""
-    return None
+def _admission(platform, api):
+    """The platform's admission check of an instance's requests against its team's quota and what is free now:
+    an instance is interactive, so one that would not start now is refused (saying what is in use), not queued."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from operators.devinstances.lifecycle import InstanceError
+    from operators.platform.admission import Request, VolumeRequest, check_request
+
+    def admit(req) -> None:
+        try:
+            live = client.CoreV1Api(api).read_namespaced_resource_quota("skiff-quota", req.namespace).status
+            status = {"hard": live.hard or {}, "used": live.used or {}} if live else None
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            status = None
+        decision = check_request(platform, Request(
+            team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi", gpu=req.gpu,
+            home=req.home_pvc, volumes=tuple(VolumeRequest(m.pvc, m.path, m.read_only) for m in req.mounts)), status)
+        if decision.wait:
+            raise InstanceError(f"not enough free quota to start it now: {decision.wait}")
+
+    return admit

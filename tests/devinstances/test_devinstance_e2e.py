@@ -8,7 +8,6 @@ import json
 import httpx
 import pytest
 from devinstance_support import NS, sts_of
-from kubernetes import client
 
 from kubesim.testing import wait_until
 from operators.devinstances import inventory
