@@ -15,24 +15,24 @@ annotation does not list has nothing listening: 503 "connection refused", as whe
 from __future__ import annotations
 
 import json
+import re
 
 from aiohttp import web
 
 from kubesim.errors import ApiError
 
 ANNOTATION = "kubesim.io/http"
-PROXY_ROUTES = ("/api/v1/namespaces/{namespace}/services/{service}/proxy",
-                "/api/v1/namespaces/{namespace}/services/{service}/proxy/{path:.*}")
+PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/services/(?P<service>[^/]+)/proxy(?:/(?P<path>.*))?$")
 
 
-def add_proxy_routes(app: web.Application, store) -> None:
-    """Register the service-proxy routes (before the API's catch-all route)."""
-    async def handle(request: web.Request) -> web.Response:
-        return service_proxy(store, request.match_info["namespace"], request.match_info["service"],
-                             request.match_info.get("path", ""))
+def add_proxy_route(api) -> None:
+    """Register the service proxy on an ``ApiServer`` (its ``routes``: behind the same middleware)."""
+    store = api.store
 
-    for route in PROXY_ROUTES:
-        app.router.add_route("*", route, handle)
+    async def handle(request: web.Request, match: re.Match) -> web.Response:
+        return service_proxy(store, match["namespace"], match["service"], match["path"] or "")
+
+    api.routes.append((PATH, handle))
 
 
 def _unavailable(message: str) -> ApiError:
@@ -71,7 +71,12 @@ def service_proxy(store, ns: str, ref: str, path: str) -> web.Response:
     pod_name = (address.get("targetRef") or {}).get("name")
     pod = store.get(store.registry.lookup("", "v1", "pods"), ns, pod_name) if pod_name else {}
     script = (pod.get("metadata", {}).get("annotations") or {}).get(ANNOTATION)
-    answers = json.loads(script) if script else {}
+    try:
+        answers = json.loads(script) if script else {}
+    except ValueError:
+        answers = {}
+    if not isinstance(answers, dict):
+        answers = {}
     answer = answers.get(f"{port}/{path.lstrip('/')}")
     if answer is None:
         raise _unavailable(f"error trying to reach service: dial tcp {address.get('ip')}:{port}: "
