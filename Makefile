@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser services demo test bench lint clean
+.PHONY: venv browser services sshd code-server demo test bench lint clean
 
 venv: $(STAMP)
 
@@ -30,9 +30,20 @@ services:
 	@if [ -x /usr/bin/redis-server ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql, redis-server: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server; fi
 
+# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances).
+sshd:
+	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; fi
+
+# Optional: code-server from npm (needs Node.js 20 and GitHub reachable for its post-install), so that the
+# start-up script test also logs in to code-server; without it only that test is skipped, saying so.
+code-server:
+	mkdir -p .tools/code-server && cd .tools/code-server && \
+	  npm_config_unsafe_perm=true npm install --no-audit --no-fund code-server@4.96.4
+
 # A PostgreSQL / Redis already answering on 127.0.0.1 (the project's machines run both) is used through
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
-test: venv browser services
+test: venv browser sshd services
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: venv

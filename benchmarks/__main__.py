@@ -12,7 +12,7 @@ import time
 import traceback
 from pathlib import Path
 
-SECTIONS = ["kubesim_api", "training", "sedna", "prod_profile"]
+SECTIONS = ["kubesim_api", "training", "sedna", "dag_parse", "devinstances", "prod_profile"]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 

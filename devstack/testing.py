@@ -87,17 +87,18 @@ def prod_stack(tmp_path_factory):
 
 
 def _with_demo_team(stack):
-    from devstack.demo_setup import setup_demo_cluster
+    from devstack.demo_setup import setup_demo
 
     if not getattr(stack, "demo_team_ready", False):
-        setup_demo_cluster(stack.k8s())
+        setup_demo(stack)
         stack.demo_team_ready = True
     return stack
 
 
 @pytest.fixture(scope="session")
 def team_stack(airflow_stack):
-    """The stack with the demo team's queue (``recsys``: quota, alice's and bob's default PVCs), as in the demo."""
+    """The stack with the example platform file applied (teams ``recsys`` and ``nlp``: quotas, alice's and bob's
+    home PVCs, pools ``skiff-<team>``), as in the demo."""
     return _with_demo_team(airflow_stack)
 
 

@@ -67,6 +67,7 @@ def test_values_deploy_skiffs_production_shape(values):
     conns = {s["envName"]: (s["secretName"], s["secretKey"]) for s in values["secret"]}
     assert conns["AIRFLOW_CONN_KUBERNETES_DEFAULT"][1] == "kubernetes_default"
     assert conns["AIRFLOW_CONN_SMTP_DEFAULT"][1] == "smtp_default"
+    assert values["config"]["skiff"]["platform_file"].startswith(values["volumeMounts"][0]["mountPath"])
     # a fresh deployment keeps Airflow's default (new DAGs paused); platform DAGs unpause themselves
     assert "dags_are_paused_at_creation" not in values["config"]["core"]
     assert not any("PASSWORD" in e["name"] or "SECRET" in e["name"] for e in values["env"])
