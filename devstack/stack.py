@@ -88,8 +88,9 @@ class Stack:
     """kubesim + SMTP sink + ``airflow standalone`` under ``workdir`` (kept between runs, reset by ``fresh``)."""
 
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
-                 fresh: bool = True, airflow_port: int | None = None):
+                 fresh: bool = True, airflow_port: int | None = None, airflow_settings: dict[str, str] | None = None):
         self.workdir = workdir.resolve()
+        self.airflow_settings = airflow_settings or {}  # AIRFLOW__* overrides, e.g. for a benchmark
         self.dags_dirs = dags_dirs or [REPO / "dags"]
         self.nodes_file = nodes_file
         self.fresh = fresh
@@ -147,6 +148,7 @@ class Stack:
             **base_env,
             **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
+            **self.airflow_settings,
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)

@@ -71,3 +71,7 @@ def test_killed_triggerer_hands_its_deferred_jobs_to_the_other(prod_team_stack):
                 assert logs, f"{ti['task_id']}: no trigger log written by the surviving triggerer"
     finally:
         stack.start_triggerer(victim)  # the rest of the session keeps two triggerers
+        for job in client.BatchV1Api(stack.k8s()).list_namespaced_job("recsys").items:
+            if job.metadata.annotations.get("skiff.io/run-id") == run_id:  # room in recsys' Job quota
+                client.BatchV1Api(stack.k8s()).delete_namespaced_job(
+                    job.metadata.name, "recsys", propagation_policy="Background")
