@@ -1,5 +1,6 @@
-"""End to end under a real Airflow (standalone, and the production profile marked ``prod``): alice, logged in, triggers dev_instance_create through the REST
-API; the scheduler runs it, the instance becomes Ready on kubesim and belongs to alice; bob cannot stop it."""
+"""End to end under a real Airflow (standalone, and the production profile marked ``prod``): alice, logged in,
+triggers dev_instance_create through the REST API; the scheduler runs it, the instance becomes Ready on kubesim
+and belongs to alice; bob cannot stop it."""
 
 from __future__ import annotations
 
