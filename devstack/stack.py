@@ -137,6 +137,7 @@ class Stack:
         self.kubesim_url = _wait_for_line(
             self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", 30).group(1)
         _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", 30)
+        self._install_cluster_prerequisites()
 
         dags = self.workdir / "dags"
         dags.mkdir(exist_ok=True)
@@ -152,6 +153,13 @@ class Stack:
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)
+
+    def _install_cluster_prerequisites(self) -> None:
+        """What a platform team installs before Airflow (docs/operations.md "Install"): Sedna's CRDs. Skiff's
+        platform DAGs start unpaused, so their watch triggers start with Airflow and find the CRDs served."""
+        from operators.sedna.install import install_crds
+
+        install_crds(self.k8s())
 
     def _start_airflow(self, logs: Path) -> None:
         """``airflow standalone``: every component in one process tree, SQLite (the production profile,
