@@ -55,16 +55,32 @@ def _watch_completions(api, done: dict[str, float], stop: threading.Event) -> No
                 done[task] = time.time()
 
 
-def _triggerer_trees(stack) -> dict[str, list]:
+def _triggerer_roots(stack) -> dict:
+    """name -> the triggerer's top process (found once: its tree is re-read at every sample)."""
     import psutil
 
     if hasattr(stack, "triggerer_jobs"):
-        roots = {n: psutil.Process(stack.procs[n].pid) for n in stack.triggerer_jobs}
-    else:  # standalone: the `airflow triggerer` child of `airflow standalone`
-        top = psutil.Process(stack.procs["airflow"].pid)
-        roots = {f"triggerer{'' if i == 0 else i}": p for i, p in
-                 enumerate(c for c in top.children() if c.cmdline()[-1:] == ["triggerer"])}
-    return {n: [r, *r.children(recursive=True)] for n, r in roots.items()}
+        return {n: psutil.Process(stack.procs[n].pid) for n in stack.triggerer_jobs}
+    roots = {}  # standalone: the `airflow triggerer` child of `airflow standalone`
+    for child in psutil.Process(stack.procs["airflow"].pid).children():
+        try:
+            if child.cmdline()[-1:] == ["triggerer"]:
+                roots[f"triggerer{len(roots) or ''}"] = child
+        except psutil.Error:  # a task process that just ended
+            pass
+    return roots
+
+
+def _trees(roots: dict) -> dict[str, list]:
+    import psutil
+
+    trees = {}
+    for name, root in roots.items():
+        try:
+            trees[name] = [root, *root.children(recursive=True)]
+        except psutil.Error:  # a killed triggerer
+            trees[name] = []
+    return trees
 
 
 def _pss_mib(procs) -> float:
@@ -74,7 +90,7 @@ def _pss_mib(procs) -> float:
     for p in procs:
         try:
             total += p.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+        except psutil.Error:  # ended between listing and reading
             pass
     return total / 2**20
 
@@ -108,7 +124,8 @@ def _measure(profile: str) -> dict:
         watcher = threading.Thread(target=_watch_completions, args=(api, done, stop), daemon=True)
         watcher.start()
         stack.wait_dag(DAG_ID)
-        idle = {name: _pss_mib(procs) for name, procs in _triggerer_trees(stack).items()}
+        roots = _triggerer_roots(stack)
+        idle = {name: _pss_mib(procs) for name, procs in _trees(roots).items()}
         t0 = time.time()
         run_id = stack.trigger(DAG_ID)
         max_deferred, all_deferred_at, peak, spread = 0, None, {}, {}
@@ -122,7 +139,7 @@ def _measure(profile: str) -> dict:
                     spread = stack.triggers_by_triggerer()
             if deferred == TASKS and all_deferred_at is None:
                 all_deferred_at = time.time() - t0
-            for name, procs in _triggerer_trees(stack).items():
+            for name, procs in _trees(roots).items():
                 peak[name] = max(peak.get(name, 0.0), _pss_mib(procs))
             if stack.run_state(DAG_ID, run_id) in ("success", "failed"):
                 break
