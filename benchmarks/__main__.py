@@ -12,7 +12,7 @@ import time
 import traceback
 from pathlib import Path
 
-SECTIONS = ["kubesim_api", "training", "sedna", "dag_parse"]
+SECTIONS = ["kubesim_api", "training", "shared_watch", "sedna", "dag_parse"]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 
