@@ -11,7 +11,8 @@ Configuration, read from the environment (no I/O when the DAG file is parsed): t
 ``[skiff] kubernetes_conn_id`` (``AIRFLOW__SKIFF__KUBERNETES_CONN_ID``; default ``kubernetes_default``);
 ``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
 ``SKIFF_SEDNA_RESYNC_CRON`` the resync schedule (default every 5 minutes);
-``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's).
+``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's);
+``SKIFF_SEDNA_CONCURRENCY`` how many CRs a run acts on at once (default 16).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from datetime import datetime
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
 from operators.k8s.connection import conn_id
-from operators.sedna.desired import DEFAULT_LC_SERVER, FL_KIND, JI_KIND
+from operators.sedna.desired import DEFAULT_LC_SERVER
+from operators.sedna.kinds import kind_spec
 from operators.sedna.trigger import SednaWatchTrigger
 
 DEFAULT_RESYNC_CRON = "*/5 * * * *"
@@ -35,7 +37,7 @@ def configured_namespaces() -> list[str] | None:
 
 
 def sedna_asset(kind: str) -> Asset:
-    plural = {FL_KIND: "federatedlearningjobs", JI_KIND: "jointinferenceservices"}[kind]
+    plural = kind_spec(kind).plural
     return Asset(
         name=f"sedna_{plural}",
         uri=f"x-sedna://sedna.io/{plural}",
@@ -50,11 +52,12 @@ def run_reconcile(kind: str) -> dict:
     import logging
 
     from operators.k8s.connection import api_client
-    from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
+    from operators.sedna.reconcile import DEFAULT_CONCURRENCY, reconcile
 
     api = api_client(conn_id())
-    reconcile = reconcile_federated_learning if kind == FL_KIND else reconcile_joint_inference
-    summary = reconcile(api, configured_namespaces(), os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER))
+    summary = reconcile(api, kind, configured_namespaces(),
+                        os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER),
+                        int(os.environ.get("SKIFF_SEDNA_CONCURRENCY", DEFAULT_CONCURRENCY)))
     log = logging.getLogger("skiff.sedna")
     for line in summary["actions"]:
         log.info("%s", line)
@@ -64,7 +67,9 @@ def run_reconcile(kind: str) -> dict:
     if summary["errors"]:
         # everything else was reconciled; fail the run so the problem shows in the UI (the CRs' conditions
         # say the same), and the next event or resync retries
-        raise RuntimeError(f"{len(summary['errors'])} reconcile error(s); first: {summary['errors'][0]}")
+        listed = "\n".join(f"- {e}" for e in summary["errors"][:20])
+        more = f"\n(and {len(summary['errors']) - 20} more)" if len(summary["errors"]) > 20 else ""
+        raise RuntimeError(f"{len(summary['errors'])} reconcile error(s):\n{listed}{more}")
     return summary
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from operators.k8s.resource import DEPLOYMENTS, EVENTS, HPAS, PODS, SERVICES, Resource
 
+SECRETS = Resource("v1", "secrets")  # read (GET) for credentialName: key names and endpoint only
 FL_JOBS = Resource("sedna.io/v1alpha1", "federatedlearningjobs")
 JI_SERVICES = Resource("sedna.io/v1alpha1", "jointinferenceservices")
 MODELS = Resource("sedna.io/v1alpha1", "models")
@@ -15,7 +16,7 @@ DATASETS = Resource("sedna.io/v1alpha1", "datasets")
 BY_KIND = {"Pod": PODS, "Service": SERVICES, "Deployment": DEPLOYMENTS, "HorizontalPodAutoscaler": HPAS}
 
 __all__ = ["BY_KIND", "DATASETS", "DEPLOYMENTS", "EVENTS", "FL_JOBS", "HPAS", "JI_SERVICES", "MODELS", "PODS",
-           "SERVICES", "Resource"]  # and Kube, below
+           "SECRETS", "SERVICES", "Resource"]  # and Kube, below
 
 
 def __getattr__(name: str):

@@ -30,7 +30,8 @@ from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from operators.k8s.connection import async_api_client
 from operators.sedna import kube as k
-from operators.sedna.desired import FL_KIND, FL_LABEL_PREFIX, JI_KIND, JI_LABEL_PREFIX
+from operators.sedna.desired import FL_KIND
+from operators.sedna.kinds import SOURCE_RESOURCES, kind_spec
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +45,11 @@ class Watched:
 
 
 def watched_resources(kind: str) -> list[Watched]:
-    if kind == FL_KIND:
-        sel = FL_LABEL_PREFIX + "uid"
-        return [Watched("CR", k.FL_JOBS), Watched("Pod", k.PODS, sel), Watched("Service", k.SERVICES, sel),
-                Watched("Model", k.MODELS), Watched("Dataset", k.DATASETS)]
-    if kind == JI_KIND:
-        sel = JI_LABEL_PREFIX + "uid"
-        return [Watched("CR", k.JI_SERVICES), Watched("Deployment", k.DEPLOYMENTS, sel),
-                Watched("Service", k.SERVICES, sel), Watched("HorizontalPodAutoscaler", k.HPAS, sel, True),
-                Watched("Model", k.MODELS)]
-    raise ValueError(f"kind must be {FL_KIND!r} or {JI_KIND!r}, got {kind!r}")
+    """The CRs of ``kind``, their children (by the Sedna uid label) and the sources, from its ``KindSpec``."""
+    spec = kind_spec(kind)
+    return [Watched("CR", spec.resource),
+            *(Watched(ck, k.BY_KIND[ck], spec.uid_label, ck in spec.optional_kinds) for ck in spec.child_kinds),
+            *(Watched(src, SOURCE_RESOURCES[src]) for src in spec.sources)]
 
 
 def fingerprint(kind: str, obj: dict) -> str:

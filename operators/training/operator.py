@@ -31,6 +31,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
+from operators.platform.admission import enforce_training
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
@@ -194,6 +195,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
+        enforce_training(self, self.log)  # the platform file's rules and the team's quota, before anything is created
         self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
         return self.execute_resumable(context)
 
