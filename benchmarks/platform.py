@@ -49,11 +49,12 @@ def _timed(http, url: str, fn) -> tuple[float, int, int]:
 
 def run() -> str:
     import httpx
-    from kubernetes import client, config
+    from kubernetes import config
 
+    from operators.k8s import Kube
     from operators.platform import parse_platform
     from operators.platform.desired import desired_objects
-    from operators.platform.sync import APPLY, FIELD_MANAGER, KINDS, sync_cluster
+    from operators.platform.sync import apply_request, sync_cluster
 
     platform = parse_platform(platform_text(), "bench-platform.yaml")
     work = Path(tempfile.mkdtemp(prefix="platform-bench-"))
@@ -69,14 +70,11 @@ def run() -> str:
         second = _timed(http, url, lambda: reports.append(sync_cluster(api, platform)))
         assert not reports[0].errors and not reports[1].applied, (reports[0].errors[:3], reports[1].applied[:3])
         objects = [d for t in desired_objects(platform) for d in t.setup + t.rest + t.volumes]
-        apis = {n: getattr(client, n)(api) for n in ("CoreV1Api", "RbacAuthorizationV1Api")}
+        kube = Kube(api)
 
         def blind_apply():
             for doc in objects:
-                kind = KINDS[doc["kind"]]
-                args = (doc["metadata"]["name"], doc["metadata"]["namespace"]) if kind[3] else (doc["metadata"]["name"],)
-                getattr(apis[kind[0]], kind[2])(*args, doc, field_manager=FIELD_MANAGER, force=True,
-                                                _content_type=APPLY, _preload_content=False)
+                apply_request(kube, doc)
 
         blind = _timed(http, url, blind_apply)
     finally:
