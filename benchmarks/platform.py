@@ -89,9 +89,9 @@ ResourceQuota, LimitRange, ServiceAccount and 2 RoleBindings, and {TEAMS * USERS
 
 | run | seconds | write requests | all requests |
 |---|---|---|---|
-| Skiff platform_sync, first run (creates everything) | {first[0]:.1f} | {first[1]} | {first[2]} |
+| Skiff platform_sync, first run (creates everything) | {first[0]:.2f} | {first[1]} | {first[2]} |
 | Skiff platform_sync, second run (nothing changed) | {second[0]:.2f} | {second[1]} | {second[2]} |
-| re-applying every object (`kubectl apply --server-side` style), nothing changed | {blind[0]:.1f} | {blind[1]} | {blind[2]} |
+| re-applying every object (`kubectl apply --server-side` style), nothing changed | {blind[0]:.2f} | {blind[1]} | {blind[2]} |
 
 The unchanged second run makes {second[2]} list requests and no write: {blind[0] / max(second[0], 1e-9):.0f}x faster
 than re-applying all {n} objects (each a no-op on the server, but {blind[1]} requests).
