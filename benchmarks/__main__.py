@@ -17,6 +17,7 @@ from pathlib import Path
 
 SECTIONS = [  # one per line: helpers add theirs without touching the others
     "kubesim_api",
+    "kubesim_scale",
     "training",
     "shared_watch",
     "sedna",
