@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
+
+import pytest
 
 from tests.kubesim.conftest import configmap
 
@@ -79,3 +82,27 @@ async def test_cut_watches_over_http(kube, apisim):
         assert post(f"{apisim.url}/kubesim/watches/cut")["closed"] >= 1
         await events.wait_for(lambda e: e.ctx.ended.is_set())   # with timeout_seconds the clients do not resume
     assert events.ctx.error is None
+
+
+async def test_extra_route_runs_behind_the_middleware(apisim):
+    """`ApiServer.routes` (kubesim's extension point, e.g. for a service proxy): a registered path is served
+    before the resource paths, counted in the stats, and subject to injected faults like any request."""
+    import re
+
+    from aiohttp import web
+
+    async def hello(request, match):
+        return web.Response(text=f"hello {match.group(1)}")
+
+    route = (re.compile(r"^/hello/(\w+)$"), hello)
+    apisim.api.routes.append(route)
+    try:
+        with urllib.request.urlopen(f"{apisim.url}/hello/skiff", timeout=10) as resp:
+            assert resp.read() == b"hello skiff"
+        assert apisim.stats()["by_path"]["GET /hello/skiff"] == 1
+        apisim.fail("get", r"^/hello/", status=503)
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"{apisim.url}/hello/skiff", timeout=10)
+        assert info.value.code == 503
+    finally:
+        apisim.api.routes.remove(route)
