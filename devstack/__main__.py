@@ -70,7 +70,7 @@ def _interrupt(*_):
 
 
 def demo(exit_after: bool) -> int:
-    from devstack.demo_setup import setup_demo_cluster
+    from devstack.demo_setup import setup_demo
 
     t0 = time.monotonic()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
@@ -82,7 +82,8 @@ def demo(exit_after: bool) -> int:
         say(f"Airflow UI:   {stack.airflow_url}   user: admin   password: {stack.admin_password}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
-        setup_demo_cluster(stack.k8s())
+        setup_demo(stack)
+        say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
         say(f"triggering {PIPELINE} ...")
         run_id = stack.trigger(PIPELINE)
         state = stack.wait_run(PIPELINE, run_id, timeout=150)

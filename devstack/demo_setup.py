@@ -1,24 +1,29 @@
-"""What a platform owner sets up before a team's first run: the demo team's queue on the demo cluster."""
+"""What a platform owner sets up before a team's first run: the example platform file applied to the demo
+cluster (teams recsys and nlp, quotas, home PVCs, pull secrets, RBAC) and the teams' Airflow pools, plus the
+Airflow connection ``skiff_airflow_api`` through which the ``platform_sync`` DAG keeps the pools sized."""
 
 from __future__ import annotations
 
-from operators.teams import ensure_queue, queue_manifests
+from operators.platform import example_path, load_platform
+from operators.platform.desired import desired_pools
+from operators.platform.pools import DEFAULT_API_CONN_ID, AirflowPools
+from operators.teams import ensure_queues
 
 DEMO_TEAM = "recsys"
-DEMO_USERS = ["alice", "bob"]
-# Room for the example pipeline (one step at a time: 1 cpu, 2Gi, 1 GPU for training).
-DEMO_QUOTA = {
-    "limits.cpu": "8",
-    "limits.memory": "32Gi",
-    "requests.cpu": "8",
-    "requests.memory": "32Gi",
-    "requests.nvidia.com/gpu": "2",
-    "requests.storage": "100Gi",
-}
 
 
-def setup_demo_cluster(api_client) -> dict[str, list[str]]:
-    return ensure_queue(api_client, queue_manifests(DEMO_TEAM, DEMO_USERS, DEMO_QUOTA, user_storage="20Gi"))
+def setup_demo(stack) -> dict:
+    """Apply the example platform file to ``stack`` (a started ``devstack.Stack``); returns what was done."""
+    platform = load_platform(example_path())
+    report = ensure_queues(stack.k8s(), platform)
+    if report.errors:
+        raise RuntimeError(f"the example platform file was refused: {report.errors}")
+    stack.api("POST", "/api/v2/connections", {
+        "connection_id": DEFAULT_API_CONN_ID, "conn_type": "http", "host": "localhost",
+        "port": stack.airflow_port, "login": "admin", "password": stack.admin_password,
+    }, ok=(200, 201, 409))
+    pools = AirflowPools.login(stack.airflow_url, "admin", stack.admin_password).sync(desired_pools(platform))
+    return {"cluster": report.as_dict(), "pools": pools}
 
 
 # The demo user's development instance, created through dev_instance_create as alice would from the UI's form.

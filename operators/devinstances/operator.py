@@ -14,8 +14,6 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
-from operators.k8s import DEFAULT_CONN_ID
-
 ACTIONS = ("create", "start", "stop", "delete")
 log = logging.getLogger("skiff.devinstances")
 
@@ -63,7 +61,7 @@ class DevInstanceOperator(BaseOperator):
     operator_extra_links = (JupyterLink(), CodeServerLink())
     ui_color = "#e3f1dc"
 
-    def __init__(self, *, action: str, kubernetes_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+    def __init__(self, *, action: str, kubernetes_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if action not in ACTIONS:
             raise ValueError(f"action={action!r}: must be one of {', '.join(ACTIONS)}")
@@ -72,11 +70,10 @@ class DevInstanceOperator(BaseOperator):
         self.instance_urls: dict[str, str] = {}
 
     def execute(self, context) -> dict | None:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
         from operators.devinstances import inventory, lifecycle
         from operators.devinstances.owners import configured_admins, resolve_owner
         from operators.devinstances.settings import Settings
+        from operators.k8s.connection import api_client
 
         params = context["params"]
         owner = resolve_owner(context["dag_run"].triggering_user_name, params.get("owner"), configured_admins())
@@ -87,12 +84,12 @@ class DevInstanceOperator(BaseOperator):
 
             platform = load_platform()
             req = request_from_params(platform, owner, params)
-            api = KubernetesHook(conn_id=self.kubernetes_conn_id).api_client
+            api = api_client(self.kubernetes_conn_id)
             outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
         else:
             team = _namespace(team)
-            api = KubernetesHook(conn_id=self.kubernetes_conn_id).api_client
+            api = api_client(self.kubernetes_conn_id)
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
             else:
