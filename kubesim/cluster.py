@@ -5,8 +5,8 @@ Like the real components, everything here is an API client of the store: it read
 see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
-quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
-gc.GarbageCollector, quota.QuotaController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
+serviceaccounts.ServiceAccountAdmission -> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
+gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA).
 
 What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
@@ -234,7 +234,7 @@ class Cluster:
 
     async def start(self) -> None:
         # The components import this module (Timing, Cache, WorkQueue, EventRecorder): import them here.
-        from kubesim import gc, kubelet, quota, scheduler, validation, workloads
+        from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
 
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -242,11 +242,13 @@ class Cluster:
             self.validator = validation.Validator(self.store)
             self.quota = quota.QuotaAdmission(self.store)
             # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-            self.store.admission.extend([self.validator, quota.LimitRanger(self.store), self.quota])
+            self.store.admission.extend([self.validator, serviceaccounts.ServiceAccountAdmission(self.store),
+                                         quota.LimitRanger(self.store), self.quota])
             self.kubelet = kubelet.Kubelet(self)
             self.controllers = [
                 scheduler.Scheduler(self), self.kubelet, gc.GarbageCollector(self),
-                quota.QuotaController(self), *workloads.controllers(self),
+                quota.QuotaController(self), serviceaccounts.ServiceAccountController(self),
+                *workloads.controllers(self),
             ]
             self.store.log_provider = self.kubelet.logs
             self._started = True

@@ -17,6 +17,7 @@ import yaml
 from aiohttp import web
 
 from kubesim import patch as patchmod
+from kubesim.authz import Access
 from kubesim.errors import REASONS, ApiError
 from kubesim.registry import DEFAULT_VERBS, ResourceType
 from kubesim.store import Store
@@ -191,6 +192,8 @@ def _resource_entries(rts: list[ResourceType]) -> list[dict]:
                 se["kind"] = "Binding" if sub == "binding" else "Eviction"
             elif sub == "finalize":
                 se["verbs"] = ["update"]
+            elif sub == "token":
+                se.update(group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"])
             elif sub == "proxy":
                 se.update(kind="NodeProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
             out.append(se)
@@ -217,8 +220,10 @@ def _api_group(name: str, versions: list[str]) -> dict:
 class ApiServer:
     """Routes bound to one Store and one TestControls."""
 
-    def __init__(self, store: Store, controls: TestControls | None = None, bookmark_interval: float = 5.0):
+    def __init__(self, store: Store, controls: TestControls | None = None, bookmark_interval: float = 5.0,
+                 access: Access | None = None):
         self.store = store
+        self.access = access or Access(store)     # TokenRequest; authn + RBAC when access.enforce
         self.controls = controls or TestControls()
         self.bookmark_interval = bookmark_interval
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
@@ -239,6 +244,7 @@ class ApiServer:
         if rule is not None:
             return _error(ApiError(rule.status, rule.message))
         try:
+            await self.access.check(request)
             return await handler(request)
         except ApiError as e:
             return _error(e)
@@ -373,6 +379,8 @@ class ApiServer:
                              preconditions=opts.get("preconditions"), dry_run=dry_run)
             return _response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201}, 201)
+        if sub == "token" and method == "POST":
+            return _response(self.access.token_request(ns, t.name, await self._read_body(request)), 201)
         if sub not in (None, "status"):
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")
@@ -659,21 +667,22 @@ def _since(text: str, since: datetime, *, keep_stamps: bool) -> str:
 
 # ---- kubeconfig ---------------------------------------------------------------------------------------
 
-def kubeconfig(url: str) -> dict:
+def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default") -> dict:
+    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz)."""
     return {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
         "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
-        "users": [{"name": "kubesim", "user": {"token": "kubesim"}}],
-        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim",
-                                                     "namespace": "default"}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": user,
+                                                     "namespace": namespace}}],
         "current-context": "kubesim",
     }
 
 
-def write_kubeconfig(url: str, path) -> Path:
+def write_kubeconfig(url: str, path, **kw) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(kubeconfig(url), sort_keys=False))
+    path.write_text(yaml.safe_dump(kubeconfig(url, **kw), sort_keys=False))
     return path
 
 
@@ -694,8 +703,10 @@ class KubeSim:
     """kubesim in a daemon thread of this process: `start()`, `.url`, `reset()` between tests, `stop()`."""
 
     def __init__(self, nodes=None, timing=None, history: int = 10000, port: int = 0, host: str = "127.0.0.1",
-                 bookmark_interval: float = 5.0, with_cluster: bool | None = None):
+                 bookmark_interval: float = 5.0, with_cluster: bool | None = None, authz: str | None = None):
         self.nodes, self.timing, self.history = nodes, timing, history
+        if authz not in (None, "none", "rbac"):
+            raise ValueError(f"authz must be 'rbac' or None, not {authz!r}")
         # with_cluster=False (or env KUBESIM_CLUSTER=0): the API server alone, no controllers
         self.with_cluster = os.environ.get("KUBESIM_CLUSTER", "1") != "0" if with_cluster is None else with_cluster
         self.host, self.port = host, port
@@ -703,7 +714,8 @@ class KubeSim:
         self.controls = TestControls()
         self.cluster = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._api = ApiServer(self.store, self.controls, bookmark_interval)
+        self.access = Access(self.store, enforce=authz == "rbac")    # kubesim.authz: tokens, RBAC
+        self._api = ApiServer(self.store, self.controls, bookmark_interval, self.access)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
