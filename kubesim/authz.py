@@ -44,6 +44,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 _BINDINGS = {"rolebindings", "clusterrolebindings"}
 _ROLES = {"roles", "clusterroles"}
 _TRUE = ("true", "True", "1")
+APPLY = "application/apply-patch+yaml"
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Access:
         self.enforce = enforce
         self._tokens: dict[str, _Token] = {}
         self._lock = threading.Lock()
+        self.denials: list[Attributes] = []     # every 403 answered (tests: which permission was missing)
 
     # ---- TokenRequest ---------------------------------------------------------------------------------
 
@@ -118,9 +120,21 @@ class Access:
         attrs = request_attributes(user, request.method, request.path, request.query)
         policy = self.policy(attrs.namespace)
         if not allows(policy, attrs):
-            raise forbidden(attrs)
+            self._deny(attrs)
+        if attrs.verb == "patch" and request.content_type == APPLY and not attrs.subresource and not self._live(attrs):
+            # server-side apply of an object that does not exist creates it: also needs `create`
+            # (the apiserver's patch handler authorizes the create it turns into)
+            creating = Attributes(**{**attrs.__dict__, "verb": "create"})
+            if not allows(policy, creating):
+                self._deny(creating)
         if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch") and not attrs.subresource:
             self._check_escalation(attrs, await _json_body(request))
+
+    def _deny(self, attrs: Attributes) -> None:
+        with self._lock:
+            if len(self.denials) < 10000:
+                self.denials.append(attrs)
+        raise forbidden(attrs)
 
     def policy(self, namespace: str) -> Policy:
         """The RBAC objects that decide a request in `namespace` (read from the store, always current)."""
@@ -166,11 +180,19 @@ class Access:
             return
         missing = uncovered(policy, attrs.user, ns, granted)
         if missing:
+            with self._lock:
+                self.denials.append(Attributes(**{**attrs.__dict__, "verb": "bind" if attrs.resource in _BINDINGS
+                                                  else "escalate"}))
             raise escalation_forbidden(attrs, _name_of(body) or attrs.name, missing)
 
     def _live(self, attrs: Attributes) -> dict:
+        """The object the request names, or {} (also for a resource kubesim does not serve)."""
+        rts = self.store.registry.versions_of(attrs.api_group, attrs.resource)
+        if not rts or not attrs.name:
+            return {}
+        ns = attrs.namespace if rts[0].namespaced else None
         try:
-            return self.store.get(self._rt(RBAC_GROUP, attrs.resource), attrs.namespace or None, attrs.name)
+            return self.store.get(rts[0], ns, attrs.name)
         except ApiError:
             return {}
 

@@ -265,3 +265,16 @@ def test_process_mode_with_authz(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_server_side_apply_that_creates_needs_create_too(admin, robot):
+    """An apply (`PATCH` application/apply-patch+yaml) is the `patch` verb; when the object does not exist
+    yet the apiserver also authorizes the `create` it becomes."""
+    grant(admin, [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}], namespace="team-a")
+    core = kubernetes.client.CoreV1Api(robot)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    apply = {"field_manager": "t", "_content_type": "application/apply-patch+yaml"}
+    status, err = refused(core.patch_namespaced_config_map, "c", "team-a", body, **apply)
+    assert 'cannot create resource "configmaps"' in err["message"]
+    kubernetes.client.CoreV1Api(admin).create_namespaced_config_map("team-a", {"metadata": {"name": "c"}})
+    assert core.patch_namespaced_config_map("c", "team-a", body, **apply).data == {"a": "1"}
