@@ -180,9 +180,8 @@ class Access:
             return
         missing = uncovered(policy, attrs.user, ns, granted)
         if missing:
-            with self._lock:
-                self.denials.append(Attributes(**{**attrs.__dict__, "verb": "bind" if attrs.resource in _BINDINGS
-                                                  else "escalate"}))
+            with self._lock:     # what would have allowed it: `bind` / `escalate` on that role
+                self.denials.append(can_bind if attrs.resource in _BINDINGS else can_escalate)
             raise escalation_forbidden(attrs, _name_of(body) or attrs.name, missing)
 
     def _live(self, attrs: Attributes) -> dict:

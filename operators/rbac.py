@@ -9,7 +9,6 @@ holds ``bind`` on the ``skiff-team*`` roles and nothing more.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -87,7 +86,7 @@ def apply_manifests(api_client, docs: list[dict]) -> list[str]:
         path = f"{prefix}/namespaces/{meta['namespace']}/{plural}" if namespaced else f"{prefix}/{plural}"
         api_client.call_api(
             f"{path}/{meta['name']}", "PATCH", query_params=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-            header_params={"Content-Type": APPLY, "Accept": "application/json"}, body=json.dumps(doc),
+            header_params={"Content-Type": APPLY, "Accept": "application/json"}, body=doc,
             auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
         done.append(f"{doc['kind']}/{meta.get('namespace', '')}/{meta['name']}".replace("//", "/"))
     return done
