@@ -633,6 +633,9 @@ class ApiServer:
         if path in ("/kubesim/faults", "/kubesim/latency") and m == "DELETE":
             c.clear()
             return _response({"ok": True})
+        if path == "/kubesim/denials" and m == "GET":      # every 403 answered by RBAC (kubesim.authz)
+            return _response({"denials": [{k: v for k, v in d.__dict__.items() if k != "user"} | {"user": d.user.name}
+                                          for d in list(self.access.denials)]})
         if path == "/kubesim/watches/cut" and m == "POST":
             return _response({"closed": self.store.close_watches()})
         raise ApiError(404, f"no kubesim test endpoint {m} {path}", "NotFound")
