@@ -8,32 +8,19 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kubesim import KubeSim
 from kubesim.authz import request_token, write_service_account_kubeconfig
+from kubesim.testing import sync_api_client
 
 RBAC = "rbac.authorization.k8s.io"
 
 
-@pytest.fixture(scope="module")
-def authz_server():
-    sim = KubeSim(authz="rbac").start()
-    yield sim
-    sim.stop()
-
-
 @pytest.fixture
-def sim(authz_server):
-    authz_server.reset()
-    return authz_server
+def sim(kubesim_rbac):
+    return kubesim_rbac
 
 
 def client(url: str, token: str | None):
-    cfg = kubernetes.client.Configuration()
-    cfg.host = url
-    if token:
-        cfg.api_key = {"BearerToken": token}
-        cfg.api_key_prefix = {"BearerToken": "Bearer"}
-    return kubernetes.client.ApiClient(cfg)
+    return sync_api_client(url, token)
 
 
 @pytest.fixture

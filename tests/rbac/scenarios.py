@@ -18,7 +18,8 @@ from pathlib import Path
 import kubernetes
 
 from devstack.airflow_env import kubernetes_connection_uri
-from kubesim.authz import write_service_account_kubeconfig
+from kubesim.authz import ADMIN_TOKEN, write_service_account_kubeconfig
+from kubesim.testing import sync_api_client
 from operators.rbac import apply_manifests, install_manifests
 
 SKIFF_NS, SKIFF_SA = "airflow", "skiff"
@@ -103,17 +104,9 @@ class Env:
     kubeconfig: Path        # Skiff's ServiceAccount kubeconfig
 
 
-def admin_client(sim):
-    cfg = kubernetes.client.Configuration()
-    cfg.host = sim.url
-    cfg.api_key = {"BearerToken": "kubesim"}
-    cfg.api_key_prefix = {"BearerToken": "Bearer"}
-    return kubernetes.client.ApiClient(cfg)
-
-
 def skiff_env(sim, tmp_path: Path, docs: list[dict] | None = None) -> Env:
     """Install `docs` (default: all of Skiff's RBAC) as admin, then a client acting as Skiff."""
-    admin = admin_client(sim)
+    admin = sync_api_client(sim.url, token=ADMIN_TOKEN)
     core = kubernetes.client.CoreV1Api(admin)
     for ns in (SKIFF_NS, TEAM):
         core.create_namespace({"metadata": {"name": ns}})
