@@ -64,6 +64,8 @@ class Access:
         self._tokens: dict[str, _Token] = {}
         self._lock = threading.Lock()
         self.denials: list[Attributes] = []     # every 403 answered (tests: which permission was missing)
+        self._policies: dict[str, Policy] = {}    # namespace -> Policy, valid at store resourceVersion _policy_rv
+        self._policy_rv: str | None = None
 
     # ---- TokenRequest ---------------------------------------------------------------------------------
 
@@ -137,7 +139,22 @@ class Access:
         raise forbidden(attrs)
 
     def policy(self, namespace: str) -> Policy:
-        """The RBAC objects that decide a request in `namespace` (read from the store, always current)."""
+        """The RBAC objects that decide a request in `namespace`: read from the store, and reused while the
+        store's resourceVersion has not moved (any write anywhere invalidates, so it is always current)."""
+        with self.store.lock:
+            rv = self.store.resource_version
+            with self._lock:
+                if self._policy_rv != rv:
+                    self._policies, self._policy_rv = {}, rv
+                cached = self._policies.get(namespace)
+            if cached is None:
+                cached = self._read_policy(namespace)
+                with self._lock:
+                    if self._policy_rv == rv:
+                        self._policies[namespace] = cached
+        return cached
+
+    def _read_policy(self, namespace: str) -> Policy:
         def items(plural: str, ns: str | None = None) -> list[dict]:
             return self.store.list(self._rt(RBAC_GROUP, plural), ns)[0]
         roles = {(r["metadata"]["namespace"], r["metadata"]["name"]): r
