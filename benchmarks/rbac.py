@@ -1,6 +1,6 @@
 """What RBAC enforcement costs kubesim: simple GETs per second as Skiff's ServiceAccount on
-``python -m kubesim --authz rbac`` (Skiff's RBAC installed, plus 50 team namespaces with Skiff's RoleBinding
-and 3 members' each = 200 RoleBindings) against the same requests on a kubesim without authorization.
+``python -m kubesim --authz rbac`` (Skiff's RBAC installed, plus 50 team namespaces with 4 members'
+RoleBindings each = 200 RoleBindings) against the same requests on a kubesim without authorization.
 Both servers run as processes, side by side in one run.
 """
 
@@ -35,7 +35,7 @@ def _setup(kubeconfig: Path, tmp: Path) -> str:
     from kubernetes import client, config
 
     from kubesim.authz import request_token
-    from operators.rbac import apply_manifests, apply_team_rbac, install_manifests
+    from operators.rbac import apply_manifests, install_manifests
 
     with config.new_client_from_config(str(kubeconfig)) as admin:
         core = client.CoreV1Api(admin)
@@ -44,7 +44,10 @@ def _setup(kubeconfig: Path, tmp: Path) -> str:
         for i in range(TEAMS):
             team = f"team-{i:02d}"
             core.create_namespace({"metadata": {"name": team}})
-            apply_team_rbac(admin, team, [{"user": f"u{i}-{j}"} for j in range(3)])
+            for j in range(4):        # members' RoleBindings, as the platform sync makes them
+                client.RbacAuthorizationV1Api(admin).create_namespaced_role_binding(team, {
+                    "metadata": {"name": f"m{j}"}, "subjects": [{"kind": "User", "name": f"u{i}-{j}"}],
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}})
         core.create_namespaced_persistent_volume_claim("team-07", {"metadata": {"name": "home"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
         return request_token(admin.configuration.host, "airflow", "skiff")

@@ -43,6 +43,10 @@ def airflow_env(
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        # The platform file Skiff enforces and platform_sync applies: the packaged example.
+        "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),
+        # The demo team's users can log in (passwords in simple_auth_manager_passwords.json.generated).
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user,bob:user",
         # Skiff's e-mails link to the task log in the UI.
         "AIRFLOW__SKIFF__UI_BASE_URL": f"http://localhost:{api_port or 8080}",
     }

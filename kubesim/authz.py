@@ -19,6 +19,7 @@ the bootstrap roles as objects (their rules live in `rbac.bootstrap_rules`).
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 from dataclasses import dataclass
@@ -131,6 +132,12 @@ class Access:
                 self._deny(creating)
         if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch") and not attrs.subresource:
             self._check_escalation(attrs, await _json_body(request))
+
+    def denials_body(self) -> dict:
+        """`GET /kubesim/denials`: every 403 RBAC answered, oldest first."""
+        with self._lock:
+            return {"denials": [{**{k: v for k, v in d.__dict__.items() if k != "user"}, "user": d.user.name}
+                                for d in self.denials]}
 
     def _deny(self, attrs: Attributes) -> None:
         with self._lock:
@@ -291,6 +298,23 @@ def request_attributes(user: User, method: str, path: str, query) -> Attributes:
             name = fs.split("=", 1)[1]
     return Attributes(user, verb, api_group=group, resource=resource, subresource=sub, namespace=namespace,
                       name=name, path=path)
+
+
+# ---- routes (registered on app.ApiServer) -------------------------------------------------------------
+
+TOKEN_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/serviceaccounts/(?P<name>[^/]+)/token$")
+
+
+def add_token_route(api) -> None:
+    """`POST .../serviceaccounts/<name>/token` (TokenRequest) on an ``ApiServer``, behind its middleware."""
+    async def handle(request, match: re.Match):
+        from kubesim.wire import response
+        if request.method != "POST":
+            raise ApiError(405, "the server does not allow this method on the requested resource",
+                           "MethodNotAllowed")
+        body = await _json_body(request)
+        return response(api.access.token_request(match["namespace"], match["name"], body), 201)
+    api.routes.append((TOKEN_PATH, handle))
 
 
 # ---- kubeconfigs for ServiceAccounts --------------------------------------------------------------------

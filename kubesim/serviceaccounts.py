@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from kubesim.cluster import Controller
+from kubesim.controller import Controller
 from kubesim.errors import ApiError
 
 DEFAULT = "default"

@@ -1,10 +1,8 @@
 """Skiff's RBAC: the ServiceAccount its Airflow components run as and, per feature, exactly the permissions
 that feature's code uses (``k8s_templates/rbac/``; each rule there names its caller).
 
-``install_manifests`` renders the cluster-wide part (a cluster admin applies it once, like the CRDs);
-``team_manifests`` / ``apply_team_rbac`` the per-team-namespace part (Skiff's own RoleBinding there and the
-members' RoleBindings), which Skiff applies itself when it sets a team up: that is why ``skiff-platform``
-holds ``bind`` on the ``skiff-team*`` roles and nothing more.
+``install_manifests`` renders it (a cluster admin applies it once, like the CRDs: ``apply_manifests`` with an
+admin client, or ``kubectl apply`` on the rendered YAML).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ DEFAULT_SERVICE_ACCOUNT = "skiff"
 DEFAULT_TCP_SERVICES = "kube-system/tcp-services"
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
-MEMBER_ROLES = ("member", "admin")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # where each kind these templates hold is served: (path prefix, plural, namespaced)
 _PATHS = {
@@ -58,25 +55,6 @@ def install_manifests(namespace: str = DEFAULT_NAMESPACE, service_account: str =
     return docs
 
 
-def team_manifests(team: str, members: list[dict] | None = None, namespace: str = DEFAULT_NAMESPACE,
-                   service_account: str = DEFAULT_SERVICE_ACCOUNT) -> list[dict]:
-    """Skiff's RoleBinding in the team namespace and one per member (``{"user": ..., "role": member|admin}``)."""
-    _dns_label("team", team)
-    rows = []
-    for i, m in enumerate(members or []):
-        user, role = (m or {}).get("user"), (m or {}).get("role", "member")
-        if not isinstance(user, str) or not user.strip():
-            raise ValueError(f"members[{i}].user: {user!r} must be a non-empty user name")
-        if role not in MEMBER_ROLES:
-            raise ValueError(f"members[{i}].role: {role!r} must be one of {', '.join(MEMBER_ROLES)}")
-        slug = re.sub(r"[^a-z0-9-]+", "-", user.lower()).strip("-")[:40] or "user"
-        rows.append({"user": user, "role": role, "binding": f"skiff-member-{slug}"})
-    if len({r["binding"] for r in rows}) != len(rows):
-        raise ValueError(f"members: two users map to the same RoleBinding name in team {team!r}")
-    return _as_list(render("rbac/team.yaml.j2", team=team, members=rows, namespace=namespace,
-                           service_account=service_account))
-
-
 def apply_manifests(api_client, docs: list[dict]) -> list[str]:
     """Server-side apply (field manager ``skiff``) of RBAC manifests; returns ``Kind/ns/name`` applied."""
     done = []
@@ -90,12 +68,6 @@ def apply_manifests(api_client, docs: list[dict]) -> list[str]:
             auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
         done.append(f"{doc['kind']}/{meta.get('namespace', '')}/{meta['name']}".replace("//", "/"))
     return done
-
-
-def apply_team_rbac(api_client, team: str, members: list[dict] | None = None, namespace: str = DEFAULT_NAMESPACE,
-                    service_account: str = DEFAULT_SERVICE_ACCOUNT) -> list[str]:
-    """What the platform sync applies per team (idempotent)."""
-    return apply_manifests(api_client, team_manifests(team, members, namespace, service_account))
 
 
 def _as_list(docs) -> list[dict]:

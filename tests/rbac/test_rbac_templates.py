@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from operators.rbac import FEATURES, install_manifests, team_manifests
+from operators.rbac import FEATURES, install_manifests
 
 
 def test_install_manifests_one_service_account_and_bindings_to_it():
@@ -31,19 +31,3 @@ def test_install_manifests_one_service_account_and_bindings_to_it():
 def test_install_manifests_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         install_manifests(**kwargs)
-
-
-def test_team_manifests_bindings_and_bad_members():
-    docs = team_manifests("recsys", [{"user": "alice"}, {"user": "Bob.Smith", "role": "admin"}])
-    assert [(d["metadata"]["name"], d["roleRef"]["name"]) for d in docs] == [
-        ("skiff", "skiff-team"), ("skiff-member-alice", "skiff-team-member"),
-        ("skiff-member-bob-smith", "skiff-team-admin")]
-    assert docs[2]["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "Bob.Smith"}]
-    with pytest.raises(ValueError, match=r"members\[1\].role: 'owner' must be one of member, admin"):
-        team_manifests("recsys", [{"user": "a"}, {"user": "b", "role": "owner"}])
-    with pytest.raises(ValueError, match=r"members\[0\].user: '' must be a non-empty user name"):
-        team_manifests("recsys", [{"user": ""}])
-    with pytest.raises(ValueError, match="team: 'Rec_Sys' is not a valid name"):
-        team_manifests("Rec_Sys")
-    with pytest.raises(ValueError, match="two users map to the same RoleBinding name"):
-        team_manifests("recsys", [{"user": "Alice"}, {"user": "alice"}])
