@@ -24,6 +24,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "dag_parse",
     "devinstances",
     "platform",
+    "rbac",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

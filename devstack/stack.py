@@ -85,7 +85,7 @@ class Stack:
     """kubesim + SMTP sink + ``airflow standalone`` under ``workdir`` (kept between runs, reset by ``fresh``)."""
 
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
-                 fresh: bool = True, airflow_port: int | None = None):
+                 fresh: bool = True, airflow_port: int | None = None, rbac: bool = False):
         self.workdir = workdir.resolve()
         self.dags_dirs = dags_dirs or [REPO / "dags"]
         self.nodes_file = nodes_file
@@ -93,7 +93,10 @@ class Stack:
         self.airflow_port = airflow_port or free_port()
         self.procs: dict[str, subprocess.Popen] = {}
         self.kubesim_url = ""
-        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig = self.workdir / "kubeconfig"      # kubesim's admin (the harness: CRDs, teams)
+        # rbac: kubesim enforces RBAC and Airflow's kubernetes_default is Skiff's ServiceAccount (devstack/rbac.py)
+        self.rbac = rbac
+        self.skiff_kubeconfig = self.workdir / "skiff.kubeconfig" if rbac else self.kubeconfig
         self.maildir = self.workdir / "mail"
         self.home = self.workdir / "airflow"
         self.env: dict[str, str] = {}
@@ -123,6 +126,8 @@ class Stack:
         argv = [sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig)]
         if self.nodes_file:
             argv += ["--nodes", str(self.nodes_file)]
+        if self.rbac:
+            argv += ["--authz", "rbac"]
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
 
         smtp_port = free_port()
@@ -133,6 +138,10 @@ class Stack:
         self.kubesim_url = _wait_for_line(
             self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", 30).group(1)
         _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", 30)
+        if self.rbac:
+            from devstack.rbac import install_skiff_rbac
+
+            install_skiff_rbac(self.kubeconfig, self.skiff_kubeconfig)
 
         dags = self.workdir / "dags"
         dags.mkdir(exist_ok=True)
@@ -142,7 +151,7 @@ class Stack:
                 link.symlink_to(d.resolve(), target_is_directory=True)
         self.env = {
             **base_env,
-            **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.kubeconfig,
+            **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
         }
         self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
