@@ -188,14 +188,21 @@ class Stack:
 
     @property
     def admin_password(self) -> str:
-        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+        return self.password("admin")
+
+    def password(self, user: str) -> str:
+        """A simple-auth-manager user's generated password (users: ``airflow_env.STACK_USERS``)."""
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())[user]
+
+    def token(self, user: str) -> str:
+        """A JWT for ``user`` from ``POST /auth/token``, as the REST API's clients get one."""
+        r = self._http.post(f"{self.airflow_url}/auth/token", json={"username": user, "password": self.password(user)})
+        r.raise_for_status()
+        return r.json()["access_token"]
 
     def _auth(self) -> dict[str, str]:
         if self._token is None:
-            r = self._http.post(f"{self.airflow_url}/auth/token",
-                                json={"username": "admin", "password": self.admin_password})
-            r.raise_for_status()
-            self._token = r.json()["access_token"]
+            self._token = self.token("admin")
         return {"Authorization": f"Bearer {self._token}"}
 
     def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204)):

@@ -1,0 +1,169 @@
+"""Reads behind the page: the cluster (through ``operators.k8s``'s hook and connection) and Airflow's metadata DB.
+
+Each read is one list call per kind across namespaces (label or field selectors), never one call per row, so a
+page refresh costs the same with 5 instances or 500. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from operators.k8s import DEFAULT_CONN_ID, sync_hook
+from operators.sedna.kube import (
+    DATASETS,
+    DEPLOYMENTS,
+    EVENTS,
+    FL_JOBS,
+    HPAS,
+    JI_SERVICES,
+    MODELS,
+    PODS,
+    SERVICES,
+    Kube,
+    Resource,
+)
+from operators.ui import views
+
+QUOTA_NAME = "skiff-quota"
+TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
+FAILED_WINDOW = timedelta(hours=24)
+MAX_TRAINING_ROWS = 500
+
+_kube_lock = threading.Lock()
+_kubes: dict[str, Kube] = {}
+
+
+def kube(conn_id: str = DEFAULT_CONN_ID) -> Kube:
+    """One API client per connection per process (a hook per request would re-read the connection)."""
+    with _kube_lock:
+        if conn_id not in _kubes:
+            _kubes[conn_id] = Kube(sync_hook(conn_id).api_client)
+        return _kubes[conn_id]
+
+
+def _list(k: Kube, res, *, labels: str | None = None, fields: str | None = None) -> list[dict]:
+    query = [(n, v) for n, v in (("labelSelector", labels), ("fieldSelector", fields)) if v]
+    return k.request("GET", res.path(), query=query)["items"]
+
+
+# ---------------------------------------------------------------- quota
+
+
+QUOTAS = Resource("v1", "resourcequotas")
+JOBS = Resource("batch/v1", "jobs")
+
+
+def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
+    """``skiff-quota`` of each team (``teams=None``: every team that has one), as bars."""
+    found = {q["metadata"]["namespace"]: q for q in _list(k, QUOTAS, fields=f"metadata.name={QUOTA_NAME}")}
+    names = sorted(found) if teams is None else list(teams)
+    return [views.team_quota(t, found.get(t)) for t in names]
+
+
+# ---------------------------------------------------------------- training
+
+
+def training_task_instances(dag_ids: set[str] | None, now: datetime) -> list[dict]:
+    """Unfinished and recently failed task instances of ``TrainingJobOperator`` in DAGs the user may read."""
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.utils.session import create_session
+    from sqlalchemy import and_, or_, select
+
+    query = select(TI.id, TI.dag_id, TI.task_id, TI.run_id, TI.map_index, TI.try_number, TI.state, TI.start_date,
+                   TI.end_date, TI.queued_dttm, TI.scheduled_dttm).where(
+        TI.operator == views.TRAINING_OPERATOR,
+        or_(TI.state.in_(views.ACTIVE_STATES), and_(TI.state == "failed", TI.end_date >= now - FAILED_WINDOW)),
+    ).order_by(TI.start_date.desc()).limit(MAX_TRAINING_ROWS)
+    if dag_ids is not None:
+        query = query.where(TI.dag_id.in_(dag_ids))
+    with create_session() as session:
+        return [dict(r._mapping) for r in session.execute(query)]
+
+
+@lru_cache(maxsize=2048)
+def failure_reason(ti_id: str, try_number: int) -> str | None:
+    """A finished try's reason from its log (a finished log never changes, hence the cache)."""
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.utils.log.log_reader import TaskLogReader
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        ti = session.get(TI, ti_id)
+        if ti is None:
+            return None
+        try:
+            messages, _ = TaskLogReader().read_log_chunks(ti, try_number, {"download_logs": True})
+            return views.failure_from_log(m if isinstance(m, dict) else m.model_dump() for m in messages)
+        except Exception:  # an unreadable log (remote store down) costs the reason, not the page
+            return None
+
+
+def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> list[dict]:
+    now = now or datetime.now(UTC)
+    tis = training_task_instances(dag_ids, now)
+    if not tis:
+        return []
+    jobs: dict[tuple, dict] = {}
+    for job in _list(k, JOBS, labels=TRAINING_SELECTOR):
+        key = views.job_key((job.get("metadata") or {}).get("annotations") or {})
+        try_no = int(job["metadata"].get("labels", {}).get("skiff.io/try-number", "0"))
+        if key and (key not in jobs or try_no >= jobs[key][0]):
+            jobs[key] = (try_no, job)
+    pods = {p["metadata"].get("labels", {}).get("skiff.io/job-name"): p
+            for p in _list(k, PODS, labels=TRAINING_SELECTOR)}
+    rows = []
+    for ti in tis:
+        job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
+        pod = pods.get(job["metadata"]["name"]) if job else None
+        reason = failure_reason(str(ti["id"]), ti["try_number"]) if ti["state"] == "failed" else None
+        rows.append(views.training_row(ti, job, pod, now=now, reason=reason))
+    return rows
+
+
+# ---------------------------------------------------------------- Sedna
+
+
+def sedna(k: Kube, namespaces: set[str] | None = None) -> list[dict]:
+    """Every FederatedLearningJob and JointInferenceService (in ``namespaces`` if given) with its children."""
+    from operators.sedna import desired as d
+
+    fl, ji = _list(k, FL_JOBS), _list(k, JI_SERVICES)
+    if namespaces is not None:
+        fl = [c for c in fl if c["metadata"]["namespace"] in namespaces]
+        ji = [c for c in ji if c["metadata"]["namespace"] in namespaces]
+    if not fl and not ji:
+        return []
+    models = _by_ns_name(_list(k, MODELS))
+    datasets = _by_ns_name(_list(k, DATASETS)) if fl else {}
+    children: dict[str, list[dict]] = {}
+    for res, kind in ((PODS, "Pod"), (SERVICES, "Service"), (DEPLOYMENTS, "Deployment"),
+                      (HPAS, "HorizontalPodAutoscaler")):
+        for obj in _list(k, res, labels="app.kubernetes.io/managed-by=skiff"):
+            obj.setdefault("kind", kind)
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                children.setdefault(ref.get("uid"), []).append(obj)
+    events: dict[str, list[dict]] = {}
+    for kind in (d.FL_KIND, d.JI_KIND):
+        for ev in _list(k, EVENTS, fields=f"involvedObject.kind={kind}"):
+            events.setdefault((ev.get("involvedObject") or {}).get("uid"), []).append(ev)
+    rows = []
+    for cr, kind in [(c, d.FL_KIND) for c in fl] + [(c, d.JI_KIND) for c in ji]:
+        ns, uid = cr["metadata"]["namespace"], cr["metadata"]["uid"]
+        cr.setdefault("kind", kind)
+        if kind == d.FL_KIND:
+            want = d.desired_federated_learning(cr, models.get(ns, {}), datasets.get(ns, {}))
+        else:
+            want = d.desired_joint_inference(cr, models.get(ns, {}))
+        rows.append(views.sedna_row(cr, [(c.kind, c.name) for c in want.children], children.get(uid, []),
+                                    events.get(uid, []), error=str(want.error) if want.error else None))
+    return rows
+
+
+def _by_ns_name(objs: list[dict]) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for o in objs:
+        out.setdefault(o["metadata"]["namespace"], {})[o["metadata"]["name"]] = o
+    return out
