@@ -74,7 +74,7 @@ def create_app() -> FastAPI:
 
     @app.get("/api/sedna")
     async def sedna(_: CallerDep) -> dict:
-        return {"workloads": await _off_loop(sources.sedna, sources.kube())}
+        return await _off_loop(sources.sedna, sources.kube())
 
     @app.get("/api/instances")
     async def list_instances(caller: CallerDep) -> dict:

@@ -63,8 +63,9 @@ def may_trigger(caller: Caller, dag_id: str) -> bool:
                                                 details=details, user=caller.user)
 
 
-def json_body_only(request: Request) -> None:
-    """State-changing routes take JSON only: a cross-site HTML form cannot send it (CSRF)."""
+def json_body_only(request: Request, _: CallerDep) -> None:
+    """State-changing routes take JSON only: a cross-site HTML form cannot send it (CSRF). Authentication
+    comes first, so an anonymous caller gets 401 whatever it sends."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
+from kubernetes.client.exceptions import ApiException
+
 from operators.k8s import DEFAULT_CONN_ID, sync_hook
 from operators.sedna.kube import (
     DATASETS,
@@ -66,21 +68,28 @@ def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
 # ---------------------------------------------------------------- training
 
 
-def training_task_instances(dag_ids: set[str] | None, now: datetime) -> list[dict]:
-    """Unfinished and recently failed task instances of ``TrainingJobOperator`` in DAGs the user may read."""
+def training_task_instances(dag_ids: set[str] | None, now: datetime, job_keys: Iterable[tuple] = ()) -> list[dict]:
+    """Unfinished and recently failed training task instances in DAGs the user may read: those of
+    ``TrainingJobOperator`` and those a training Job in the cluster names (subclasses have their own class name).
+    """
     from airflow.models.taskinstance import TaskInstance as TI
     from airflow.utils.session import create_session
     from sqlalchemy import and_, or_, select
 
+    keys = set(job_keys)
+    recent = or_(TI.state.in_(views.ACTIVE_STATES), and_(TI.state == "failed", TI.end_date >= now - FAILED_WINDOW))
+    training = TI.operator == views.TRAINING_OPERATOR
+    if keys:
+        training = or_(training, and_(TI.dag_id.in_({k[0] for k in keys}), TI.task_id.in_({k[1] for k in keys})))
     query = select(TI.id, TI.dag_id, TI.task_id, TI.run_id, TI.map_index, TI.try_number, TI.state, TI.start_date,
-                   TI.end_date, TI.queued_dttm, TI.scheduled_dttm).where(
-        TI.operator == views.TRAINING_OPERATOR,
-        or_(TI.state.in_(views.ACTIVE_STATES), and_(TI.state == "failed", TI.end_date >= now - FAILED_WINDOW)),
-    ).order_by(TI.start_date.desc()).limit(MAX_TRAINING_ROWS)
+                   TI.end_date, TI.queued_dttm, TI.scheduled_dttm, TI.operator).where(training, recent)
     if dag_ids is not None:
         query = query.where(TI.dag_id.in_(dag_ids))
+    query = query.order_by(TI.start_date.desc()).limit(MAX_TRAINING_ROWS)
     with create_session() as session:
-        return [dict(r._mapping) for r in session.execute(query)]
+        rows = [dict(r._mapping) for r in session.execute(query)]
+    return [r for r in rows if r["operator"] == views.TRAINING_OPERATOR
+            or (r["dag_id"], r["task_id"], r["run_id"], r["map_index"]) in keys]
 
 
 @lru_cache(maxsize=2048)
@@ -103,15 +112,15 @@ def failure_reason(ti_id: str, try_number: int) -> str | None:
 
 def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> list[dict]:
     now = now or datetime.now(UTC)
-    tis = training_task_instances(dag_ids, now)
-    if not tis:
-        return []
-    jobs: dict[tuple, dict] = {}
+    jobs: dict[tuple, tuple[int, dict]] = {}
     for job in _list(k, JOBS, labels=TRAINING_SELECTOR):
         key = views.job_key((job.get("metadata") or {}).get("annotations") or {})
         try_no = int(job["metadata"].get("labels", {}).get("skiff.io/try-number", "0"))
         if key and (key not in jobs or try_no >= jobs[key][0]):
             jobs[key] = (try_no, job)
+    tis = training_task_instances(dag_ids, now, jobs)
+    if not tis:
+        return []
     pods = {p["metadata"].get("labels", {}).get("skiff.io/job-name"): p
             for p in _list(k, PODS, labels=TRAINING_SELECTOR)}
     rows = []
@@ -126,8 +135,18 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
 # ---------------------------------------------------------------- Sedna
 
 
-def sedna(k: Kube, namespaces: set[str] | None = None) -> list[dict]:
-    """Every FederatedLearningJob and JointInferenceService (in ``namespaces`` if given) with its children."""
+def sedna(k: Kube, namespaces: set[str] | None = None) -> dict:
+    """Every FederatedLearningJob and JointInferenceService (in ``namespaces`` if given) with its children;
+    ``installed`` is False when the cluster has no Sedna CRDs."""
+    try:
+        return {"installed": True, "workloads": _sedna_rows(k, namespaces)}
+    except ApiException as exc:
+        if exc.status == 404:
+            return {"installed": False, "workloads": []}
+        raise
+
+
+def _sedna_rows(k: Kube, namespaces: set[str] | None) -> list[dict]:
     from operators.sedna import desired as d
 
     fl, ji = _list(k, FL_JOBS), _list(k, JI_SERVICES)

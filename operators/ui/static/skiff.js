@@ -263,6 +263,7 @@ function renderTraining(data) {
 
 function renderSedna(data) {
   const rows = data.workloads || [];
+  if (!data.installed) return replace("sedna", h("div", { class: "empty" }, "Sedna's CRDs are not installed on this cluster."));
   if (!rows.length) return replace("sedna", h("div", { class: "empty" }, "No FederatedLearningJob or JointInferenceService."));
   replace("sedna", h("table", { id: "sedna-table" },
     h("thead", {}, h("tr", {}, ["Workload", "Phase", "Children", "Last events"].map((t) => h("th", {}, t)))),
