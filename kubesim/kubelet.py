@@ -15,9 +15,13 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 ANN = "kubesim.io/"
 WAITING_REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",

@@ -10,10 +10,14 @@ event, and is retried when capacity frees (a pod ends or goes, a node is added o
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
 from kubesim.quota import pod_requests, qty
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kubesim import errors, patch
+from kubesim import apply as ssa
+from kubesim import errors, patch, strategy
 from kubesim.errors import ApiError
 from kubesim.registry import Registry, ResourceType, crd_resource_types
 from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -562,6 +563,7 @@ class Store:
                 md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md["name"]
             if rt.plural == "customresourcedefinitions":
                 self._crd_precheck(obj)
+            strategy.prepare(rt, obj)
             self._admit(AdmissionRequest("CREATE", rt, namespace, obj, None, None, dry_run))
             if dry_run:
                 obj["metadata"]["resourceVersion"] = ""
@@ -699,6 +701,8 @@ class Store:
             return merged
         new = dict(new)
         md = dict(new.get("metadata") or {})
+        if "managedFields" not in md and old_md.get("managedFields"):
+            md["managedFields"] = old_md["managedFields"]   # a write without managedFields keeps them
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation", "namespace", "name"):
             if k in old_md:
@@ -719,6 +723,7 @@ class Store:
         """Shared tail of update and patch: admission, generation, commit (or finalize deletion)."""
         key = self._key(rt, namespace, name)
         new = self._prepare_update(rt, old, new, subresource)
+        strategy.prepare(rt, new)
         causes = _metadata_causes(new.get("metadata") or {})
         if causes:
             raise errors.invalid(rt, name, causes)
@@ -807,11 +812,14 @@ class Store:
                     if subresource:
                         raise errors.not_found(rt, name)
                     body.setdefault("metadata", {})["name"] = name
+                    body = ssa.on_create(body, field_manager, self.clock.rfc3339(self.clock.now()))
                     return self.create(rt, namespace, body, dry_run=dry_run)
             if entry is None:
                 raise errors.not_found(rt, name)
             old = entry[0]
-            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom)
+            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom,
+                                    manager=field_manager if patch_type == patch.APPLY else None, force=force,
+                                    now=self.clock.rfc3339(self.clock.now()))
             if not isinstance(new, dict):
                 raise ApiError(422, "the patched object is not a JSON object", "Invalid")
             md = new.get("metadata") or {}

@@ -12,9 +12,13 @@ import copy
 import hashlib
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alphabet

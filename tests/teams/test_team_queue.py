@@ -3,6 +3,7 @@
 import pytest
 from kubernetes import client
 
+from operators.platform import home_pvc
 from operators.teams import ensure_queue, queue_manifests
 
 
@@ -11,7 +12,7 @@ def test_queue_is_created_once_and_the_quota_converges(kubesim, k8s):
     first = ensure_queue(k8s, queue_manifests("test", ["alice", "Bob.Smith"]))
     assert sorted(first["created"]) == sorted([
         "Namespace/test", "ResourceQuota/test/skiff-quota",
-        "PersistentVolumeClaim/test/alice-home", "PersistentVolumeClaim/test/bob-smith-home",
+        "PersistentVolumeClaim/test/alice-home", f"PersistentVolumeClaim/test/{home_pvc('Bob.Smith')}",
     ])
     quota = core.read_namespaced_resource_quota("skiff-quota", "test")
     assert quota.spec.hard == {
@@ -24,7 +25,7 @@ def test_queue_is_created_once_and_the_quota_converges(kubesim, k8s):
     assert ensure_queue(k8s, queue_manifests("test", ["alice"], bigger))["updated"] == ["ResourceQuota/test/skiff-quota"]
     assert core.read_namespaced_resource_quota("skiff-quota", "test").spec.hard["requests.cpu"] == "4"
     assert {p.metadata.name for p in core.list_namespaced_persistent_volume_claim("test").items} == {
-        "alice-home", "bob-smith-home"}
+        "alice-home", home_pvc("Bob.Smith")}
 
 
 @pytest.mark.parametrize("team, users, quota, field", [
