@@ -1,0 +1,93 @@
+"""A real Airflow api-server (``airflow api-server``, one worker) under a sub-path base URL, on kubesim.
+
+The page's API tests talk to it over HTTP with tokens from ``POST /auth/token``, so Airflow's own
+authentication and authorization answer every request, exactly as in production. ``[api] base_url`` is
+``http://localhost:<port>/airflow/``: the plugin must work under a sub-path. No scheduler runs: a lifecycle
+action is checked by the DAG run Airflow created (who triggered it, with which conf), not by its outcome; the
+browser test on ``airflow standalone`` sees outcomes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from devstack.airflow_env import REPO, airflow_env
+from devstack.stack import BIN, _spawn, _tail, free_port
+from kubesim.testing import sync_api_client, wait_until
+
+SUB_PATH = "/airflow"
+
+
+def seed_teams(api) -> None:
+    """The example platform file's teams as queues (namespace, ``skiff-quota``, members' home PVCs)."""
+    from operators.platform import load_platform
+    from operators.teams import ensure_queue, queue_manifests
+
+    for team in load_platform().teams:
+        q = team.quota
+        quota = {"requests.cpu": q.cpu, "limits.cpu": q.cpu, "requests.memory": q.memory,
+                 "limits.memory": q.memory, "requests.nvidia.com/gpu": q.gpu, "requests.storage": q.storage}
+        ensure_queue(api, queue_manifests(team.namespace, list(team.users), quota, user_storage="20Gi"))
+
+
+class ApiServer:
+    def __init__(self, url: str, home: Path, k8s):
+        self.url, self.home, self.k8s = url, home, k8s
+        self.http = httpx.Client(timeout=30)
+
+    def password(self, user: str) -> str:
+        import json
+
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())[user]
+
+    def token(self, user: str) -> str:
+        r = self.http.post(f"{self.url}/auth/token", json={"username": user, "password": self.password(user)})
+        r.raise_for_status()
+        return r.json()["access_token"]
+
+    def client(self, user: str | None) -> httpx.Client:
+        """An HTTP client for ``user``'s bearer token (``None``: anonymous), rooted at the plugin."""
+        headers = {"Authorization": f"Bearer {self.token(user)}"} if user else {}
+        return httpx.Client(base_url=f"{self.url}/skiff", headers=headers, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def api_server(kubesim_server, tmp_path_factory):
+    kubesim_server.reset()
+    workdir = tmp_path_factory.mktemp("ui-api")
+    kubeconfig = kubesim_server.write_kubeconfig(workdir / "kubeconfig")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(airflow_env(workdir / "airflow", dags_folder=REPO / "dags", api_port=port, kubeconfig=kubeconfig))
+    env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{port}{SUB_PATH}/"
+    env["AIRFLOW__API__WORKERS"] = "1"
+    for argv in (["db", "migrate"], ["dags", "reserialize"]):
+        done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
+    log = workdir / "api-server.log"
+    proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
+    url = f"http://localhost:{port}{SUB_PATH}"
+    try:
+        def healthy() -> bool:
+            assert proc.poll() is None, f"api-server exited: {_tail(log)}"
+            try:
+                return httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, timeout=90, interval=0.3, what="airflow api-server healthy")
+        api = sync_api_client(kubesim_server.url)
+        seed_teams(api)
+        yield ApiServer(url, workdir / "airflow", api)
+        api.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
