@@ -27,6 +27,7 @@ from operators.sedna.kube import (
     Kube,
     Resource,
 )
+from operators.training import failure
 from operators.ui import views
 
 QUOTA_NAME = "skiff-quota"
@@ -93,20 +94,26 @@ def training_task_instances(dag_ids: set[str] | None, now: datetime, job_keys: I
 
 
 @lru_cache(maxsize=2048)
-def failure_reason(ti_id: str, try_number: int) -> str | None:
-    """A finished try's reason from its log (a finished log never changes, hence the cache)."""
+def failure_reason(ti_id, try_number: int) -> str | None:
+    """A finished try's reason from its log (a finished log never changes, hence the cache). The task instance
+    is loaded as Airflow's log route loads it (trigger and DAG eagerly: the handler reads them)."""
     from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.models.trigger import Trigger
     from airflow.utils.log.log_reader import TaskLogReader
     from airflow.utils.session import create_session
+    from sqlalchemy import select
+    from sqlalchemy.orm import joinedload
 
+    query = (select(TI).where(TI.id == ti_id, TI.try_number == try_number).join(TI.dag_run)
+             .options(joinedload(TI.trigger).joinedload(Trigger.triggerer_job), joinedload(TI.dag_model)))
     with create_session() as session:
-        ti = session.get(TI, ti_id)
+        ti = session.scalar(query)
         if ti is None:
             return None
         try:
-            messages, _ = TaskLogReader().read_log_chunks(ti, try_number, {"download_logs": True})
+            messages, _ = TaskLogReader().read_log_chunks(ti, try_number, {})
             return views.failure_from_log(m if isinstance(m, dict) else m.model_dump() for m in messages)
-        except Exception:  # an unreadable log (remote store down) costs the reason, not the page
+        except Exception:  # noqa: BLE001 - an unreadable log (remote store down) costs the reason, not the page
             return None
 
 
@@ -121,15 +128,24 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     tis = training_task_instances(dag_ids, now, jobs)
     if not tis:
         return []
-    pods = {p["metadata"].get("labels", {}).get("skiff.io/job-name"): p
-            for p in _list(k, PODS, labels=TRAINING_SELECTOR)}
+    pods: dict[str, list[dict]] = {}
+    for p in _list(k, PODS, labels=TRAINING_SELECTOR):
+        pods.setdefault(p["metadata"].get("labels", {}).get("skiff.io/job-name"), []).append(p)
     rows = []
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
-        pod = pods.get(job["metadata"]["name"]) if job else None
-        reason = failure_reason(str(ti["id"]), ti["try_number"]) if ti["state"] == "failed" else None
-        rows.append(views.training_row(ti, job, pod, now=now, reason=reason))
+        job_pods = pods.get(job["metadata"]["name"], []) if job else []
+        reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
+        rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason))
     return rows
+
+
+def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
+    """Why a try failed: from its Job when that is still there (what the operator itself concluded, from the
+    same objects), else from the task log (Jobs that could never run are deleted by the operator)."""
+    if job is not None and failure.job_state(job) == "failed":
+        return failure.failure_reason(job, pods, [])
+    return failure_reason(ti["id"], ti["try_number"])
 
 
 # ---------------------------------------------------------------- Sedna

@@ -36,8 +36,8 @@ def seed_teams(api) -> None:
 
 
 class ApiServer:
-    def __init__(self, url: str, home: Path, k8s):
-        self.url, self.home, self.k8s = url, home, k8s
+    def __init__(self, url: str, home: Path, k8s, env: dict[str, str]):
+        self.url, self.home, self.k8s, self.env = url, home, k8s, env
         self.http = httpx.Client(timeout=30)
 
     def password(self, user: str) -> str:
@@ -49,6 +49,11 @@ class ApiServer:
         r = self.http.post(f"{self.url}/auth/token", json={"username": user, "password": self.password(user)})
         r.raise_for_status()
         return r.json()["access_token"]
+
+    def airflow(self, *argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+        """An ``airflow`` CLI command on this server's metadata DB (e.g. ``dags test``: a real run, in-process)."""
+        return subprocess.run([str(BIN / "airflow"), *argv], env=self.env, cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout)
 
     def client(self, user: str | None) -> httpx.Client:
         """An HTTP client for ``user``'s bearer token (``None``: anonymous), rooted at the plugin."""
@@ -69,7 +74,8 @@ def api_server(kubesim_server, tmp_path_factory):
     for argv in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
         assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
-    log = workdir / "api-server.log"
+    log = REPO / ".artifacts" / "ui" / "api-server.log"  # kept after the run, for reading a failure
+    log.unlink(missing_ok=True)
     proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
     url = f"http://localhost:{port}{SUB_PATH}"
     try:
@@ -83,7 +89,7 @@ def api_server(kubesim_server, tmp_path_factory):
         wait_until(healthy, timeout=90, interval=0.3, what="airflow api-server healthy")
         api = sync_api_client(kubesim_server.url)
         seed_teams(api)
-        yield ApiServer(url, workdir / "airflow", api)
+        yield ApiServer(url, workdir / "airflow", api, env)
         api.close()
     finally:
         proc.terminate()

@@ -128,6 +128,23 @@ def test_sedna_rows_compare_desired_and_actual_children_and_show_the_cr_events(a
         assert not row["in_sync"] and row["actual"] == row["desired"] - 1
 
 
+def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_server):
+    done = api_server.airflow("dags", "test", "training_failure_demo")
+    assert "OOMKilled" in done.stdout + done.stderr, done.stderr[-3000:]
+    with api_server.client("alice") as alice, api_server.client("carol") as carol:
+        rows = [t for t in alice.get("/api/training").json()["tasks"] if t["dag_id"] == "training_failure_demo"]
+        assert len(rows) == 1, rows
+        row = rows[0]
+        assert (row["state"], row["task_id"], row["team"]) == ("failed", "train_too_big", "recsys")
+        assert row["reason"].startswith("OOMKilled") and "memory limit of 1Gi" in row["reason"], row
+        assert row["log_path"].startswith("dags/training_failure_demo/runs/") and \
+            row["log_path"].endswith("/tasks/train_too_big?try_number=1")
+        page = httpx.get(f"{api_server.url}/{row['log_path']}", timeout=30)  # the UI route exists (SPA)
+        assert page.status_code == 200
+        # carol (viewer) may read every DAG under the simple auth manager: the filter is Airflow's, not Skiff's
+        assert [t["dag_id"] for t in carol.get("/api/training").json()["tasks"]] == ["training_failure_demo"]
+
+
 def test_state_changing_routes_take_json_only(api_server):
     with api_server.client("alice") as alice:
         form = alice.post("/api/instances", content="name=x&team=recsys",
