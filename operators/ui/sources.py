@@ -52,6 +52,11 @@ def _list(k: Kube, res, *, labels: str | None = None, fields: str | None = None)
     return k.request("GET", res.path(), query=query)["items"]
 
 
+def list_all(k: Kube, group_version: str, plural: str, *, labels: str | None = None) -> list[dict]:
+    """Every object of a kind in every namespace matching ``labels``: one request."""
+    return _list(k, Resource(group_version, plural), labels=labels)
+
+
 # ---------------------------------------------------------------- quota
 
 

@@ -54,6 +54,20 @@ def free_quota(bars: Iterable[dict]) -> dict[str, float]:
     return {b["resource"]: max(0.0, round(b["hard"] - b["used"], 3)) for b in bars}
 
 
+def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
+    """The usage report's ``by_user`` rows of ``teams`` (None: all) summed per user, most GPU-hours first."""
+    if not report:
+        return {"users": [], "generated": None, "since": None, "until": None}
+    totals: dict[str, float] = {}
+    for row in report.get("by_user") or []:
+        if teams is None or row.get("team") in teams:
+            totals[row["user"]] = totals.get(row["user"], 0.0) + float(row.get("gpu_hours") or 0)
+    period = report.get("period") or {}
+    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if h > 0]
+    return {"users": sorted(users, key=lambda r: (-r["gpu_hours"], r["user"])),
+            "generated": report.get("generated_at"), "since": period.get("since"), "until": period.get("until")}
+
+
 # ---------------------------------------------------------------- training
 
 TRAINING_OPERATOR = "TrainingJobOperator"

@@ -116,3 +116,18 @@ def test_sedna_row_with_a_spec_error_is_not_in_sync_and_takes_its_phase_from_con
           "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
     row = views.sedna_row(cr, [], [], [], error="Model big-model not found")
     assert (row["phase"], row["in_sync"], row["error"]) == ("Failed", False, "Model big-model not found")
+
+
+def test_gpu_hours_sum_a_users_rows_of_the_callers_teams_only():
+    report = {"generated_at": "2026-11-30T12:00:00+00:00",
+              "period": {"since": "2026-10-31T12:00:00+00:00", "until": "2026-11-30T12:00:00+00:00"},
+              "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 2.5},
+                          {"user": "alice", "team": "nlp", "gpu_hours": 1.0},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 4.0},
+                          {"user": "carol", "team": "nlp", "gpu_hours": 7.0},
+                          {"user": "dave", "team": "recsys", "gpu_hours": 0.0}]}
+    recsys = views.gpu_hours_by_user(report, {"recsys"})
+    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0}, {"user": "alice", "gpu_hours": 2.5}]
+    every = views.gpu_hours_by_user(report, None)["users"]
+    assert [(r["user"], r["gpu_hours"]) for r in every] == [("carol", 7.0), ("bob", 4.0), ("alice", 3.5)]
+    assert views.gpu_hours_by_user(None, None) == {"users": [], "generated": None, "since": None, "until": None}

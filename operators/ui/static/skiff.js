@@ -50,7 +50,6 @@ function ago(seconds) {
   if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
   return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
 }
-function since(iso) { return iso ? (Date.now() - Date.parse(iso)) / 1000 : null; }
 function num(x) { return Number.isInteger(x) ? String(x) : (Math.round(x * 10) / 10).toString(); }
 function pill(text, kind) { return h("span", { class: "pill " + (kind || "") }, text); }
 
@@ -92,7 +91,11 @@ function renderQuota(data) {
 
 function renderUsage(data) {
   const rows = (data.users || []).slice().sort((a, b) => b.gpu_hours - a.gpu_hours);
-  if (data.days) $("usage-hint").textContent = `last ${data.days} days` + (data.generated ? `, report of ${new Date(data.generated).toLocaleString()}` : "");
+  if (data.since && data.until) {
+    const days = Math.round((Date.parse(data.until) - Date.parse(data.since)) / 86400000);
+    $("usage-hint").textContent = `last ${days} days, report of ${new Date(data.generated).toLocaleString()}`;
+  }
+  if (!data.generated) return replace("usage", h("div", { class: "empty" }, "No usage report yet: the usage_report DAG writes one."));
   if (!rows.length) return replace("usage", h("div", { class: "empty" }, "No GPU time used in this period."));
   const ns = "http://www.w3.org/2000/svg";
   const rowH = 26, left = 110, right = 70, width = 520, height = rows.length * rowH + 8;
@@ -121,19 +124,21 @@ function renderUsage(data) {
 }
 
 // ---------------------------------------------------------------- instances
-const STATE_KIND = { Ready: "ok", Running: "ok", Starting: "info", Creating: "info", Pending: "info",
-  Stopping: "warn", Stopped: "", Failed: "bad", Deleting: "warn", Error: "bad" };
+const STATE_KIND = { Running: "ok", Starting: "info", Stopping: "warn", Stopped: "" };
 
 function instanceLinks(i) {
   const urls = i.urls || {};
-  const names = { jupyter: "JupyterLab", code_server: "VS Code", tensorboard: "TensorBoard" };
-  return h("div", { class: "links" }, Object.entries(names).filter(([k]) => urls[k])
-    .map(([k, label]) => h("a", { href: urls[k], target: "_blank", rel: "noopener" }, label)));
+  const names = { jupyter: "JupyterLab", "code-server": "VS Code", tensorboard: "TensorBoard" };
+  const links = Object.entries(names).filter(([k]) => urls[k])
+    .map(([k, label]) => h("a", { href: urls[k], target: "_blank", rel: "noopener", "data-link": k }, label));
+  const extra = Object.keys(urls).filter((k) => k.startsWith("port-"))
+    .map((k) => h("div", { class: "sub mono" }, `${k.slice(5)} → ${urls[k]}`));
+  return h("div", { class: "links" }, links, extra);
 }
 
 function passwordCell(i) {
   const key = i.team + "/" + i.name;
-  if (i.owner !== state.me.user) return h("span", { class: "sub" }, "owner only");
+  if (!i.mine) return h("span", { class: "sub" }, "owner only");
   if (state.passwords.has(key)) {
     return h("span", { class: "secret" }, h("code", { class: "mono password" }, state.passwords.get(key)),
       h("button", { class: "small", type: "button", onclick: () => { state.passwords.delete(key); refreshInstances(); } }, "hide"));
@@ -165,20 +170,20 @@ function renderInstances(data) {
   const rows = data.instances || [];
   const may = (state.me && state.me.may_trigger) || {};
   if (!rows.length) return replace("instances", h("div", { class: "empty" }, "No instances yet: “New instance” starts one."));
-  const showOwner = rows.some((i) => i.owner !== state.me.user);
+  const showOwner = rows.some((i) => !i.mine);
   replace("instances", h("table", { id: "instances-table" },
     h("thead", {}, h("tr", {}, ["Name", "State", showOwner ? "Owner" : null, "Image", "Resources", "Age", "Idle", "Open", "SSH", "Password", ""]
       .filter((x) => x !== null).map((t) => h("th", {}, t)))),
     h("tbody", {}, rows.map((i) => {
-      const key = i.team + "/" + i.name, busy = state.busy.has(key);
-      const stopped = i.state === "Stopped";
+      const key = i.team + "/" + i.name, busy = state.busy.has(key) || (!i.mine && !state.me.admin);
+      const stopped = i.state === "Stopped", res = i.resources || {};
       return h("tr", { "data-instance": i.name, "data-team": i.team },
         h("td", {}, h("b", {}, i.name), h("div", { class: "sub" }, i.team)),
-        h("td", {}, pill(i.state, STATE_KIND[i.state]), i.message ? h("div", { class: "sub" }, i.message) : null),
+        h("td", {}, pill(i.state, STATE_KIND[i.state]), i.reason ? h("div", { class: "sub" }, i.reason) : null),
         showOwner ? h("td", {}, i.owner) : null,
         h("td", {}, i.image_name || i.image, i.image_name ? h("div", { class: "sub mono" }, i.image) : null),
-        h("td", { class: "num" }, `${i.cpu} CPU · ${i.memory} Gi` + (i.gpu ? ` · ${i.gpu} GPU` : "")),
-        h("td", { class: "num" }, ago(since(i.created))),
+        h("td", { class: "num" }, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : "")),
+        h("td", { class: "num" }, ago(i.age_seconds)),
         h("td", { class: "num" }, stopped ? "–" : ago(i.idle_seconds)),
         h("td", {}, stopped ? h("span", { class: "sub" }, "stopped") : instanceLinks(i)),
         h("td", {}, i.ssh && !stopped ? h("code", { class: "mono ssh" }, i.ssh) : "–"),
