@@ -2,11 +2,11 @@
 previous and follow, answered from the kubelet's `LogProvider` (see INTERNALS.md)."""
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 
+from kubesim.clock import parse_time
 from kubesim.errors import ApiError
 from kubesim.store import Store
 from kubesim.wire import TRUE
@@ -76,15 +76,10 @@ async def pod_log(store: Store, request: web.Request, ns: str, name: str) -> web
 
 
 def _parse_time(text: str) -> datetime:
-    text = text.strip().replace("Z", "+00:00")
-    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(.*)$", text)
-    if m and m.group(2):
-        text = m.group(1) + m.group(2)[:7] + m.group(3)
     try:
-        dt = datetime.fromisoformat(text)
+        return parse_time(text)
     except ValueError:
         raise ApiError(400, f"invalid time: {text!r}", "BadRequest") from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 def _since(text: str, since: datetime, *, keep_stamps: bool) -> str:

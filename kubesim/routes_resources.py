@@ -249,4 +249,3 @@ class ResourceRoutes:
         updated = self.store.patch(rt, ns, name, patchmod.MERGE, body, dry_run=dry_run)
         return response(to_scale(updated))
 
-    # -- the /kubesim/ test API --

@@ -193,3 +193,4 @@ class KubeSim:
     def _sync(self) -> None:
         async def noop():
             return None
+        self.run(noop())

@@ -11,19 +11,18 @@ import itertools
 import json
 import logging
 import random
-import re
 import string
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal
 
 from kubesim import apply as ssa
-from kubesim import errors, patch, strategy
+from kubesim import errors, names, patch, strategy
+from kubesim.clock import Clock
 from kubesim.errors import ApiError
+from kubesim.qos import qos_class
 from kubesim.registry import Registry, ResourceType, crd_resource_types
 from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 
@@ -32,31 +31,7 @@ _UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")   # the Name
 # kinds whose status a create may carry (a kubelet registers its Node with status)
 _STATUS_ON_CREATE = {("", "nodes")}
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                  "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-                  "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-              "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-                "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
-_RBAC_GROUP = "rbac.authorization.k8s.io"
 log = logging.getLogger("kubesim.store")
-
-
-class Clock:
-    """Wall-clock time; cluster.py may substitute a faster or manual clock."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    @staticmethod
-    def rfc3339(dt: datetime) -> str:
-        return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -83,109 +58,6 @@ class _Event:
 
 def _dumps(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _name_error(rt: ResourceType, name: str) -> str | None:
-    """The apimachinery name validation for the kind, or None if the name is valid."""
-    if rt.group == _RBAC_GROUP:
-        if name in (".", "..") or "/" in name or "%" in name:
-            return "may not contain '/' or '%' and may not be '.' or '..'"
-        return None
-    if rt.plural == "namespaces":
-        regex, msg, limit = _LABEL, _LABEL_MSG, 63
-    elif rt.plural == "services" and rt.group == "":
-        regex, msg, limit = _DNS1035, _DNS1035_MSG, 63
-    else:
-        regex, msg, limit = _SUBDOMAIN, _SUBDOMAIN_MSG, 253
-    if len(name) > limit:
-        return f"must be no more than {limit} characters"
-    if not regex.match(name):
-        return msg
-    return None
-
-
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                  "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                  "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-                    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value', "
-                    " or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
-
-
-def _key_error(key: str) -> str | None:
-    """apimachinery IsQualifiedName: optional DNS-subdomain prefix + '/' + a 63-char name part."""
-    name = key
-    if "/" in key:
-        prefix, name = key.split("/", 1)
-        if not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix):
-            return "prefix part " + _SUBDOMAIN_MSG
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _QUALIFIED.match(name):
-        return _QUALIFIED_MSG
-    return None
-
-
-def _metadata_causes(md: dict) -> list[tuple[str, str, str]]:
-    """Generic ObjectMeta validation the apiserver does for every kind: label keys/values, annotation keys."""
-    causes = []
-    labels = md.get("labels") or {}
-    annotations = md.get("annotations") or {}
-    if not isinstance(labels, dict) or not isinstance(annotations, dict):
-        return [("metadata", "FieldValueInvalid", "Invalid value: labels and annotations must be maps")]
-    for k, v in labels.items():
-        err = _key_error(k)
-        if err:
-            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
-        if not isinstance(v, str):
-            causes.append((f"metadata.labels[{k}]", "FieldValueInvalid", "Invalid value: must be a string"))
-        elif len(v) > 63:
-            causes.append(("metadata.labels", "FieldValueInvalid",
-                           f'Invalid value: "{v}": must be no more than 63 characters'))
-        elif not _LABEL_VALUE.match(v):
-            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{v}": {_LABEL_VALUE_MSG}'))
-    for k in annotations:
-        err = _key_error(k)
-        if err:
-            causes.append(("metadata.annotations", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
-    return causes
-
-
-_SUFFIX = {"m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
-           "T": Decimal(10) ** 12, "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
-           "Ti": Decimal(2) ** 40}
-
-
-def _quantity(value) -> Decimal | None:
-    m = re.fullmatch(r"([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?", str(value).strip())
-    if not m:
-        return None
-    try:
-        return Decimal(m.group(1)) * _SUFFIX.get(m.group(2) or "", Decimal(1))
-    except ArithmeticError:
-        return None
-
-
-def pod_qos_class(spec: dict) -> str:
-    """The QoS class the apiserver records in a new pod's status (BestEffort, Burstable, Guaranteed)."""
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set, guaranteed = False, True
-    for c in containers:
-        res = c.get("resources") or {} if isinstance(c, dict) else {}
-        requests, limits = res.get("requests") or {}, res.get("limits") or {}
-        for name in ("cpu", "memory"):
-            req, lim = requests.get(name), limits.get(name)
-            if req is not None or lim is not None:
-                any_set = True
-            if lim is None or (req is not None and _quantity(req) != _quantity(lim)):
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _has_status_subresource(rt: ResourceType) -> bool:
@@ -488,11 +360,11 @@ class Store:
                 if self._key(rt, namespace, name) not in self._bucket(rt):
                     break
             md["name"] = name
-        err = _name_error(rt, md["name"])
+        err = names.object_name_error(rt, md["name"])
         if err:
             raise errors.invalid(rt, md["name"], [("metadata.name", "FieldValueInvalid",
                                                    f'Invalid value: "{md["name"]}": {err}')])
-        causes = _metadata_causes(md)
+        causes = names.metadata_causes(md)
         if causes:
             raise errors.invalid(rt, md["name"], causes)
         if rt.namespaced:
@@ -556,7 +428,7 @@ class Store:
                     obj["status"] = {"phase": "Pending"}
             if rt.plural == "pods" and not rt.group:
                 # the pod strategy's PrepareForCreate: a client cannot set status; every new pod is Pending
-                obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj.get("spec") or {})}
+                obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
             if rt.plural == "namespaces" and not rt.group:
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj["status"] = {"phase": "Active"}
@@ -724,7 +596,7 @@ class Store:
         key = self._key(rt, namespace, name)
         new = self._prepare_update(rt, old, new, subresource)
         strategy.prepare(rt, new)
-        causes = _metadata_causes(new.get("metadata") or {})
+        causes = names.metadata_causes(new.get("metadata") or {})
         if causes:
             raise errors.invalid(rt, name, causes)
         if rt.plural == "namespaces" and not rt.group and subresource != "status":
