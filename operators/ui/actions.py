@@ -28,8 +28,25 @@ def airflow_api_url(request: Request) -> str:
     return f"{request.url.scheme}://{host}:{port}{API_ROOT_PATH.rstrip('/')}"
 
 
+def paused(dag_ids) -> set[str]:
+    """Which of ``dag_ids`` are paused or not parsed yet: a run triggered there would wait forever."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        active = set(session.scalars(select(DagModel.dag_id).where(
+            DagModel.dag_id.in_(list(dag_ids)), DagModel.is_paused.is_(False), DagModel.is_stale.is_(False))))
+    return set(dag_ids) - active
+
+
 async def trigger_as_user(request: Request, token: str, dag_id: str, conf: dict[str, Any]) -> dict:
-    """POST /api/v2/dags/{dag_id}/dagRuns as the caller; Airflow's refusals come back with their status."""
+    """POST /api/v2/dags/{dag_id}/dagRuns as the caller; Airflow's refusals come back with their status, and a
+    paused DAG is a 409 here instead of a run that never starts."""
+    import asyncio
+
+    if await asyncio.to_thread(paused, [dag_id]):
+        raise HTTPException(409, f"{dag_id} is paused (or not deployed): an Airflow admin must unpause it")
     url = f"{airflow_api_url(request)}/api/v2/dags/{dag_id}/dagRuns"
     async with httpx.AsyncClient(timeout=30) as client:
         r = await client.post(url, json={"logical_date": None, "conf": conf},

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from operators.ui import instances, sources
+from operators.ui import actions, instances, sources
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
@@ -55,8 +55,10 @@ def create_app() -> FastAPI:
         from airflow.api_fastapi.app import API_ROOT_PATH
 
         teams = await _off_loop(instances.teams_of, caller)
+        paused = await _off_loop(actions.paused, instances.LIFECYCLE_DAGS.values())
         return {"user": caller.name, "admin": caller.admin, "teams": teams, "ui_root": API_ROOT_PATH,
-                "may_trigger": {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()}}
+                "may_trigger": {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()},
+                "paused": sorted(paused)}
 
     @app.get("/api/quota")
     async def quota(caller: CallerDep) -> dict:

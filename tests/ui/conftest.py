@@ -21,6 +21,33 @@ from devstack.stack import BIN, _spawn, _tail, free_port
 from kubesim.testing import sync_api_client, wait_until
 
 SUB_PATH = "/airflow"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (git-ignored)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Debian chromium through selenium, always with /usr/bin/chromedriver (never a download)."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: run `make browser` (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                 "--window-size=1600,1400"):
+        opts.add_argument(flag)
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(service=service, options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def seed_teams(api) -> None:
@@ -74,7 +101,7 @@ def api_server(kubesim_server, tmp_path_factory):
     for argv in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
         assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
-    log = REPO / ".artifacts" / "ui" / "api-server.log"  # kept after the run, for reading a failure
+    log = ARTIFACTS / "api-server.log"  # kept after the run, for reading a failure
     log.unlink(missing_ok=True)
     proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
     url = f"http://localhost:{port}{SUB_PATH}"

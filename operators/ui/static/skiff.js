@@ -311,7 +311,14 @@ async function start() {
   }
   replace("who", "Signed in as ", h("b", {}, state.me.user), state.me.admin ? pill("admin", "info") : null,
     state.me.teams.length ? " · teams " + state.me.teams.join(", ") : "");
-  $("new-instance").disabled = !state.me.may_trigger.create;
+  $("new-instance").disabled = !state.me.may_trigger.create || state.me.paused.includes("dev_instance_create");
+  if (state.me.paused.length) {
+    $("notice").textContent = `Paused in Airflow: ${state.me.paused.join(", ")}. Actions that need them wait until an admin unpauses them.`;
+    $("notice").classList.remove("hidden");
+  } else if (!state.me.may_trigger.create) {
+    $("notice").textContent = "Your Airflow role may not trigger the instance DAGs: you can look, not act.";
+    $("notice").classList.remove("hidden");
+  }
   $("new-instance").onclick = async () => {
     try {
       state.options = await api("instances/options");
