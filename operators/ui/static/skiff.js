@@ -21,7 +21,9 @@ function h(tag, attrs, ...children) {
   return el;
 }
 const $ = (id) => document.getElementById(id);
-function replace(id, ...nodes) { $(id).replaceChildren(...nodes.flat()); }
+function replace(id, ...nodes) {
+  $(id).replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
+}
 
 async function api(path, opts = {}) {
   const init = { credentials: "same-origin", headers: { Accept: "application/json" }, ...opts };
@@ -171,8 +173,8 @@ function renderInstances(data) {
   const may = (state.me && state.me.may_trigger) || {};
   if (!rows.length) return replace("instances", h("div", { class: "empty" }, "No instances yet: “New instance” starts one."));
   const showOwner = rows.some((i) => !i.mine);
-  replace("instances", h("table", { id: "instances-table" },
-    h("thead", {}, h("tr", {}, ["Name", "State", showOwner ? "Owner" : null, "Image", "Resources", "Age", "Idle", "Open", "SSH", "Password", ""]
+  replace("instances", h("div", { class: "scroll" }, h("table", { id: "instances-table" },
+    h("thead", {}, h("tr", {}, ["Name", "State", showOwner ? "Owner" : null, "Image", "Resources", "Age", "Idle", "Connect", "Password", ""]
       .filter((x) => x !== null).map((t) => h("th", {}, t)))),
     h("tbody", {}, rows.map((i) => {
       const key = i.team + "/" + i.name, busy = state.busy.has(key) || (!i.mine && !state.me.admin);
@@ -181,18 +183,18 @@ function renderInstances(data) {
         h("td", {}, h("b", {}, i.name), h("div", { class: "sub" }, i.team)),
         h("td", {}, pill(i.state, STATE_KIND[i.state]), i.reason ? h("div", { class: "sub" }, i.reason) : null),
         showOwner ? h("td", {}, i.owner) : null,
-        h("td", {}, i.image_name || i.image, i.image_name ? h("div", { class: "sub mono" }, i.image) : null),
+        h("td", { title: i.image }, i.image_name || i.image),
         h("td", { class: "num" }, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : "")),
         h("td", { class: "num" }, ago(i.age_seconds)),
         h("td", { class: "num" }, stopped ? "–" : ago(i.idle_seconds)),
-        h("td", {}, stopped ? h("span", { class: "sub" }, "stopped") : instanceLinks(i)),
-        h("td", {}, i.ssh && !stopped ? h("code", { class: "mono ssh" }, i.ssh) : "–"),
+        h("td", {}, stopped ? h("span", { class: "sub" }, "start it to connect") : [instanceLinks(i),
+          i.ssh ? h("code", { class: "mono ssh" }, i.ssh) : null]),
         h("td", {}, passwordCell(i)),
         h("td", { class: "actions" },
           stopped ? h("button", { class: "small", type: "button", "data-action": "start", disabled: busy || !may.start, onclick: () => act(i, "start") }, "Start")
                   : h("button", { class: "small", type: "button", "data-action": "stop", disabled: busy || !may.stop, onclick: () => act(i, "stop") }, "Stop"),
           h("button", { class: "small danger", type: "button", "data-action": "delete", disabled: busy || !may.delete, onclick: () => act(i, "delete") }, "Delete")));
-    }))));
+    })))));
 }
 
 // ---------------------------------------------------------------- new-instance form
@@ -214,6 +216,7 @@ function applyTeam() {
     const input = f.elements[r];
     if (free === undefined) { input.removeAttribute("max"); f.querySelector(`[data-free=${r}]`).textContent = ""; continue; }
     input.max = Math.floor(free);
+    if (Number(input.value) > input.max) input.value = input.max;
     f.querySelector(`[data-free=${r}]`).textContent = `${num(free)} free`;
   }
   replace("mounts", team.volumes.length ? team.volumes.map((v) => h("div", { class: "mount", "data-pvc": v.pvc },
