@@ -12,7 +12,7 @@ import time
 import traceback
 from pathlib import Path
 
-SECTIONS = ["kubesim_api", "training", "sedna"]
+SECTIONS = ["kubesim_api", "training", "sedna", "ui"]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 

@@ -1,7 +1,7 @@
 """Development instances and the platform file as the page sees them, for one caller.
 
 Visibility: a user sees their own instances, a team admin (role ``admin`` in the platform file) also the team's,
-an Airflow admin every one. A password is its owner's only (``password``, through
+an Airflow admin every one; actions are the owner's or an Airflow admin's (the lifecycle DAGs' own rule). A password is its owner's only (``password``, through
 ``operators.devinstances.inventory.password``). Actions never touch the cluster from here: they are runs of the
 lifecycle DAGs triggered as the caller (``actions``), after the checks the create DAG itself makes
 (``request_from_params``) plus the team's free quota and the per-user limit, so bad input is a 400 naming the
@@ -170,11 +170,14 @@ def _find(caller: Caller, team: str, name: str) -> dict:
 
 
 def action_conf(caller: Caller, team: str, name: str) -> dict:
+    """The lifecycle DAG's conf for an instance the caller may act on: their own, or any for an Airflow admin
+    (the DAGs' owner rule, ``operators.devinstances.owners``; a team admin sees the team's but acts on own)."""
     row = _find(caller, team, name)
-    conf = {"name": name, "team": team}
-    if row["owner"] != caller.name:
-        conf["owner"] = row["owner"]  # a team or Airflow admin acting for the owner: the DAG re-checks it
-    return conf
+    if row["owner"] == caller.name:
+        return {"name": name, "team": team}
+    if caller.admin:
+        return {"name": name, "team": team, "owner": row["owner"]}
+    raise HTTPException(403, f"name={name!r}: {row['owner']}'s instance; only its owner or an Airflow admin acts on it")
 
 
 def password(caller: Caller, team: str, name: str) -> str:

@@ -155,3 +155,164 @@ def test_state_changing_routes_take_json_only(api_server):
         arr = alice.post("/api/instances", json=[1, 2])
         assert arr.status_code == 400 and "JSON object" in arr.json()["detail"]
         assert alice.get("/api/instances/recsys/nb/stop").status_code == 405  # no state change on GET
+
+
+# ---------------------------------------------------------------- development instances
+
+LIFECYCLE = ("dev_instance_create", "dev_instance_stop", "dev_instance_start", "dev_instance_delete")
+
+
+@pytest.fixture(scope="module")
+def instances(api_server):
+    """alice's and bob's instances in recsys, made by Skiff's own lifecycle code; the DAGs unpaused."""
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import load_platform
+
+    with httpx.Client(base_url=f"{api_server.url}/api/v2", timeout=30,
+                      headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
+        for dag_id in LIFECYCLE:
+            assert admin.patch(f"/dags/{dag_id}", json={"is_paused": False}).status_code == 200
+    platform = load_platform()
+    for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
+        req = request_from_params(platform, owner, {"name": name, "team": "recsys", "cpu": 1, "memory": 1})
+        lifecycle.create(api_server.k8s, req, Settings.from_env())
+    return api_server
+
+
+def _run(api_server, dag_id: str, run_id: str) -> dict:
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
+        return admin.get(f"{api_server.url}/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
+
+
+def _names(c) -> set[tuple[str, str]]:
+    return {(i["owner"], i["name"]) for i in c.get("/api/instances").json()["instances"]}
+
+
+def test_users_see_their_own_instances_team_admins_their_teams_and_nobody_sees_a_password(instances):
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("carol") as carol, \
+            instances.client("admin") as admin:
+        assert _names(bob) == {("bob", "nb-b")}
+        assert _names(alice) == {("alice", "nb-a"), ("bob", "nb-b")}  # alice is recsys's admin
+        assert _names(carol) == set()  # nlp's admin: not recsys
+        assert _names(admin) == {("alice", "nb-a"), ("bob", "nb-b")}
+        rows = {i["name"]: i for i in alice.get("/api/instances").json()["instances"]}
+        listing = alice.get("/api/instances").text
+    assert rows["nb-a"]["mine"] and not rows["nb-b"]["mine"]
+    assert rows["nb-a"]["ssh"].startswith("ssh -p ") and set(rows["nb-a"]["urls"]) >= {"jupyter", "code-server"}
+    assert "password" not in listing.lower()
+
+
+def test_the_password_is_given_to_its_owner_only(instances):
+    import base64
+
+    from operators.devinstances import naming
+
+    secret = client.CoreV1Api(instances.k8s).read_namespaced_secret(naming.secret_name("alice", "nb-a"), "recsys")
+    want = base64.b64decode(secret.data["password"]).decode()
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin:
+        mine = alice.get("/api/instances/recsys/nb-a/password")
+        assert (mine.status_code, mine.json()["password"]) == (200, want)
+        assert mine.headers["cache-control"] == "no-store"
+        assert bob.get("/api/instances/recsys/nb-a/password").status_code == 404  # not even visible to bob
+        assert admin.get("/api/instances/recsys/nb-a/password").status_code == 403  # visible, not admin's
+        assert alice.get("/api/instances/recsys/nb-b/password").status_code == 403  # team admin: still bob's
+        assert alice.get("/api/instances/recsys/nope/password").status_code == 404
+
+
+def test_an_action_is_a_run_of_the_lifecycle_dag_triggered_as_the_user(instances):
+    with instances.client("alice") as alice:
+        r = alice.post("/api/instances/recsys/nb-a/stop", json={})
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_stop", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "alice" and run["conf"] == {"name": "nb-a", "team": "recsys"}
+
+
+def test_actions_on_someone_elses_instance_are_refused_and_admins_act_for_the_owner(instances):
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin:
+        assert bob.post("/api/instances/recsys/nb-a/delete", json={}).status_code == 404
+        assert alice.post("/api/instances/recsys/nb-b/stop", json={}).status_code == 403
+        assert alice.post("/api/instances/recsys/nb-a/reboot", json={}).status_code == 404
+        r = admin.post("/api/instances/recsys/nb-b/stop", json={})
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_stop", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "admin" and run["conf"] == {"name": "nb-b", "team": "recsys", "owner": "bob"}
+
+
+def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
+    with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file
+        r = carol.post("/api/instances", json={"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
+    assert r.status_code == 403 and "Airflow refused" in r.json()["detail"], r.text
+
+
+def test_create_triggers_the_create_dag_as_the_user_with_the_form_as_conf(instances):
+    form = {"name": "nb-new", "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2, "gpu": 0,
+            "mounts": [{"pvc": "recsys-datasets", "path": "/data", "read_only": True}]}
+    with instances.client("bob") as bob:
+        r = bob.post("/api/instances", json=form)
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_create", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "bob" and run["conf"] == form
+
+
+@pytest.mark.parametrize(("form", "field"), [
+    ({"name": "Bad_Name", "team": "recsys", "cpu": 1, "memory": 1}, "name="),
+    ({"name": "nb", "team": "recsys", "image": "tf9-quantum", "cpu": 1, "memory": 1}, "image="),
+    ({"name": "nb", "team": "nlp", "cpu": 1, "memory": 1}, "team="),  # bob is not in nlp
+    ({"name": "nb", "team": "recsys", "cpu": 7, "memory": 1}, "cpu="),  # 8 hard, 2 used by nb-a and nb-b
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1, "gpu": 1}, "image="),  # GPU on a CPU image
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1,
+      "mounts": [{"pvc": "alice-home", "path": "/a", "read_only": True}]}, "mounts[0].pvc="),
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1,
+      "mounts": [{"pvc": "recsys-datasets", "path": "/d", "read_only": False}]}, "mounts[0].read_only="),
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1, "owner": "alice"}, "owner="),
+])
+def test_bad_input_is_a_400_naming_the_field_and_nothing_is_triggered(instances, form, field):
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {instances.token('admin')}"}) as admin:
+        before = admin.get(f"{instances.url}/api/v2/dags/dev_instance_create/dagRuns").json()["total_entries"]
+        with instances.client("bob") as bob:
+            r = bob.post("/api/instances", json=form)
+        after = admin.get(f"{instances.url}/api/v2/dags/dev_instance_create/dagRuns").json()["total_entries"]
+    assert r.status_code == 400 and r.json()["detail"].startswith(field), r.text
+    assert after == before
+
+
+def test_a_paused_lifecycle_dag_is_named_and_refused(instances):
+    with httpx.Client(base_url=f"{instances.url}/api/v2", timeout=30,
+                      headers={"Authorization": f"Bearer {instances.token('admin')}"}) as admin:
+        admin.patch("/dags/dev_instance_start", json={"is_paused": True})
+        try:
+            with instances.client("alice") as alice:
+                assert alice.get("/api/me").json()["paused"] == ["dev_instance_start"]
+                r = alice.post("/api/instances/recsys/nb-a/start", json={})
+            assert r.status_code == 409 and "dev_instance_start is paused" in r.json()["detail"]
+        finally:
+            admin.patch("/dags/dev_instance_start", json={"is_paused": False})
+
+
+def test_the_form_offers_the_catalogue_free_quota_and_the_users_volumes(instances):
+    with instances.client("bob") as bob:
+        opts = bob.get("/api/instances/options").json()
+    assert [i["name"] for i in opts["images"]] == ["tf2-cpu", "tf2-gpu", "tf1-cpu"]
+    assert [i["name"] for i in opts["images"] if i["default"]] == ["tf2-cpu"]
+    (team,) = opts["teams"]
+    assert team["team"] == "recsys" and team["free"]["cpu"] == 6.0  # 8 - nb-a's 1 - nb-b's 1
+    assert team["volumes"] == [{"pvc": "recsys-datasets", "mode": "ro"}]  # alice writes, recsys reads
+
+
+def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):
+    from operators.platform.usage import write_report
+
+    with api_server.client("bob") as bob:
+        assert bob.get("/api/usage").json()["users"] == []  # no report yet
+        write_report({"generated_at": "2026-11-30T12:00:00+00:00",
+                      "period": {"since": "2026-10-31T12:00:00+00:00", "until": "2026-11-30T12:00:00+00:00"},
+                      "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 3.0, "cpu_hours": 1, "jobs": 1},
+                                  {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "cpu_hours": 1, "jobs": 1},
+                                  {"user": "carol", "team": "nlp", "gpu_hours": 9.0, "cpu_hours": 1, "jobs": 1}]},
+                     api_server.home / "skiff" / "usage.json")
+        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0}]
+    with api_server.client("alice") as alice:
+        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0},
+                                                            {"user": "alice", "gpu_hours": 5.0}]
