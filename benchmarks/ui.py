@@ -78,8 +78,8 @@ def _seed_cluster(api, kube) -> None:
     from operators.devinstances import lifecycle
     from operators.devinstances.settings import Settings
     from operators.devinstances.spec import build_request
+    from operators.k8s.resource import JOBS
     from operators.platform import load_platform
-    from operators.sedna.kube import Resource
     from operators.teams import ensure_queues
     from operators.training.naming import TaskInstanceKey
     from operators.training.operator import TrainingJobOperator
@@ -104,14 +104,13 @@ def _seed_cluster(api, kube) -> None:
                             memory="0.1", gpu=0, catalogue=platform.images, default_image=image.name,
                             home_pvc=f"{owner}-home", access=lambda pvc: None)
         lifecycle.create(api, req, settings)
-    jobs = Resource("batch/v1", "jobs")
     for i in list(range(N_RUNNING)) + list(range(N_RUNNING + N_QUEUED, N_TASKS)):
         failed = i >= N_RUNNING + N_QUEUED
         op = TrainingJobOperator(task_id=f"train_{i:03d}", image="registry.local/bench:1", entry_path="train.py",
                                  namespace=TRAIN_NS, owner="alice", cpu=0.1, memory=0.1, pod_annotations=(
                                      {"kubesim.io/exit-code": "3"} if failed else {"kubesim.io/duration": "3600"}))
         manifest = op.build_manifest(TaskInstanceKey(DAG_ID, op.task_id, RUN_ID, 1))
-        kube.create(jobs, TRAIN_NS, manifest)
+        kube.create(JOBS, TRAIN_NS, manifest)
 
 
 def _healthy(proc, url: str) -> bool:
@@ -147,7 +146,7 @@ def run() -> str:
     from devstack.stack import BIN, _spawn, free_port
     from kubesim.server import KubeSim
     from kubesim.testing import wait_until
-    from operators.sedna.kube import Kube
+    from operators.k8s.rest import Kube
 
     work = REPO / ".airflow" / "bench-ui"
     if work.exists():

@@ -66,6 +66,17 @@ def _wait_for_line(proc: subprocess.Popen, log: Path, pattern: str, timeout: flo
     raise TimeoutError(f"{proc.args[:3]} not ready within {timeout}s; see {log}:\n{_tail(log)}")
 
 
+def _log_line(item) -> str:
+    """One structured task-log event as text; an exception's type and message follow its event."""
+    if not isinstance(item, dict):
+        return str(item)
+    line = str(item.get("event", item))
+    for err in item.get("error_detail") or []:
+        if isinstance(err, dict):
+            line += f"\n{err.get('exc_type', '')}: {err.get('exc_value', '')}"
+    return line
+
+
 def _tail(log: Path, n: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-n:]) if log.exists() else "(no output)"
 
@@ -86,7 +97,7 @@ class Stack:
         self.maildir = self.workdir / "mail"
         self.home = self.workdir / "airflow"
         self.env: dict[str, str] = {}
-        self._token: str | None = None
+        self._tokens: dict[str, str] = {}
         self._http = httpx.Client(timeout=30)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -191,22 +202,20 @@ class Stack:
         return self.password("admin")
 
     def password(self, user: str) -> str:
-        """A simple-auth-manager user's generated password (users: ``airflow_env.STACK_USERS``)."""
+        """A simple-auth-manager user's generated password (users: ``airflow_env``)."""
         return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())[user]
 
-    def token(self, user: str) -> str:
-        """A JWT for ``user`` from ``POST /auth/token``, as the REST API's clients get one."""
-        r = self._http.post(f"{self.airflow_url}/auth/token", json={"username": user, "password": self.password(user)})
-        r.raise_for_status()
-        return r.json()["access_token"]
+    def _auth(self, user: str = "admin") -> dict[str, str]:
+        if user not in self._tokens:
+            r = self._http.post(f"{self.airflow_url}/auth/token",
+                                json={"username": user, "password": self.password(user)})
+            r.raise_for_status()
+            self._tokens[user] = r.json()["access_token"]
+        return {"Authorization": f"Bearer {self._tokens[user]}"}
 
-    def _auth(self) -> dict[str, str]:
-        if self._token is None:
-            self._token = self.token("admin")
-        return {"Authorization": f"Bearer {self._token}"}
-
-    def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204)):
-        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth())
+    def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204), user: str = "admin"):
+        """A REST API call as ``user`` (logged in with their password)."""
+        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
         if r.status_code not in ok:
             raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
         return r.json() if r.content else {}
@@ -226,9 +235,11 @@ class Stack:
         self.wait_dag(dag_id)
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
+    def trigger(self, dag_id: str, conf: dict | None = None, *, user: str = "admin") -> str:
+        """Trigger a run as ``user`` (its ``triggering_user_name``)."""
         self.unpause(dag_id)
-        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}})
+        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}},
+                       user=user)
         return run["dag_run_id"]
 
     def run_state(self, dag_id: str, run_id: str) -> str:
@@ -255,7 +266,7 @@ class Stack:
         )
         content = body.get("content")
         if isinstance(content, list):
-            return "\n".join(str(i.get("event", i)) if isinstance(i, dict) else str(i) for i in content)
+            return "\n".join(_log_line(i) for i in content)
         return str(content)
 
     def mails(self) -> list[EmailMessage]:

@@ -65,8 +65,9 @@ def airflow_stack(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def team_stack(airflow_stack):
-    """The stack with the demo team's queue (``recsys``: quota, alice's and bob's default PVCs), as in the demo."""
-    from devstack.demo_setup import setup_demo_cluster
+    """The stack with the example platform file applied (teams ``recsys`` and ``nlp``: quotas, alice's and bob's
+    home PVCs, pools ``skiff-<team>``), as in the demo."""
+    from devstack.demo_setup import setup_demo
 
-    setup_demo_cluster(airflow_stack.k8s())
+    setup_demo(airflow_stack)
     return airflow_stack

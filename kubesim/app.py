@@ -16,6 +16,7 @@ from aiohttp import web
 
 from kubesim import controls as kcontrols
 from kubesim.errors import ApiError
+from kubesim.proxy import add_proxy_route
 from kubesim.routes_discovery import simple_get
 from kubesim.routes_resources import ResourceRoutes
 from kubesim.store import Store
@@ -34,6 +35,7 @@ class ApiServer:
         # extra routes (e.g. a service proxy): (compiled regex on the path, async handler(request, match));
         # tried before the resource paths, behind the same middleware (stats, faults, latency, errors)
         self.routes: list[tuple[re.Pattern, Callable]] = []
+        add_proxy_route(self)  # services/<name>:<port>/proxy/<path> (proxy.py)
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
 

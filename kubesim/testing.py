@@ -36,20 +36,25 @@ async def async_api_client(url: str):
         await api.close()
 
 
+def _timed_out(timeout: float, what, predicate) -> TimeoutError:
+    return TimeoutError(f"condition not met within {timeout} s: {what or predicate}")
+
+
 def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
-    """Poll `predicate()` until truthy (returned) or raise TimeoutError naming `what`: never a bare sleep."""
+    """The one polling helper: call `predicate()` until it is truthy (and return that value), or raise
+    TimeoutError naming `what`. Never a bare sleep in a test."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s: {what or predicate}")
+            raise _timed_out(timeout, what, predicate)
         time.sleep(interval)
 
 
-async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
-    """`wait_until` for async tests; `predicate` may be sync or async."""
+async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
+    """`wait_until` for async tests (the loop keeps running while it waits); `predicate` may be sync or async."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -58,7 +63,7 @@ async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
+            raise _timed_out(timeout, what, predicate)
         await asyncio.sleep(interval)
 
 

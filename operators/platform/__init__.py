@@ -40,7 +40,7 @@ def example_path() -> Path:
     return Path(str(files("operators.platform").joinpath("example.yaml")))
 
 
-def _conf(key: str) -> str | None:
+def skiff_conf(key: str) -> str | None:
     try:
         from airflow.configuration import conf
     except ImportError:  # outside Airflow (e.g. a script): the environment variable still applies
@@ -51,14 +51,14 @@ def _conf(key: str) -> str | None:
 def platform_file(path: str | os.PathLike | None = None) -> Path:
     """The file to read: ``path``, else ``[skiff] platform_file`` (env ``AIRFLOW__SKIFF__PLATFORM_FILE``),
     else the packaged example."""
-    chosen = path or _conf("platform_file")
+    chosen = path or skiff_conf("platform_file")
     return Path(chosen) if chosen else example_path()
 
 
 def node_pool_defaults() -> NodePools:
     """Today's ``[skiff] online_pool_key/value`` settings are the defaults the file may override."""
-    return NodePools(online_key=_conf("online_pool_key") or DEFAULT_ONLINE_KEY,
-                     online_value=_conf("online_pool_value") or DEFAULT_ONLINE_VALUE)
+    return NodePools(online_key=skiff_conf("online_pool_key") or DEFAULT_ONLINE_KEY,
+                     online_value=skiff_conf("online_pool_value") or DEFAULT_ONLINE_VALUE)
 
 
 def load_platform(path: str | os.PathLike | None = None) -> Platform:

@@ -11,57 +11,43 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
-from kubernetes.client.exceptions import ApiException
-
-from operators.k8s import DEFAULT_CONN_ID, sync_hook
-from operators.sedna.kube import (
-    DATASETS,
-    DEPLOYMENTS,
-    EVENTS,
-    FL_JOBS,
-    HPAS,
-    JI_SERVICES,
-    MODELS,
-    PODS,
-    SERVICES,
-    Kube,
-    Resource,
-)
+from operators.k8s import KubeError, api_client, conn_id
+from operators.k8s.resource import DEPLOYMENTS, EVENTS, HPAS, JOBS, PODS, SERVICES, Resource
+from operators.k8s.rest import Kube
+from operators.platform.model import QUOTA_NAME
+from operators.sedna.kube import DATASETS, FL_JOBS, JI_SERVICES, MODELS
 from operators.training import failure
 from operators.ui import views
 
-QUOTA_NAME = "skiff-quota"
 TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
 FAILED_WINDOW = timedelta(hours=24)
 MAX_TRAINING_ROWS = 500
+QUOTAS = Resource("v1", "resourcequotas")
 
 _kube_lock = threading.Lock()
 _kubes: dict[str, Kube] = {}
 
 
-def kube(conn_id: str = DEFAULT_CONN_ID) -> Kube:
-    """One API client per connection per process (a hook per request would re-read the connection)."""
+def kube() -> Kube:
+    """One API client per connection (``[skiff] kubernetes_conn_id``) per process: a hook per request would
+    re-read the connection."""
+    conn = conn_id()
     with _kube_lock:
-        if conn_id not in _kubes:
-            _kubes[conn_id] = Kube(sync_hook(conn_id).api_client)
-        return _kubes[conn_id]
+        if conn not in _kubes:
+            _kubes[conn] = Kube(api_client(conn))
+        return _kubes[conn]
 
 
-def _list(k: Kube, res, *, labels: str | None = None, fields: str | None = None) -> list[dict]:
-    query = [(n, v) for n, v in (("labelSelector", labels), ("fieldSelector", fields)) if v]
-    return k.request("GET", res.path(), query=query)["items"]
+def _list(k: Kube, res: Resource, *, labels: str | None = None, fields: str | None = None) -> list[dict]:
+    """Every object of a kind in every namespace matching the selectors: one request."""
+    return k.list(res, None, label_selector=labels, field_selector=fields)
 
 
 def list_all(k: Kube, group_version: str, plural: str, *, labels: str | None = None) -> list[dict]:
-    """Every object of a kind in every namespace matching ``labels``: one request."""
     return _list(k, Resource(group_version, plural), labels=labels)
 
 
 # ---------------------------------------------------------------- quota
-
-
-QUOTAS = Resource("v1", "resourcequotas")
-JOBS = Resource("batch/v1", "jobs")
 
 
 def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
@@ -161,7 +147,7 @@ def sedna(k: Kube, namespaces: set[str] | None = None) -> dict:
     ``installed`` is False when the cluster has no Sedna CRDs."""
     try:
         return {"installed": True, "workloads": _sedna_rows(k, namespaces)}
-    except ApiException as exc:
+    except KubeError as exc:
         if exc.status == 404:
             return {"installed": False, "workloads": []}
         raise

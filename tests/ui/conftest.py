@@ -51,15 +51,12 @@ def browser(tmp_path):
 
 
 def seed_teams(api) -> None:
-    """The example platform file's teams as queues (namespace, ``skiff-quota``, members' home PVCs)."""
+    """The example platform file applied to the cluster (teams, quotas, home PVCs, shared volumes)."""
     from operators.platform import load_platform
-    from operators.teams import ensure_queue, queue_manifests
+    from operators.teams import ensure_queues
 
-    for team in load_platform().teams:
-        q = team.quota
-        quota = {"requests.cpu": q.cpu, "limits.cpu": q.cpu, "requests.memory": q.memory,
-                 "limits.memory": q.memory, "requests.nvidia.com/gpu": q.gpu, "requests.storage": q.storage}
-        ensure_queue(api, queue_manifests(team.namespace, list(team.users), quota, user_storage="20Gi"))
+    report = ensure_queues(api, load_platform())
+    assert not report.errors, report.errors
 
 
 class ApiServer:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from urllib.parse import urlsplit
 
 import pytest
+
+from kubesim.testing import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -30,16 +31,18 @@ def stack(team_stack):
 
 
 def _alert_for(stack, run_id: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def found():
         for mail in stack.mails():
             if mail["Subject"].startswith(SUBJECT):
                 body = mail.get_body(("html",)).get_content()
                 if html.escape(run_id) in body:
                     return mail, body
-        time.sleep(0.5)
-    raise AssertionError(f"no {SUBJECT!r} e-mail for run {run_id} within {timeout}s: "
-                         f"{[m['Subject'] for m in stack.mails()]}")
+        return None
+    try:
+        return wait_until(found, timeout, 0.5, what=f"a {SUBJECT!r} e-mail for run {run_id}")
+    except TimeoutError:
+        raise AssertionError(f"no {SUBJECT!r} e-mail for run {run_id} within {timeout}s: "
+                             f"{[m['Subject'] for m in stack.mails()]}") from None
 
 
 # Is ``needle`` on screen: some occurrence's box lies inside the viewport and is what the browser hit-tests

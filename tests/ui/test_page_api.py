@@ -92,7 +92,7 @@ def test_quota_bars_show_the_live_resourcequota_of_each_of_the_users_teams(api_s
         assert teams["recsys"]["cpu"] == (3.0, 8.0)
         assert teams["recsys"]["memory"] == (6.0, 32.0)
         assert teams["recsys"]["gpu"] == (0.0, 2.0)
-        assert teams["recsys"]["storage"] == (40.0, 100.0)  # alice's and bob's 20Gi home PVCs
+        assert teams["recsys"]["storage"] == (60.0, 100.0)  # homes of alice, bob (20Gi) + recsys-datasets (20Gi)
         assert sorted(every) == ["nlp", "recsys"]
     finally:
         core.delete_namespaced_pod("quota-user", "recsys")
