@@ -43,6 +43,8 @@ def test_the_page_is_an_external_view_in_the_navigation_with_a_relative_href(api
     with httpx.Client(base_url=api_server.url, timeout=30,
                       headers={"Authorization": f"Bearer {api_server.token('alice')}"}) as c:
         plugins = c.get("/api/v2/plugins").json()["plugins"]
+        errors = c.get("/api/v2/plugins/importErrors").json()
+    assert errors["total_entries"] == 0, errors  # registered once: no "already registered"
     views = [v for p in plugins if p["name"] == "skiff" for v in p["external_views"]]
     assert views == [{"name": "Skiff", "href": "skiff/", "url_route": "skiff", "destination": "nav",
                       "icon": "skiff/static/skiff.svg", "icon_dark_mode": None, "category": None,
