@@ -25,6 +25,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "devinstances",
     "platform",
     "rbac",
+    "ui",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
