@@ -60,7 +60,10 @@ def _start_stack(profile: str, tmp_path_factory):
 
     for other in [p for p in _running if p != profile]:
         _running.pop(other).stop()
-    stack = make_stack(profile, tmp_path_factory.mktemp(profile), dags_dirs=E2E_DAGS)
+    # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
+    # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
+    stack = make_stack(profile, tmp_path_factory.mktemp(profile), dags_dirs=E2E_DAGS,
+                       rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
     stack.start(timeout=240)
     _running[profile] = stack
     return stack
@@ -68,7 +71,8 @@ def _start_stack(profile: str, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def airflow_stack(tmp_path_factory):
-    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server).
+    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server),
+    kubesim enforcing RBAC and Airflow acting as Skiff's ServiceAccount.
 
     Each pytest session gets its own stack directory, so two sessions never share an Airflow home.
     """

@@ -16,7 +16,6 @@ from airflow.sdk import DAG, Param, task
 from operators.devinstances.operator import DevInstanceOperator
 from operators.devinstances.spec import MAX_CPU, MAX_EXTRA_PORTS, MAX_GPU, MAX_MEMORY_GI
 
-CONN_ID = "kubernetes_default"
 START = datetime(2026, 11, 1)
 TAGS = ["skiff", "dev-instance"]
 
@@ -85,7 +84,7 @@ def action_dag(action: str, doc_md: str) -> DAG:
         tags=TAGS,
         doc_md=doc_md,
     ) as dag:
-        DevInstanceOperator(task_id=action, action=action, kubernetes_conn_id=CONN_ID, retries=0)
+        DevInstanceOperator(task_id=action, action=action, retries=0)  # connection: [skiff] kubernetes_conn_id
     return dag
 
 
@@ -103,12 +102,11 @@ def cull_dag(doc_md: str) -> DAG:
     ) as dag:
         @task(task_id="cull")
         def cull() -> dict:
-            from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
             from operators.devinstances.culler import cull as run_cull
             from operators.devinstances.settings import Settings
+            from operators.k8s.connection import api_client
 
-            summary = run_cull(KubernetesHook(conn_id=CONN_ID).api_client, Settings.from_env())
+            summary = run_cull(api_client(), Settings.from_env())
             if summary["errors"]:
                 raise RuntimeError(f"{len(summary['errors'])} instance(s) could not be checked; "
                                    f"first: {summary['errors'][0]}")

@@ -1,8 +1,9 @@
 """``DevInstanceOperator``: one action on one development instance, as an Airflow task.
 
-It resolves the owner from the run (``owners.py``), validates against the platform file, performs the action
-through the provider's KubernetesHook, logs what happened with the URLs and the ssh line (never the password)
-and returns the instance's view (XCom, without the password). The "JupyterLab" and "code-server" extra links
+It resolves the owner from the run (``owners.py``), validates against the platform file (catalogue, membership,
+volumes, quota), performs the action through Skiff's access layer (the provider's KubernetesHook), logs what
+happened with the URLs and the ssh line (never the password) and returns the instance's view (XCom, without the
+password). The "JupyterLab" and "code-server" extra links
 on the task point at the instance.
 """
 
@@ -13,8 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
-
-from operators.k8s import DEFAULT_CONN_ID
 
 ACTIONS = ("create", "start", "stop", "delete")
 log = logging.getLogger("skiff.devinstances")
@@ -58,12 +57,14 @@ def request_from_params(platform, owner: str, params: Mapping[str, Any]):
 
 
 class DevInstanceOperator(BaseOperator):
-    """Run ``action`` (create, start, stop, delete) on the instance the DAG run's params name."""
+    """Run ``action`` (create, start, stop, delete) on the instance the DAG run's params name.
+
+    ``kubernetes_conn_id``: None uses ``[skiff] kubernetes_conn_id`` (default ``kubernetes_default``)."""
 
     operator_extra_links = (JupyterLink(), CodeServerLink())
     ui_color = "#e3f1dc"
 
-    def __init__(self, *, action: str, kubernetes_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+    def __init__(self, *, action: str, kubernetes_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if action not in ACTIONS:
             raise ValueError(f"action={action!r}: must be one of {', '.join(ACTIONS)}")
@@ -72,11 +73,10 @@ class DevInstanceOperator(BaseOperator):
         self.instance_urls: dict[str, str] = {}
 
     def execute(self, context) -> dict | None:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
         from operators.devinstances import inventory, lifecycle
         from operators.devinstances.owners import configured_admins, resolve_owner
         from operators.devinstances.settings import Settings
+        from operators.k8s.connection import api_client
 
         params = context["params"]
         owner = resolve_owner(context["dag_run"].triggering_user_name, params.get("owner"), configured_admins())
@@ -87,12 +87,12 @@ class DevInstanceOperator(BaseOperator):
 
             platform = load_platform()
             req = request_from_params(platform, owner, params)
-            api = KubernetesHook(conn_id=self.kubernetes_conn_id).api_client
+            api = api_client(self.kubernetes_conn_id)
             outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
         else:
             team = _namespace(team)
-            api = KubernetesHook(conn_id=self.kubernetes_conn_id).api_client
+            api = api_client(self.kubernetes_conn_id)
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
             else:
@@ -127,16 +127,12 @@ def _admission(platform, api):
     from kubernetes.client.rest import ApiException
 
     from operators.devinstances.lifecycle import InstanceError
-
-    try:
-        from operators.platform.admission import Request, VolumeRequest, check_request
-    except ImportError:  # the platform's admission check has not landed: the quota refuses the pod instead
-        log.warning("operators.platform.admission is not installed: the team's quota is not checked up front")
-        return None
+    from operators.platform.admission import Request, VolumeRequest, check_request
+    from operators.platform.model import QUOTA_NAME
 
     def admit(req) -> None:
         try:
-            live = client.CoreV1Api(api).read_namespaced_resource_quota("skiff-quota", req.namespace).status
+            live = client.CoreV1Api(api).read_namespaced_resource_quota(QUOTA_NAME, req.namespace).status
             status = {"hard": live.hard or {}, "used": live.used or {}} if live else None
         except ApiException as exc:
             if exc.status != 404:

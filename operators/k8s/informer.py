@@ -23,7 +23,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from operators.k8s import connection
@@ -64,7 +64,7 @@ class Subscription:
 
 
 class Informer:
-    def __init__(self, client: Callable, res: Resource, namespace: str | None, label_selector: str | None) -> None:
+    def __init__(self, client: Callable[[], AbstractAsyncContextManager], res: Resource, namespace: str | None, label_selector: str | None) -> None:
         self.client, self.res, self.namespace, self.label_selector = client, res, namespace, label_selector
         self.cache: dict[str, dict] = {}  # "namespace/name" -> object
         self.subscriptions: list[Subscription] = []
@@ -101,11 +101,32 @@ class Informer:
 
 
 class Informers:
-    """The informers of one connection in one event loop; ``client()`` opens an ``ApiClient`` context."""
+    """The informers of one connection in one event loop; ``client()`` opens an ``ApiClient`` context, which
+    they share (opened by the first running informer, closed with the last)."""
 
-    def __init__(self, client: Callable) -> None:
+    def __init__(self, client: Callable[[], AbstractAsyncContextManager]) -> None:
         self.client = client
         self.informers: dict[tuple, Informer] = {}
+        self._lock = asyncio.Lock()
+        self._users = 0
+        self._api = None
+        self._stack: AsyncExitStack | None = None
+
+    @asynccontextmanager
+    async def _shared_client(self) -> AsyncIterator:
+        async with self._lock:
+            if self._users == 0:
+                self._stack = AsyncExitStack()
+                self._api = await self._stack.enter_async_context(self.client())
+            self._users += 1
+        try:
+            yield self._api
+        finally:
+            async with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    await self._stack.aclose()
+                    self._api = self._stack = None
 
     @property
     def watches(self) -> int:
@@ -117,7 +138,7 @@ class Informers:
         key = (res, namespace, label_selector)
         informer = self.informers.get(key)
         if informer is None or informer.error is not None:
-            informer = self.informers[key] = Informer(self.client, res, namespace, label_selector)
+            informer = self.informers[key] = Informer(self._shared_client, res, namespace, label_selector)
         sub = informer.add(match, handler)
         try:
             yield sub
