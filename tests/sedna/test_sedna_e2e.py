@@ -58,7 +58,7 @@ def test_deleted_pod_comes_back_with_no_manual_trigger(stack):
     kube.delete(PODS, NS, name)
     back = wait_until(lambda: (trainer_pods(kube).get(name) or uid) != uid, 90, 0.2, what=f"{name} to come back")
     latency = time.monotonic() - t0
-    print(f"pod deleted -> recreated in {latency:.1f} s under airflow standalone")
+    print(f"pod deleted -> recreated in {latency:.1f} s on the {type(stack).__name__}")
     assert back and len(trainer_pods(kube)) == 2
     runs = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")["dag_runs"]
     assert runs and all(r["run_type"] != "manual" for r in runs)
