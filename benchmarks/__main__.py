@@ -15,7 +15,18 @@ import time
 import traceback
 from pathlib import Path
 
-SECTIONS = ["kubesim_api", "training", "shared_watch", "sedna", "dag_parse", "devinstances"]
+SECTIONS = [  # one per line: helpers add theirs without touching the others
+    "kubesim_api",
+    "kubesim_scale",
+    "training",
+    "shared_watch",
+    "sedna",
+    "dag_parse",
+    "devinstances",
+    "platform",
+    "rbac",
+    "ui",
+]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 

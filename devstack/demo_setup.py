@@ -24,3 +24,23 @@ def setup_demo(stack) -> dict:
     }, ok=(200, 201, 409))
     pools = AirflowPools.login(stack.airflow_url, "admin", stack.admin_password).sync(desired_pools(platform))
     return {"cluster": report.as_dict(), "pools": pools}
+
+
+# The demo user's development instance, created through dev_instance_create as alice would from the UI's form.
+DEMO_INSTANCE_OWNER = "alice"
+DEMO_INSTANCE = {"name": "notebook", "team": DEMO_TEAM, "cpu": 1, "memory": 2}
+
+
+def demo_instance_lines(api_client, owner: str = DEMO_INSTANCE_OWNER) -> list[str]:
+    """How to open ``owner``'s instances: state, addresses and the ssh line (never the password)."""
+    from operators.devinstances.inventory import list_instances
+    from operators.devinstances.settings import Settings
+
+    lines = []
+    for v in list_instances(api_client, owner, Settings.from_env(), with_idle=False):
+        lines.append(f"{v.owner}'s instance {v.namespace}/{v.name}: {v.state}, image {v.image_name} "
+                     f"({v.resources.get('cpu')} CPU, {v.resources.get('memory')})")
+        lines += [f"  {svc:<12} {url}" for svc, url in v.urls.items()]
+        if v.ssh:
+            lines.append(f"  {'ssh':<12} {v.ssh}")
+    return lines

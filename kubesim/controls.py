@@ -95,7 +95,7 @@ async def handle(controls: TestControls, store, request: web.Request, path: str)
         raw = await request.read()
         body = json.loads(raw) if raw else {}
     if path == "/kubesim/stats" and m == "GET":
-        return response(c.stats())
+        return response({**c.stats(), "watches_open": store.watch_count})
     if path == "/kubesim/stats/reset" and m == "POST":
         c.reset_stats()
         return response({"ok": True})

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from operators.platform.model import Platform, home_pvc
+from operators.platform.model import QUOTA_NAME, Platform, home_pvc
 from operators.platform.quantity import human, parse_quantity
 
 RULE = "a user mounts their own home PVC, their team's volumes and volumes shared with them"
@@ -114,9 +114,8 @@ def enforced_platform() -> Platform | None:
 def enforce_training(op, log) -> None:
     """Called by ``TrainingJobOperator.execute`` before anything is created: fail fast, log what it waits
     for, and force read-only mounts the file grants read-only (rewrites ``op.volumes``)."""
-    from kubernetes import client
-
-    from operators.k8s import sync_hook
+    from operators.k8s import Kube, api_client
+    from operators.k8s.resource import Resource
     from operators.training.spec import cpu_quantity, gpu_count, memory_gi, volumes
 
     platform = enforced_platform()
@@ -126,15 +125,9 @@ def enforce_training(op, log) -> None:
     req = Request(team=op.namespace, user=op.owner, cpu=cpu_quantity(op.cpu), memory=memory_gi(op.memory) + "Gi",
                   gpu=gpu_count(op.gpu), home=op.pvc, online=bool(op.online),
                   volumes=tuple(VolumeRequest(v.pvc, v.mount_path, v.read_only) for v in asked))
-    namespace = platform.team(op.namespace).namespace
-    core = client.CoreV1Api(sync_hook(op.kubernetes_conn_id).get_conn())
-    try:
-        status = core.read_namespaced_resource_quota("skiff-quota", namespace).status
-        quota_status = {"hard": status.hard or {}, "used": status.used or {}} if status else None
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-        quota_status = None
+    quota = Kube(api_client(op.kubernetes_conn_id)).get(Resource("v1", "resourcequotas"),
+                                                        platform.team(op.namespace).namespace, QUOTA_NAME)
+    quota_status = (quota or {}).get("status")
     decision = check_request(platform, req, quota_status)
     if decision.wait:
         log.info("%s; the Job waits at the quota (quota_wait) until it fits", decision.wait)

@@ -18,7 +18,6 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
-from operators.k8s import DEFAULT_CONN_ID
 from operators.platform import platform_file, skiff_conf
 from operators.platform.pools import DEFAULT_API_CONN_ID
 from operators.platform.trigger import PlatformFileTrigger
@@ -37,14 +36,14 @@ def platform_asset() -> Asset:
 def run_platform_sync() -> dict:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from operators.k8s import sync_hook
+    from operators.k8s import api_client
     from operators.platform import load_platform
     from operators.platform.desired import desired_pools
     from operators.platform.pools import AirflowPools
     from operators.platform.sync import sync_cluster
 
     platform = load_platform()                       # PlatformError: nothing is written
-    report = sync_cluster(sync_hook(skiff_conf("kubernetes_conn_id") or DEFAULT_CONN_ID).api_client, platform).as_dict()
+    report = sync_cluster(api_client(), platform).as_dict()
     conn_id = skiff_conf("airflow_api_conn_id") or DEFAULT_API_CONN_ID
     try:
         report["pools"] = AirflowPools.from_connection(conn_id).sync(desired_pools(platform))

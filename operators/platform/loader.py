@@ -252,6 +252,7 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
     node_pools = NodePools(
         gpu_resource=gpu.get("resource", node_defaults.gpu_resource),
         gpu_taint_key=gpu.get("taint_key", node_defaults.gpu_taint_key),
+        gpu_taint_value=gpu.get("taint_value", node_defaults.gpu_taint_value),
         gpu_taint_effect=gpu.get("taint_effect", node_defaults.gpu_taint_effect),
         online_key=online.get("key", node_defaults.online_key),
         online_value=online.get("value", node_defaults.online_value),

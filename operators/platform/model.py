@@ -105,6 +105,7 @@ class SharedVolume:
 class NodePools:
     gpu_resource: str = GPU_RESOURCE
     gpu_taint_key: str = GPU_RESOURCE
+    gpu_taint_value: str = "true"
     gpu_taint_effect: str = "NoSchedule"
     online_key: str = "node.netease.com/node-pool"
     online_value: str = "online"

@@ -15,11 +15,11 @@ made and the file no longer lists are reported as orphaned, for a person to deci
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from operators.k8s.resource import Resource
 from operators.platform.desired import ANNOTATION_HASH, MANAGED_BY, TeamObjects, desired_objects, ref
 from operators.platform.model import QUOTA_NAME, Platform
 from operators.platform.quantity import parse_quantity
@@ -27,18 +27,24 @@ from operators.platform.quantity import parse_quantity
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
-# kind -> (API class, list-for-all-namespaces method, apply method, namespaced)
+# kind -> (resource, namespaced), in the access layer's terms (operators.k8s.Resource)
 KINDS = {
-    "Namespace": ("CoreV1Api", "list_namespace", "patch_namespace", False),
-    "ResourceQuota": ("CoreV1Api", "list_resource_quota_for_all_namespaces", "patch_namespaced_resource_quota", True),
-    "LimitRange": ("CoreV1Api", "list_limit_range_for_all_namespaces", "patch_namespaced_limit_range", True),
-    "ServiceAccount": ("CoreV1Api", "list_service_account_for_all_namespaces",
-                       "patch_namespaced_service_account", True),
-    "RoleBinding": ("RbacAuthorizationV1Api", "list_role_binding_for_all_namespaces",
-                    "patch_namespaced_role_binding", True),
-    "PersistentVolumeClaim": ("CoreV1Api", "list_persistent_volume_claim_for_all_namespaces",
-                              "patch_namespaced_persistent_volume_claim", True),
+    "Namespace": (Resource("v1", "namespaces"), False),
+    "ResourceQuota": (Resource("v1", "resourcequotas"), True),
+    "LimitRange": (Resource("v1", "limitranges"), True),
+    "ServiceAccount": (Resource("v1", "serviceaccounts"), True),
+    "RoleBinding": (Resource("rbac.authorization.k8s.io/v1", "rolebindings"), True),
+    "PersistentVolumeClaim": (Resource("v1", "persistentvolumeclaims"), True),
 }
+
+
+def apply_request(kube, doc: dict, *, force: bool = True) -> dict:
+    """One server-side apply of ``doc`` as field manager ``skiff`` (a PATCH through the access layer)."""
+    res, namespaced = KINDS[doc["kind"]]
+    meta = doc["metadata"]
+    path = res.path(meta.get("namespace") if namespaced else None, meta["name"])
+    query = [("fieldManager", FIELD_MANAGER)] + ([("force", "true")] if force else [])
+    return kube.request("PATCH", path, query=query, body=doc, content_type=APPLY)
 
 
 @dataclass
@@ -92,41 +98,33 @@ def quota_ready(quota: dict) -> bool:
 
 
 class ClusterSync:
-    """The thin shell: one ``kubernetes`` ApiClient (from the provider's hook), the report, and the live view."""
+    """The thin shell: the access layer's ``Kube`` (plain JSON), the report, and the live view."""
 
-    def __init__(self, api_client, *, quota_timeout: float = 60.0, poll: float = 0.1) -> None:
-        from kubernetes import client
-
-        self.apis = {name: getattr(client, name)(api_client) for name in ("CoreV1Api", "RbacAuthorizationV1Api")}
+    def __init__(self, kube, *, quota_timeout: float = 60.0, poll: float = 0.1) -> None:
+        self.kube = kube
         self.quota_timeout, self.poll = quota_timeout, poll
         self.report = SyncReport()
         self.live: dict[tuple[str, str, str], dict] = {}
 
     def observe(self) -> None:
-        for kind, (api, lister, _, _) in KINDS.items():
-            raw = getattr(self.apis[api], lister)(label_selector=SELECTOR, _preload_content=False)
-            for item in json.loads(raw.data)["items"]:
+        for kind, (res, _) in KINDS.items():
+            for item in self.kube.list(res, label_selector=SELECTOR):
                 item["kind"] = kind
                 self.live[_key(item)] = item
 
     def apply(self, doc: dict) -> bool:
-        from kubernetes.client.rest import ApiException
+        from operators.k8s import KubeError
 
-        from operators.k8s import api_error_message
-
-        kind, namespace, name = _key(doc)
-        if not needs_apply(doc, self.live.get((kind, namespace, name))):
+        key = _key(doc)
+        if not needs_apply(doc, self.live.get(key)):
             self.report.unchanged += 1
             return True
-        api, _, method, namespaced = KINDS[kind]
-        args = (name, namespace) if namespaced else (name,)
         try:
-            raw = getattr(self.apis[api], method)(*args, doc, field_manager=FIELD_MANAGER, force=True,
-                                                  _content_type=APPLY, _preload_content=False)
-        except ApiException as exc:
-            self.report.errors.append(f"{ref(doc)}: {api_error_message(exc)}")
+            applied = apply_request(self.kube, doc)
+        except KubeError as exc:
+            self.report.errors.append(f"{ref(doc)}: {exc}")
             return False
-        self.live[(kind, namespace, name)] = {**json.loads(raw.data), "kind": kind}
+        self.live[key] = {**applied, "kind": doc["kind"]}
         self.report.applied.append(ref(doc))
         return True
 
@@ -136,12 +134,10 @@ class ClusterSync:
         if live is not None and quota_ready(live):
             return True
         self.report.waited_for_quota.append(namespace)
-        core = self.apis["CoreV1Api"]
         deadline = time.monotonic() + self.quota_timeout
         while time.monotonic() < deadline:
-            quota = json.loads(core.read_namespaced_resource_quota(QUOTA_NAME, namespace,
-                                                                   _preload_content=False).data)
-            if quota_ready(quota):
+            quota = self.kube.get(KINDS["ResourceQuota"][0], namespace, QUOTA_NAME)
+            if quota is not None and quota_ready(quota):
                 return True
             time.sleep(self.poll)
         self.report.errors.append(f"ResourceQuota/{namespace}/{QUOTA_NAME}: the quota controller did not fill in "
@@ -161,9 +157,12 @@ class ClusterSync:
 
 
 def sync_cluster(api_client, platform: Platform, *, quota_timeout: float = 60.0) -> SyncReport:
-    """Bring the cluster to the platform file; returns what was applied, orphaned and refused."""
+    """Bring the cluster to the platform file (``api_client``: a ``kubernetes`` ApiClient from the access
+    layer, ``operators.k8s.api_client()``); returns what was applied, orphaned and refused."""
+    from operators.k8s import Kube
+
     teams = desired_objects(platform)
-    shell = ClusterSync(api_client, quota_timeout=quota_timeout)
+    shell = ClusterSync(Kube(api_client), quota_timeout=quota_timeout)
     shell.observe()
     for team in teams:
         shell.sync_team(team)

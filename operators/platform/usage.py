@@ -98,15 +98,16 @@ def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: d
 
 
 def usage(api_client, platform: Platform, *, since: datetime | None = None, until: datetime | None = None) -> dict:
-    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster."""
-    from kubernetes import client
+    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster through the access
+    layer (``api_client``: ``operators.k8s.api_client()``)."""
+    from operators.k8s import Kube
+    from operators.k8s.resource import JOBS, Resource
 
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_PERIOD
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    quotas = json.loads(core.list_resource_quota_for_all_namespaces(_preload_content=False).data)["items"]
-    jobs = json.loads(batch.list_job_for_all_namespaces(label_selector=JOB_SELECTOR,
-                                                        _preload_content=False).data)["items"]
+    kube = Kube(api_client)
+    quotas = kube.list(Resource("v1", "resourcequotas"))
+    jobs = kube.list(JOBS, label_selector=JOB_SELECTOR)
     report = summarise(platform, quotas, jobs, since, until)
     report["generated_at"] = until.isoformat()
     return report
@@ -138,10 +139,10 @@ def read_report(path: Path | None = None) -> dict | None:
 
 
 def run_usage_report() -> dict:
-    from operators.k8s import DEFAULT_CONN_ID, sync_hook
-    from operators.platform import load_platform, skiff_conf
+    from operators.k8s import api_client
+    from operators.platform import load_platform
 
-    report = usage(sync_hook(skiff_conf("kubernetes_conn_id") or DEFAULT_CONN_ID).api_client, load_platform())
+    report = usage(api_client(), load_platform())
     path = usage_file()
     write_report(report, path)
     return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),

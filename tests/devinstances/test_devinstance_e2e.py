@@ -3,9 +3,6 @@ API; the scheduler runs it, the instance becomes Ready on kubesim and belongs to
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 from devinstance_support import NS, sts_of
 
@@ -15,25 +12,10 @@ from operators.devinstances import inventory
 pytestmark = pytest.mark.e2e
 
 
-def token(stack, user: str) -> dict[str, str]:
-    passwords = json.loads((stack.home / "simple_auth_manager_passwords.json.generated").read_text())
-    r = httpx.post(f"{stack.airflow_url}/auth/token", json={"username": user, "password": passwords[user]})
-    r.raise_for_status()
-    return {"Authorization": f"Bearer {r.json()['access_token']}"}
-
-
-def trigger_as(stack, user: str, dag_id: str, conf: dict) -> str:
-    stack.unpause(dag_id)
-    r = httpx.post(f"{stack.airflow_url}/api/v2/dags/{dag_id}/dagRuns", headers=token(stack, user),
-                   json={"logical_date": None, "conf": conf}, timeout=30)
-    assert r.status_code in (200, 201), r.text
-    return r.json()["dag_run_id"]
-
-
 def test_a_logged_in_user_creates_an_instance_that_becomes_ready(team_stack):
     stack = team_stack
     k8s = stack.k8s()
-    run_id = trigger_as(stack, "alice", "dev_instance_create", {"name": "e2e", "team": NS, "cpu": 1, "memory": 2})
+    run_id = stack.trigger("dev_instance_create", {"name": "e2e", "team": NS, "cpu": 1, "memory": 2}, user="alice")
     assert stack.wait_run("dev_instance_create", run_id, timeout=150) == "success"
     run = stack.api("GET", f"/api/v2/dags/dev_instance_create/dagRuns/{run_id}")
     assert run["triggering_user_name"] == "alice"
@@ -44,7 +26,7 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(team_stack):
     assert view.state == "Running" and view.ssh in log
     assert inventory.password(k8s, "alice", NS, "e2e", caller="alice") not in log
     # bob, logged in, may not stop alice's instance by naming her as owner
-    bob_run = trigger_as(stack, "bob", "dev_instance_stop", {"name": "e2e", "team": NS, "owner": "alice"})
+    bob_run = stack.trigger("dev_instance_stop", {"name": "e2e", "team": NS, "owner": "alice"}, user="bob")
     assert stack.wait_run("dev_instance_stop", bob_run, timeout=150) == "failed"
     assert "'bob' may only act on their own development instances" in stack.task_log(
         "dev_instance_stop", bob_run, "stop")
