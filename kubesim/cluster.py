@@ -5,8 +5,9 @@ Like the real components, everything here is an API client of the store: it read
 see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
-quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
-gc.GarbageCollector, quota.QuotaController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
+serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
+-> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
+gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA).
 
 What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
@@ -22,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kubesim.controller import Cache, Controller  # noqa: F401  (Controller: kubesim.cluster.Controller still works)
 from kubesim.errors import ApiError
+from kubesim.nodes import load_nodes_file, node_manifests
 
 log = logging.getLogger("kubesim.cluster")
 
@@ -42,172 +43,6 @@ class Timing:
     create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
 
 
-Key = tuple[str | None, str]   # (namespace, name)
-
-
-def key_of(obj: dict) -> Key:
-    md = obj["metadata"]
-    return md.get("namespace"), md["name"]
-
-
-def rv_int(obj: dict) -> int:
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-class Cache:
-    """What the cluster's informers have seen: the latest committed object per kind and key.
-
-    Objects are the store's notifications or the results of our own writes (newer resourceVersion wins);
-    they are shared, so treat them as read-only.
-    """
-
-    def __init__(self) -> None:
-        self._by_kind: dict[tuple[str, str], dict[Key, dict]] = {}
-
-    def _bucket(self, rt) -> dict[Key, dict]:
-        return self._by_kind.setdefault((rt.group, rt.plural), {})
-
-    def observe(self, rt, obj: dict, deleted: bool = False) -> None:
-        bucket = self._bucket(rt)
-        key = key_of(obj)
-        if deleted:
-            cur = bucket.get(key)
-            if cur is not None and cur["metadata"].get("uid") == obj["metadata"].get("uid"):
-                del bucket[key]
-            return
-        cur = bucket.get(key)
-        if cur is None or cur["metadata"].get("uid") != obj["metadata"].get("uid") or rv_int(obj) >= rv_int(cur):
-            bucket[key] = obj
-
-    def get(self, rt, namespace: str | None, name: str) -> dict | None:
-        return self._bucket(rt).get((namespace, name))
-
-    def list(self, rt, namespace: str | None = None) -> list[dict]:
-        objs = self._bucket(rt).values()
-        if namespace is None:
-            return list(objs)
-        return [o for o in objs if o["metadata"].get("namespace") == namespace]
-
-
-class WorkQueue:
-    """A controller's queue of keys: deduplicated, processed one at a time, with delayed re-adds."""
-
-    def __init__(self, name: str, handler: Callable[[Key], None]):
-        self.name = name
-        self._handler = handler
-        self._pending: set[Key] = set()
-        self._queue: asyncio.Queue[Key] = asyncio.Queue()
-        self._timers: dict[Key, asyncio.TimerHandle] = {}
-        self._task: asyncio.Task | None = None
-
-    def add(self, key: Key) -> None:
-        if key not in self._pending:
-            self._pending.add(key)
-            self._queue.put_nowait(key)
-
-    def add_after(self, key: Key, delay: float) -> None:
-        """Process `key` after `delay` s (an earlier pending timer for it wins)."""
-        if delay <= 0:
-            self.add(key)
-            return
-        loop = asyncio.get_running_loop()
-        old = self._timers.get(key)
-        when = loop.time() + delay
-        if old is not None and not old.cancelled() and old.when() <= when:
-            return
-        if old is not None:
-            old.cancel()
-        self._timers[key] = loop.call_at(when, self._fire, key)
-
-    def _fire(self, key: Key) -> None:
-        self._timers.pop(key, None)
-        self.add(key)
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"kubesim-{self.name}")
-
-    async def _run(self) -> None:
-        while True:
-            key = await self._queue.get()
-            self._pending.discard(key)
-            try:
-                self._handler(key)
-            except Exception:   # a controller bug must not stop the cluster: log it and go on
-                log.exception("%s: error reconciling %s", self.name, key)
-
-    async def stop(self) -> None:
-        for t in self._timers.values():
-            t.cancel()
-        self._timers.clear()
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-
-
-class EventRecorder:
-    """Writes core/v1 Events the way client-go's recorder does: name `<object>.<hex>`, and a repeat of
-    the same event (same object, type, reason, message, source) bumps `count` and `lastTimestamp`."""
-
-    MAX_KEPT = 4096      # aggregation keys remembered (client-go keeps an LRU cache too)
-
-    def __init__(self, store, component: str):
-        self.store = store
-        self.component = component
-        self._rt = store.registry.lookup("", "v1", "events")
-        self._seen: OrderedDict[tuple, str] = OrderedDict()
-
-    def record(self, obj: dict, type_: str, reason: str, message: str, *, host: str | None = None,
-               field_path: str | None = None) -> None:
-        md = obj["metadata"]
-        namespace = md.get("namespace") or "default"
-        now = self.store.clock.rfc3339(self.store.clock.now())
-        key = (namespace, md.get("uid"), field_path, type_, reason, message, host)
-        name = self._seen.get(key)
-        if name is not None and self._bump(namespace, name, now):
-            self._seen.move_to_end(key)
-            return
-        involved = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion"), "name": md["name"],
-                    "namespace": md.get("namespace"), "uid": md.get("uid"),
-                    "resourceVersion": md.get("resourceVersion")}
-        if field_path:
-            involved["fieldPath"] = field_path
-        source = {"component": self.component}
-        if host:
-            source["host"] = host
-        event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": f"{md['name']}.{secrets.token_hex(8)}", "namespace": namespace},
-                 "involvedObject": {k: v for k, v in involved.items() if v is not None},
-                 "reason": reason, "message": message, "source": source, "type": type_,
-                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                 "reportingComponent": self.component, "reportingInstance": host or "",
-                 "action": reason}
-        try:
-            created = self.store.create(self._rt, namespace, event)
-        except ApiError as e:   # e.g. the namespace is being deleted: events are best effort, as in client-go
-            log.debug("event %s/%s dropped: %s", namespace, reason, e.message)
-            return
-        self._seen[key] = created["metadata"]["name"]
-        while len(self._seen) > self.MAX_KEPT:
-            self._seen.popitem(last=False)
-
-    def _bump(self, namespace: str, name: str, now: str) -> bool:
-        try:
-            event = self.store.get(self._rt, namespace, name)
-            event["count"] = int(event.get("count") or 1) + 1
-            event["lastTimestamp"] = now
-            self.store.update(self._rt, namespace, name, event)
-            return True
-        except ApiError:       # gone (or raced): record a new one
-            return False
-
-
 class Cluster:
     """Controllers, scheduler and kubelets of a simulated cluster on `store`.
 
@@ -217,7 +52,6 @@ class Cluster:
 
     def __init__(self, store, *, nodes: Iterable[dict] | str | os.PathLike | None = None,
                  timing: Timing | None = None):
-        from kubesim.nodes import load_nodes_file, node_manifests
         self.store = store
         self.timing = timing or Timing()
         if isinstance(nodes, (str, os.PathLike)):
@@ -233,21 +67,11 @@ class Cluster:
         self._stopped = False
 
     async def start(self) -> None:
-        # The components import this module (Timing, Cache, WorkQueue, EventRecorder): import them here.
-        from kubesim import gc, kubelet, quota, scheduler, validation, workloads
-
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         if not self._started:
-            self.validator = validation.Validator(self.store)
-            self.quota = quota.QuotaAdmission(self.store)
-            # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-            self.store.admission.extend([self.validator, quota.LimitRanger(self.store), self.quota])
-            self.kubelet = kubelet.Kubelet(self)
-            self.controllers = [
-                scheduler.Scheduler(self), self.kubelet, gc.GarbageCollector(self),
-                quota.QuotaController(self), *workloads.controllers(self),
-            ]
+            admission, self.controllers = components(self)
+            self.store.admission.extend(admission)
             self.store.log_provider = self.kubelet.logs
             self._started = True
         for c in self.controllers:
@@ -315,27 +139,21 @@ class Cluster:
         return self.store.clock.rfc3339(self.store.clock.now())
 
 
-class Controller:
-    """Base of the cluster's components: a work queue of object keys fed by store events."""
+def components(cluster: Cluster) -> tuple[list, list]:
+    """The admission plugins (in order) and the controllers of a cluster: the one place a new component
+    is registered. An admission plugin is `plugin(AdmissionRequest)` (mutate `req.obj` or raise ApiError);
+    a controller is a `kubesim.controller.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
+    # imported here, not at the top: quota.py still imports `kubesim.cluster` (validation and the scheduler
+    # import quota), so a top-level import would be a cycle; the other components import kubesim.controller
+    from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
 
-    name = "controller"
-
-    def __init__(self, cluster: Cluster):
-        self.cluster = cluster
-        self.store = cluster.store
-        self.queue = WorkQueue(self.name, self.reconcile)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        await self.queue.stop()
-
-    def reset(self) -> None:
-        """Forget per-object runtime state (the store was cleared)."""
-
-    def on_event(self, event_type: str, rt, obj: dict, old: dict | None) -> None:
-        """Enqueue keys for a store change (runs on the loop, in store order)."""
-
-    def reconcile(self, key: Key) -> None:
-        """Bring the object at `key` to its desired state."""
+    cluster.validator = validation.Validator(cluster.store)
+    cluster.quota = quota.QuotaAdmission(cluster.store)
+    cluster.kubelet = kubelet.Kubelet(cluster)
+    # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
+    admission = [cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
+                 quota.LimitRanger(cluster.store), cluster.quota]
+    controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
+                   quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
+                   *workloads.controllers(cluster)]
+    return admission, controllers

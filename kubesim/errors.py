@@ -83,9 +83,6 @@ def invalid(rt, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
                     causes=[{"reason": t, "message": m, "field": f} for f, t, m in causes])
 
 
-def bad_request(message: str) -> ApiError:
-    return ApiError(400, message, "BadRequest")
-
 
 def gone(message: str) -> ApiError:
     return ApiError(410, message, "Expired")

@@ -11,8 +11,13 @@ Namespace contents are removed by the store (the namespace controller's job).
 """
 from __future__ import annotations
 
-from kubesim.cluster import Cluster, Controller
+from typing import TYPE_CHECKING
+
+from kubesim.controller import Controller
 from kubesim.errors import ApiError
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 Ref = tuple[str, str, str | None, str]   # (group, plural, namespace, name) of a dependent
 

@@ -14,10 +14,16 @@ import hashlib
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.clock import rfc3339nano
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
+from kubesim.qos import qos_class
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 ANN = "kubesim.io/"
 WAITING_REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
@@ -58,24 +64,6 @@ class Script:
     @property
     def waiting(self) -> bool:
         return self.reason in WAITING_REASONS
-
-
-def rfc3339nano(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "000Z"
-
-
-def qos_class(pod: dict) -> str:
-    containers = (pod["spec"].get("containers") or []) + (pod["spec"].get("initContainers") or [])
-    requests, limits = [], []
-    for c in containers:
-        res = c.get("resources") or {}
-        requests.append({k: str(v) for k, v in (res.get("requests") or {}).items() if k in ("cpu", "memory")})
-        limits.append({k: str(v) for k, v in (res.get("limits") or {}).items() if k in ("cpu", "memory")})
-    if not any(requests) and not any(limits):
-        return "BestEffort"
-    if all(len(lim) == 2 and (not req or req == lim) for req, lim in zip(requests, limits, strict=True)):
-        return "Guaranteed"
-    return "Burstable"
 
 
 def image_id(image: str) -> str:
@@ -543,7 +531,7 @@ def pod_status(pod: dict, run: PodRun, now: str) -> dict:
     ]
     status = {"phase": run.phase, "conditions": conditions, "hostIP": run.host_ip,
               "hostIPs": [{"ip": run.host_ip}], "podIP": run.pod_ip, "podIPs": [{"ip": run.pod_ip}],
-              "startTime": run.start_time, "qosClass": qos_class(pod), "containerStatuses": statuses}
+              "startTime": run.start_time, "qosClass": qos_class(pod["spec"]), "containerStatuses": statuses}
     if run.reason:
         status["reason"] = run.reason
         status["message"] = run.message

@@ -10,10 +10,15 @@ event, and is retried when capacity frees (a pod ends or goes, a node is added o
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
 from kubesim.quota import pod_requests, qty
+from kubesim.selectors import selector_from_map
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -75,9 +80,8 @@ def node_affinity(pod: dict) -> dict:
 
 def matches_selector_and_affinity(pod: dict, node: dict) -> bool:
     labels = node["metadata"].get("labels") or {}
-    for k, v in (pod["spec"].get("nodeSelector") or {}).items():
-        if labels.get(k) != v:
-            return False
+    if not selector_from_map(pod["spec"].get("nodeSelector")).matches(labels):
+        return False
     required = node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
     if required:
         return any(match_term(t, node) for t in required.get("nodeSelectorTerms") or [])

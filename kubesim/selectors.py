@@ -5,10 +5,7 @@ import re
 from dataclasses import dataclass
 
 from kubesim.errors import ApiError
-
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
-_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+from kubesim.names import LABEL_VALUE, QUALIFIED_NAME, SUBDOMAIN
 
 
 @dataclass(frozen=True)
@@ -58,15 +55,15 @@ def _check_key(key: str, selector: str) -> None:
     name = key
     if "/" in key:
         prefix, name = key.split("/", 1)
-        if not prefix or len(prefix) > 253 or not _PREFIX.match(prefix):
+        if not prefix or len(prefix) > 253 or not SUBDOMAIN.match(prefix):
             raise _bad(selector, f'invalid label key "{key}": prefix part must be a lowercase RFC 1123 subdomain')
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if not name or len(name) > 63 or not QUALIFIED_NAME.match(name):
         raise _bad(selector, f'invalid label key "{key}": name part must consist of alphanumeric characters, '
                              "'-', '_' or '.', and must start and end with an alphanumeric character")
 
 
 def _check_value(value: str, selector: str) -> None:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
+    if len(value) > 63 or not LABEL_VALUE.match(value):
         raise _bad(selector, f'invalid label value: "{value}": a valid label must be an empty string or '
                              "consist of alphanumeric characters, '-', '_' or '.', and must start and end "
                              "with an alphanumeric character")
@@ -144,6 +141,11 @@ def label_selector_from_dict(sel: dict | None) -> LabelSelector:
     for expr in sel.get("matchExpressions") or []:
         reqs.append(Requirement(expr["key"], ops[expr["operator"]], tuple(expr.get("values") or ())))
     return LabelSelector(tuple(reqs))
+
+
+def selector_from_map(labels: dict | None) -> LabelSelector:
+    """A map selector (`Service.spec.selector`, `nodeSelector`): every key=value must hold."""
+    return LabelSelector(tuple(Requirement(k, "=", (v,)) for k, v in (labels or {}).items()))
 
 
 # ---- field selectors -------------------------------------------------------------------------------

@@ -5,57 +5,34 @@ public methods return fresh copies by decoding those bytes.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import itertools
 import json
 import logging
 import random
-import re
 import string
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import Decimal
 
-from kubesim import errors, patch
+from kubesim import apply as ssa
+from kubesim import errors, names, patch, strategy
+from kubesim.clock import Clock
 from kubesim.errors import ApiError
+from kubesim.qos import qos_class
 from kubesim.registry import Registry, ResourceType, crd_resource_types
 from kubesim.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
+from kubesim.views import dumps, event_to_core, is_view, view
+from kubesim.watch import Event, Watch, WatchIndex, running_loop
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")   # the NamespaceLifecycle admission
 # kinds whose status a create may carry (a kubelet registers its Node with status)
 _STATUS_ON_CREATE = {("", "nodes")}
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                  "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-                  "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-              "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-                "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
-_RBAC_GROUP = "rbac.authorization.k8s.io"
 log = logging.getLogger("kubesim.store")
-
-
-class Clock:
-    """Wall-clock time; cluster.py may substitute a faster or manual clock."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    @staticmethod
-    def rfc3339(dt: datetime) -> str:
-        return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -67,124 +44,6 @@ class AdmissionRequest:
     old: dict | None
     subresource: str | None
     dry_run: bool
-
-
-@dataclass
-class _Event:
-    rv: int
-    type: str
-    key: tuple[str, str]       # storage key (group, plural)
-    namespace: str
-    obj: dict
-    data: bytes                # serialized obj
-    old: dict | None
-
-
-def _dumps(obj) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _name_error(rt: ResourceType, name: str) -> str | None:
-    """The apimachinery name validation for the kind, or None if the name is valid."""
-    if rt.group == _RBAC_GROUP:
-        if name in (".", "..") or "/" in name or "%" in name:
-            return "may not contain '/' or '%' and may not be '.' or '..'"
-        return None
-    if rt.plural == "namespaces":
-        regex, msg, limit = _LABEL, _LABEL_MSG, 63
-    elif rt.plural == "services" and rt.group == "":
-        regex, msg, limit = _DNS1035, _DNS1035_MSG, 63
-    else:
-        regex, msg, limit = _SUBDOMAIN, _SUBDOMAIN_MSG, 253
-    if len(name) > limit:
-        return f"must be no more than {limit} characters"
-    if not regex.match(name):
-        return msg
-    return None
-
-
-_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                  "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                  "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-                    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value', "
-                    " or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
-
-
-def _key_error(key: str) -> str | None:
-    """apimachinery IsQualifiedName: optional DNS-subdomain prefix + '/' + a 63-char name part."""
-    name = key
-    if "/" in key:
-        prefix, name = key.split("/", 1)
-        if not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix):
-            return "prefix part " + _SUBDOMAIN_MSG
-    if not name:
-        return "name part must be non-empty"
-    if len(name) > 63:
-        return "name part must be no more than 63 characters"
-    if not _QUALIFIED.match(name):
-        return _QUALIFIED_MSG
-    return None
-
-
-def _metadata_causes(md: dict) -> list[tuple[str, str, str]]:
-    """Generic ObjectMeta validation the apiserver does for every kind: label keys/values, annotation keys."""
-    causes = []
-    labels = md.get("labels") or {}
-    annotations = md.get("annotations") or {}
-    if not isinstance(labels, dict) or not isinstance(annotations, dict):
-        return [("metadata", "FieldValueInvalid", "Invalid value: labels and annotations must be maps")]
-    for k, v in labels.items():
-        err = _key_error(k)
-        if err:
-            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
-        if not isinstance(v, str):
-            causes.append((f"metadata.labels[{k}]", "FieldValueInvalid", "Invalid value: must be a string"))
-        elif len(v) > 63:
-            causes.append(("metadata.labels", "FieldValueInvalid",
-                           f'Invalid value: "{v}": must be no more than 63 characters'))
-        elif not _LABEL_VALUE.match(v):
-            causes.append(("metadata.labels", "FieldValueInvalid", f'Invalid value: "{v}": {_LABEL_VALUE_MSG}'))
-    for k in annotations:
-        err = _key_error(k)
-        if err:
-            causes.append(("metadata.annotations", "FieldValueInvalid", f'Invalid value: "{k}": {err}'))
-    return causes
-
-
-_SUFFIX = {"m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
-           "T": Decimal(10) ** 12, "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
-           "Ti": Decimal(2) ** 40}
-
-
-def _quantity(value) -> Decimal | None:
-    m = re.fullmatch(r"([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?", str(value).strip())
-    if not m:
-        return None
-    try:
-        return Decimal(m.group(1)) * _SUFFIX.get(m.group(2) or "", Decimal(1))
-    except ArithmeticError:
-        return None
-
-
-def pod_qos_class(spec: dict) -> str:
-    """The QoS class the apiserver records in a new pod's status (BestEffort, Burstable, Guaranteed)."""
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set, guaranteed = False, True
-    for c in containers:
-        res = c.get("resources") or {} if isinstance(c, dict) else {}
-        requests, limits = res.get("requests") or {}, res.get("limits") or {}
-        for name in ("cpu", "memory"):
-            req, lim = requests.get(name), limits.get(name)
-            if req is not None or lim is not None:
-                any_set = True
-            if lim is None or (req is not None and _quantity(req) != _quantity(lim)):
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _has_status_subresource(rt: ResourceType) -> bool:
@@ -199,152 +58,6 @@ def _spec_part(rt: ResourceType, obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
-# ---- events.k8s.io/v1: a view of the core/v1 Events (one storage, as on the real server) -------------
-
-_EVENT_COMMON = ("metadata", "reason", "type", "eventTime", "series", "action", "related", "reportingInstance")
-
-
-def _event_to_v1(e: dict) -> dict:
-    """A stored core/v1 Event as events.k8s.io/v1 serves it."""
-    out = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
-    out.update({k: e[k] for k in _EVENT_COMMON if e.get(k) is not None})
-    for src, dst in (("involvedObject", "regarding"), ("message", "note"), ("source", "deprecatedSource"),
-                     ("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp"),
-                     ("count", "deprecatedCount")):
-        if e.get(src) is not None:
-            out[dst] = e[src]
-    controller = e.get("reportingComponent") or (e.get("source") or {}).get("component")
-    if controller:
-        out["reportingController"] = controller
-    return out
-
-
-def _event_to_core(e: dict) -> dict:
-    """An events.k8s.io/v1 Event as it is stored (core/v1)."""
-    out = {"apiVersion": "v1", "kind": "Event"}
-    out.update({k: e[k] for k in _EVENT_COMMON if e.get(k) is not None})
-    for src, dst in (("regarding", "involvedObject"), ("note", "message"), ("deprecatedSource", "source"),
-                     ("deprecatedFirstTimestamp", "firstTimestamp"), ("deprecatedLastTimestamp", "lastTimestamp"),
-                     ("deprecatedCount", "count"), ("reportingController", "reportingComponent")):
-        if e.get(src) is not None:
-            out[dst] = e[src]
-    out.setdefault("involvedObject", {})
-    return out
-
-
-def _is_view(rt: ResourceType) -> bool:
-    return rt.storage is not None
-
-
-def _view(rt: ResourceType, obj: dict | None) -> dict | None:
-    """A stored object as `rt` serves it."""
-    if obj is None:
-        return None
-    if _is_view(rt):
-        return _event_to_v1(obj)
-    if obj.get("apiVersion") != rt.api_version:     # another served version of a CRD: no conversion
-        return {**obj, "apiVersion": rt.api_version}
-    return obj
-
-
-class Watch:
-    """An async iterator of (event_type, obj) for one watcher; `.close()` ends it."""
-
-    _CLOSED = object()
-
-    def __init__(self, store: Store, rt: ResourceType, namespace: str | None, label: LabelSelector,
-                 field: FieldSelector):
-        self.store, self.rt, self.namespace = store, rt, namespace
-        self.label, self.field = label, field
-        self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue = asyncio.Queue()
-        self.closed = False
-        self.last_rv = 0       # resourceVersion of the last event put in the queue (for bookmarks)
-
-    def _matches(self, obj: dict | None) -> bool:
-        if obj is None:
-            return False
-        return self.label.matches(obj["metadata"].get("labels")) and (
-            self.field.empty or self.field.matches(obj))
-
-    def _translate(self, ev: _Event) -> tuple[str, dict, bytes] | None:
-        """The event as this watcher sees it: selectors turn MODIFIED into ADDED/DELETED, as the cache does."""
-        if ev.key != self.rt.storage_key:
-            return None
-        if self.namespace is not None and ev.namespace != self.namespace:
-            return None
-        obj, old, data = ev.obj, ev.old, ev.data
-        if _is_view(self.rt) or obj.get("apiVersion") != self.rt.api_version:
-            obj, old = _view(self.rt, obj), _view(self.rt, old)
-            data = _dumps(obj)
-        if self.label.empty and self.field.empty:
-            return ev.type, obj, data
-        now = self._matches(obj)
-        if ev.type == "MODIFIED":
-            before = self._matches(old)
-            if now and not before:
-                return "ADDED", obj, data
-            if before and not now:
-                return "DELETED", obj, data
-        return (ev.type, obj, data) if now else None
-
-    def _offer(self, ev: _Event) -> None:
-        """Called under the store lock from any thread."""
-        item = self._translate(ev)
-        if item is None or self.closed:
-            return
-        payload = (item[0], item[1], item[2], ev.rv)
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            self.queue.put_nowait(payload)
-        elif not self.loop.is_closed():
-            try:
-                self.loop.call_soon_threadsafe(self.queue.put_nowait, payload)
-            except RuntimeError:       # the watcher's loop closed between the check and the call
-                self.closed = True
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.store._drop_watch(self)
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            self.queue.put_nowait(self._CLOSED)
-        elif not self.loop.is_closed():
-            try:
-                self.loop.call_soon_threadsafe(self.queue.put_nowait, self._CLOSED)
-            except RuntimeError:
-                pass
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self) -> tuple[str, dict]:
-        item = await self.next_raw()
-        if item is None:
-            raise StopAsyncIteration
-        return item[0], json.loads(item[2])
-
-    async def next_raw(self, timeout: float | None = None):
-        """(type, obj, bytes, rv); None when closed; raises TimeoutError after `timeout` seconds."""
-        if timeout is None:
-            item = await self.queue.get()
-        else:
-            item = await asyncio.wait_for(self.queue.get(), timeout)
-        if item is self._CLOSED:
-            self.closed = True
-            return None
-        self.last_rv = item[3]
-        return item
-
-
 class Store:
     def __init__(self, registry: Registry | None = None, clock: Clock | None = None, history: int = 10000):
         self.registry = registry or Registry()
@@ -354,14 +67,14 @@ class Store:
         self.admission: list[Callable[[AdmissionRequest], None]] = []
         self.log_provider = None
         self._subscribers: list[Callable] = []
-        self._watches: set[Watch] = set()
+        self._watches = WatchIndex()
         self.watches_opened = 0      # ever, monotonic: tests wait on it to know a watch reached the server
         self._rv = itertools.count(1)
         self._current_rv = 0
         self._data: dict[tuple[str, str], dict[tuple[str, str], tuple[dict, bytes]]] = {}
         # label index: storage key -> (label key, value) -> object keys (answers `k=v` selectors)
         self._labels: dict[tuple[str, str], dict[tuple[str, str], set]] = {}
-        self._history: deque[_Event] = deque()
+        self._history: deque[Event] = deque()
         self._history_floor = 0     # events with rv <= floor are no longer kept
         self._install_defaults()
 
@@ -406,7 +119,7 @@ class Store:
 
     def _out(self, rt: ResourceType, obj: dict, data: bytes) -> dict:
         """A fresh copy of a stored object as `rt` serves it."""
-        return _view(rt, json.loads(data))
+        return view(rt, json.loads(data))
 
     def _check_namespace(self, rt: ResourceType, namespace: str | None, *, creating: str | None = None) -> None:
         """The namespace must exist; `creating` (the new object's name) must not go into a Terminating one."""
@@ -433,27 +146,35 @@ class Store:
         self._current_rv = rv
         target = obj if obj is not None else old
         target["metadata"]["resourceVersion"] = str(rv)
-        data = _dumps(target)
+        data = dumps(target)
         bucket = self._bucket(rt)
-        self._index(rt.storage_key, key, bucket.get(key), obj)
-        prev = None
+        before = bucket.get(key)
+        self._index(rt.storage_key, key, before, obj)
+        prev, prev_data = None, None
         if etype == "DELETED":
-            entry = bucket.pop(key, None)
-            prev = entry[0] if entry else old
+            bucket.pop(key, None)
+            prev, prev_data = before if before else (old, None)
         else:
             bucket[key] = (obj, data)
-            prev = old if etype == "MODIFIED" else None
+            if etype == "MODIFIED":
+                prev, prev_data = old, before[1] if before and before[0] is old else None
+        if prev is not None and prev_data is None:
+            prev_data = dumps(prev)
         # ev.old: the stored object this event replaced (watch selectors use it; snapshots undo with it)
-        ev = _Event(rv, etype, rt.storage_key, key[0], target, data, prev)
+        ev = Event(rv, etype, rt.storage_key, key[0], key[1], data, prev_data, target, prev)
         self._history.append(ev)
         while len(self._history) > self.history_size:
             self._history_floor = self._history.popleft().rv
-        for w in list(self._watches):
-            w._offer(ev)
+        running = running_loop()
+        for w in self._watches.candidates(ev):
+            w._offer(ev, running)
+        ev.settle()
         if self._subscribers:
+            # on DELETED, `old` is the removed object's last state, as `obj` (INTERNALS.md)
+            old_data = data if etype == "DELETED" else prev_data if old is not None else None
             for fn in list(self._subscribers):
                 try:
-                    fn(etype, rt, json.loads(data), json.loads(_dumps(old)) if old is not None else None)
+                    fn(etype, rt, json.loads(data), json.loads(old_data) if old_data is not None else None)
                 except Exception:      # a controller's bug must not fail the client's write
                     log.exception("kubesim: subscriber %r failed on %s %s", fn, etype, rt.plural)
         return data
@@ -487,11 +208,11 @@ class Store:
                 if self._key(rt, namespace, name) not in self._bucket(rt):
                     break
             md["name"] = name
-        err = _name_error(rt, md["name"])
+        err = names.object_name_error(rt, md["name"])
         if err:
             raise errors.invalid(rt, md["name"], [("metadata.name", "FieldValueInvalid",
                                                    f'Invalid value: "{md["name"]}": {err}')])
-        causes = _metadata_causes(md)
+        causes = names.metadata_causes(md)
         if causes:
             raise errors.invalid(rt, md["name"], causes)
         if rt.namespaced:
@@ -529,15 +250,15 @@ class Store:
 
     def _to_storage(self, rt: ResourceType, namespace: str | None, obj: dict) -> dict:
         """An events.k8s.io/v1 body, checked against its URL, as the stored core/v1 Event."""
-        obj = json.loads(_dumps(obj))
+        obj = json.loads(dumps(obj))
         self._check_identity(rt, namespace, obj)
-        return _event_to_core(obj)
+        return event_to_core(obj)
 
     def create(self, rt: ResourceType, namespace: str | None, obj: dict, *, dry_run: bool = False) -> dict:
-        if _is_view(rt):
-            return _view(rt, self.create(self._storage_rt(rt), namespace, self._to_storage(rt, namespace, obj),
+        if is_view(rt):
+            return view(rt, self.create(self._storage_rt(rt), namespace, self._to_storage(rt, namespace, obj),
                                          dry_run=dry_run))
-        obj = json.loads(_dumps(obj))
+        obj = json.loads(dumps(obj))
         with self.lock:
             self._check_identity(rt, namespace, obj)
             if rt.namespaced and not namespace:
@@ -555,17 +276,18 @@ class Store:
                     obj["status"] = {"phase": "Pending"}
             if rt.plural == "pods" and not rt.group:
                 # the pod strategy's PrepareForCreate: a client cannot set status; every new pod is Pending
-                obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj.get("spec") or {})}
+                obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
             if rt.plural == "namespaces" and not rt.group:
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj["status"] = {"phase": "Active"}
                 md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md["name"]
             if rt.plural == "customresourcedefinitions":
                 self._crd_precheck(obj)
+            strategy.prepare(rt, obj)
             self._admit(AdmissionRequest("CREATE", rt, namespace, obj, None, None, dry_run))
             if dry_run:
                 obj["metadata"]["resourceVersion"] = ""
-                return json.loads(_dumps(obj))
+                return json.loads(dumps(obj))
             if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
                 self._crd_established(obj)
             data = self._commit(rt, key, obj, None, "ADDED")
@@ -589,8 +311,8 @@ class Store:
         """The serialized object (hot path for GET: no copy, no serialization)."""
         with self.lock:
             obj, data = self._get_entry(rt, namespace, name)
-            if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
-                return _dumps(self._out(rt, obj, data))
+            if is_view(rt) or obj.get("apiVersion") != rt.api_version:
+                return dumps(self._out(rt, obj, data))
             return data
 
     def _select(self, rt, namespace, label_selector, field_selector, bucket: dict | None = None):
@@ -616,7 +338,7 @@ class Store:
         for key, (obj, data) in entries:
             if not label.empty and not label.matches(obj["metadata"].get("labels")):
                 continue
-            if not field.empty and not field.matches(_view(rt, obj) if _is_view(rt) else obj):
+            if not field.empty and not field.matches(view(rt, obj) if is_view(rt) else obj):
                 continue
             out.append((key, obj, data))
         return out
@@ -638,11 +360,11 @@ class Store:
                 break
             if ev.key != rt.storage_key:
                 continue
-            key = (ev.namespace, ev.obj["metadata"]["name"])
+            key = (ev.namespace, ev.name)
             if ev.type == "ADDED":
                 state.pop(key, None)
             else:
-                state[key] = (ev.old, None)      # serialized on demand
+                state[key] = (ev.old, ev.old_data)
         return state
 
     def list_page(self, rt: ResourceType, namespace=None, label_selector=None, field_selector=None,
@@ -678,10 +400,10 @@ class Store:
                                                              "rv": list_rv}).encode()).decode()
             items = []
             for _k, obj, data in rows:
-                if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
-                    data = _dumps(_view(rt, obj))
+                if is_view(rt) or obj.get("apiVersion") != rt.api_version:
+                    data = dumps(view(rt, obj))
                 elif data is None:
-                    data = _dumps(obj)
+                    data = dumps(obj)
                 items.append(data)
             return items, str(list_rv), token, remaining
 
@@ -691,7 +413,7 @@ class Store:
         if subresource == "binding":      # built by Store.bind: spec.nodeName and status only
             return new
         if subresource == "status":
-            merged = json.loads(_dumps(old))
+            merged = json.loads(dumps(old))
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -699,6 +421,8 @@ class Store:
             return merged
         new = dict(new)
         md = dict(new.get("metadata") or {})
+        if "managedFields" not in md and old_md.get("managedFields"):
+            md["managedFields"] = old_md["managedFields"]   # a write without managedFields keeps them
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation", "namespace", "name"):
             if k in old_md:
@@ -710,7 +434,7 @@ class Store:
         new["metadata"] = md
         if _has_status_subresource(rt):
             if "status" in old:
-                new["status"] = json.loads(_dumps(old["status"]))
+                new["status"] = json.loads(dumps(old["status"]))
             else:
                 new.pop("status", None)
         return new
@@ -719,17 +443,18 @@ class Store:
         """Shared tail of update and patch: admission, generation, commit (or finalize deletion)."""
         key = self._key(rt, namespace, name)
         new = self._prepare_update(rt, old, new, subresource)
-        causes = _metadata_causes(new.get("metadata") or {})
+        strategy.prepare(rt, new)
+        causes = names.metadata_causes(new.get("metadata") or {})
         if causes:
             raise errors.invalid(rt, name, causes)
         if rt.plural == "namespaces" and not rt.group and subresource != "status":
-            new["status"] = json.loads(_dumps(old.get("status") or {}))
-        self._admit(AdmissionRequest("UPDATE", rt, namespace, new, json.loads(_dumps(old)), subresource,
+            new["status"] = json.loads(dumps(old.get("status") or {}))
+        self._admit(AdmissionRequest("UPDATE", rt, namespace, new, json.loads(dumps(old)), subresource,
                                      dry_run))
         if _spec_part(rt, new) != _spec_part(rt, old):
             new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         if dry_run:
-            return json.loads(_dumps(new))
+            return json.loads(dumps(new))
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:   # a no-op write does not bump the resourceVersion (as the real server)
             return self._out(rt, *self._bucket(rt)[key])
@@ -756,7 +481,7 @@ class Store:
                 raise errors.conflict(rt, name, f'pod {name} is already assigned to node "{bound}"')
             if old["metadata"].get("deletionTimestamp"):
                 raise errors.conflict(rt, name, f"pod {name} is being deleted, cannot be assigned to a host")
-            new = json.loads(_dumps(old))
+            new = json.loads(dumps(old))
             new.setdefault("spec", {})["nodeName"] = node
             status = new.setdefault("status", {})
             conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
@@ -767,11 +492,11 @@ class Store:
 
     def update(self, rt: ResourceType, namespace: str | None, name: str, obj: dict, *,
                subresource: str | None = None, dry_run: bool = False) -> dict:
-        if _is_view(rt):
-            return _view(rt, self.update(self._storage_rt(rt), namespace, name,
+        if is_view(rt):
+            return view(rt, self.update(self._storage_rt(rt), namespace, name,
                                          self._to_storage(rt, namespace, obj), subresource=subresource,
                                          dry_run=dry_run))
-        obj = json.loads(_dumps(obj))
+        obj = json.loads(dumps(obj))
         with self.lock:
             self._check_identity(rt, namespace, obj)
             self._check_namespace(rt, namespace)
@@ -791,8 +516,8 @@ class Store:
               subresource: str | None = None, field_manager: str | None = None, force: bool = False,
               dry_run: bool = False) -> dict:
         body = patch.decode_body(patch_type, body)
-        if _is_view(rt):
-            return self._patch_view(rt, namespace, name, patch_type, body, field_manager, dry_run)
+        if is_view(rt):
+            return self._patchview(rt, namespace, name, patch_type, body, field_manager, dry_run)
         with self.lock:
             self._check_namespace(rt, namespace)
             key = self._key(rt, namespace, name)
@@ -807,11 +532,14 @@ class Store:
                     if subresource:
                         raise errors.not_found(rt, name)
                     body.setdefault("metadata", {})["name"] = name
+                    body = ssa.on_create(body, field_manager, self.clock.rfc3339(self.clock.now()))
                     return self.create(rt, namespace, body, dry_run=dry_run)
             if entry is None:
                 raise errors.not_found(rt, name)
             old = entry[0]
-            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom)
+            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom,
+                                    manager=field_manager if patch_type == patch.APPLY else None, force=force,
+                                    now=self.clock.rfc3339(self.clock.now()))
             if not isinstance(new, dict):
                 raise ApiError(422, "the patched object is not a JSON object", "Invalid")
             md = new.get("metadata") or {}
@@ -823,7 +551,7 @@ class Store:
             self._check_identity(rt, namespace, new)
             return self._write(rt, namespace, name, old, new, subresource, dry_run)
 
-    def _patch_view(self, rt, namespace, name, patch_type, body, field_manager, dry_run) -> dict:
+    def _patchview(self, rt, namespace, name, patch_type, body, field_manager, dry_run) -> dict:
         """PATCH through a view (events.k8s.io/v1): patch the object as served, store it converted back."""
         with self.lock:
             self._check_namespace(rt, namespace)
@@ -836,7 +564,7 @@ class Store:
                     raise errors.not_found(rt, name)
                 body.setdefault("metadata", {})["name"] = name
                 return self.create(rt, namespace, body, dry_run=dry_run)
-            current = _view(rt, json.loads(entry[1]))
+            current = view(rt, json.loads(entry[1]))
             new = patch.apply_patch(current, patch_type, body, custom=False)
             if not isinstance(new, dict):
                 raise ApiError(422, "the patched object is not a JSON object", "Invalid")
@@ -845,8 +573,8 @@ class Store:
     def delete(self, rt: ResourceType, namespace: str | None, name: str, *, propagation: str | None = None,
                preconditions: dict | None = None, dry_run: bool = False,
                grace_period_seconds: int | None = None) -> dict:
-        if _is_view(rt):
-            return _view(rt, self.delete(self._storage_rt(rt), namespace, name, propagation=propagation,
+        if is_view(rt):
+            return view(rt, self.delete(self._storage_rt(rt), namespace, name, propagation=propagation,
                                          preconditions=preconditions, dry_run=dry_run,
                                          grace_period_seconds=grace_period_seconds))
         with self.lock:
@@ -867,10 +595,10 @@ class Store:
                 raise ApiError(400, f"DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
                                     f"Unsupported value: \"{propagation}\": supported values: \"Foreground\", "
                                     f"\"Background\", \"Orphan\"", "BadRequest")
-            self._admit(AdmissionRequest("DELETE", rt, namespace, None, json.loads(_dumps(old)), None,
+            self._admit(AdmissionRequest("DELETE", rt, namespace, None, json.loads(dumps(old)), None,
                                          dry_run))
             policy = propagation or rt.default_propagation
-            new = json.loads(_dumps(old))
+            new = json.loads(dumps(old))
             nmd = new["metadata"]
             finalizers = list(nmd.get("finalizers") or [])
             if policy == "Foreground" and "foregroundDeletion" not in finalizers:
@@ -888,7 +616,7 @@ class Store:
                 self._after_remove(rt, new)
                 return self._out(rt, new, data)
             if nmd.get("deletionTimestamp") and finalizers == (nmd.get("finalizers") or []):
-                return json.loads(_dumps(old))       # already being deleted: nothing changes
+                return json.loads(dumps(old))       # already being deleted: nothing changes
             if not nmd.get("deletionTimestamp"):
                 nmd["deletionTimestamp"] = self.clock.rfc3339(self.clock.now())
                 nmd["deletionGracePeriodSeconds"] = grace_period_seconds or 0
@@ -1009,9 +737,9 @@ class Store:
             w = Watch(self, rt, namespace, label, field)
             if resource_version in (None, "", "0"):
                 for _key, obj, data in self._select(rt, namespace, label, field):
-                    if _is_view(rt) or obj.get("apiVersion") != rt.api_version:
-                        obj = _view(rt, obj)
-                        data = _dumps(obj)
+                    if is_view(rt) or obj.get("apiVersion") != rt.api_version:
+                        obj = view(rt, obj)
+                        data = dumps(obj)
                     w.queue.put_nowait(("ADDED", obj, data, self._current_rv))
                 w.last_rv = self._current_rv
             else:

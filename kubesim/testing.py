@@ -5,6 +5,9 @@
 - `kubeconfig` (session): a kubeconfig file path for it.
 - `k8s`: a `kubernetes.client.ApiClient` for it; `k8s_async`: a `kubernetes_asyncio` ApiClient.
 - `async_api_client(url)`: an async context manager giving a `kubernetes_asyncio` ApiClient.
+- `kubesim_rbac_server` (session) / `kubesim_rbac` (function, reset, 403 log cleared): a KubeSim enforcing
+  RBAC (`authz="rbac"`); `sync_api_client(url, token="kubesim")` is its admin, a ServiceAccount's client comes
+  from `kubesim.authz.write_service_account_kubeconfig`.
 """
 from __future__ import annotations
 
@@ -17,10 +20,13 @@ import pytest
 from kubesim.server import KubeSim
 
 
-def sync_api_client(url: str):
+def sync_api_client(url: str, token: str | None = None):
     import kubernetes.client
     cfg = kubernetes.client.Configuration()
     cfg.host = url
+    if token:
+        cfg.api_key = {"BearerToken": token}
+        cfg.api_key_prefix = {"BearerToken": "Bearer"}
     return kubernetes.client.ApiClient(cfg)
 
 
@@ -36,20 +42,25 @@ async def async_api_client(url: str):
         await api.close()
 
 
+def _timed_out(timeout: float, what, predicate) -> TimeoutError:
+    return TimeoutError(f"condition not met within {timeout} s: {what or predicate}")
+
+
 def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
-    """Poll `predicate()` until truthy (returned) or raise TimeoutError naming `what`: never a bare sleep."""
+    """The one polling helper: call `predicate()` until it is truthy (and return that value), or raise
+    TimeoutError naming `what`. Never a bare sleep in a test."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s: {what or predicate}")
+            raise _timed_out(timeout, what, predicate)
         time.sleep(interval)
 
 
-async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
-    """`wait_until` for async tests; `predicate` may be sync or async."""
+async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0.02, what: str = ""):
+    """`wait_until` for async tests (the loop keeps running while it waits); `predicate` may be sync or async."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -58,7 +69,7 @@ async def async_wait_until(predicate, timeout: float = 10.0, interval: float = 0
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
+            raise _timed_out(timeout, what, predicate)
         await asyncio.sleep(interval)
 
 
@@ -91,3 +102,17 @@ def k8s(kubesim):
 async def k8s_async(kubesim):
     async with async_api_client(kubesim.url) as api:
         yield api
+
+
+@pytest.fixture(scope="session")
+def kubesim_rbac_server():
+    sim = KubeSim(authz="rbac").start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def kubesim_rbac(kubesim_rbac_server):
+    kubesim_rbac_server.reset()
+    kubesim_rbac_server.access.denials.clear()
+    yield kubesim_rbac_server

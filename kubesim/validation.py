@@ -24,15 +24,12 @@ from importlib.resources import files
 import jsonschema
 from referencing import Registry
 
+from kubesim import names as names_mod
 from kubesim.errors import ApiError
 from kubesim.quota import qty
+from kubesim.selectors import label_selector_from_dict
 
 SCHEMA_VERSION = "v1.31.0-local"
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-              "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-              "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-_PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
 POD_UPDATE_MSG = ("Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
@@ -586,8 +583,8 @@ def check_container(c: dict, where: str, causes: Causes, names: set[str]) -> Non
     name = c.get("name")
     if not name:
         causes.required(f"{where}.name")
-    elif not isinstance(name, str) or len(name) > 63 or not _LABEL.match(name):
-        causes.invalid(f"{where}.name", name, _LABEL_MSG)
+    elif not isinstance(name, str) or names_mod.dns_label_error(name):
+        causes.invalid(f"{where}.name", name, names_mod.DNS_LABEL_MSG)
     elif name in names:
         causes.duplicate(f"{where}.name", name)
     else:
@@ -606,9 +603,9 @@ def check_container(c: dict, where: str, causes: Causes, names: set[str]) -> Non
             causes.invalid(f"{pw}.containerPort", cp, "must be between 1 and 65535, inclusive")
         pn = p.get("name")
         if pn:
-            if len(pn) > 15 or not _PORT_NAME.match(pn) or not re.search("[a-z]", pn) or "--" in pn:
+            if len(pn) > 15 or not names_mod.DNS_LABEL.match(pn) or not re.search("[a-z]", pn) or "--" in pn:
                 causes.invalid(f"{pw}.name", pn, "must contain only alpha-numeric characters (a-z, 0-9), and "
-                               "hyphens (-)" if not _PORT_NAME.match(pn) else "must be no more than 15 "
+                               "hyphens (-)" if not names_mod.DNS_LABEL.match(pn) else "must be no more than 15 "
                                "characters" if len(pn) > 15 else "must contain at least one letter (a-z)"
                                if not re.search("[a-z]", pn) else "must not contain consecutive hyphens")
             elif pn in port_names:
@@ -691,30 +688,36 @@ def check_script_annotations(md: dict, where: str, causes: Causes) -> None:
                                                         "integer" + (" <= 255" if key == "exit-code" else "")))
 
 
-def _selector_matches(selector: dict, labels: dict) -> bool:
-    from kubesim.selectors import parse_label_selector
-    ml = selector.get("matchLabels") or {}
-    if any(labels.get(k) != v for k, v in ml.items()):
-        return False
-    exprs = selector.get("matchExpressions") or []
-    if not exprs:
-        return bool(ml)
-    parts = []
-    for e in exprs:
-        op, key, vals = e.get("operator"), e.get("key"), e.get("values") or []
-        if op == "In":
-            parts.append(f"{key} in ({','.join(vals)})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(vals)})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return parse_label_selector(",".join(parts)).matches(labels)
+_SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "In", "NotIn")
+
+
+def _check_selector(selector: dict, labels: dict, where: str, causes: Causes) -> None:
+    """An apps/v1 selector: known operators, not empty, and it selects the template's labels."""
+    for i, e in enumerate(selector.get("matchExpressions") or []):
+        op = e.get("operator") if isinstance(e, dict) else None
+        if op not in _SELECTOR_OPERATORS:
+            causes.unsupported(f"spec.selector.matchExpressions[{i}].operator", op, list(_SELECTOR_OPERATORS))
+            return
+    sel = label_selector_from_dict(selector)
+    if sel.empty or not sel.matches(labels):
+        causes.invalid(f"{where}.metadata.labels", labels, "`selector` does not match template `labels`")
+
+
+def _check_config_keys(obj: dict, causes: Causes) -> None:
+    """Secret and ConfigMap `data`/`binaryData` keys must be config keys (they become file names)."""
+    for f in ("data", "binaryData"):
+        entries = obj.get(f)
+        for k in entries if isinstance(entries, dict) else ():
+            err = names_mod.config_key_error(k)
+            if err:
+                causes.invalid(f"{f}[{k}]", k, err)
 
 
 def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
     kind = (rt.group, rt.plural)
+    if kind in (("", "secrets"), ("", "configmaps")):
+        _check_config_keys(obj, causes)
+        return
     if kind == ("", "pods"):
         check_script_annotations(obj.get("metadata"), "metadata", causes)
         check_pod_spec(obj.get("spec"), "spec", causes)
@@ -735,9 +738,8 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
             if kind[0] == "apps":
                 if not selector:
                     causes.required("spec.selector")
-                elif not _selector_matches(selector, labels):
-                    causes.invalid(f"{where}.metadata.labels", labels, "`selector` does not match template "
-                                   "`labels`")
+                else:
+                    _check_selector(selector, labels, where, causes)
             if kind == ("batch", "jobs"):
                 policy = (tmpl.get("spec") or {}).get("restartPolicy")
                 if policy not in ("OnFailure", "Never"):

@@ -11,10 +11,15 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from datetime import datetime
+from typing import TYPE_CHECKING
 
-from kubesim.cluster import Cluster, Controller, EventRecorder, Key, key_of
+from kubesim.clock import parse_time
+from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
+from kubesim.selectors import selector_from_map
+
+if TYPE_CHECKING:
+    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alphabet
@@ -59,12 +64,6 @@ def pod_phase(pod: dict) -> str:
 
 def active(pod: dict) -> bool:
     return pod_phase(pod) not in TERMINAL and not pod["metadata"].get("deletionTimestamp")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def condition(type_: str, status: str, reason: str, message: str, now: str) -> dict:
@@ -360,7 +359,8 @@ class JobController(OwnerController):
         if ttl is None:
             return
         done = [c for c in status.get("conditions") or [] if c["type"] in ("Complete", "Failed")]
-        finished = parse_time(status.get("completionTime") or (done[0]["lastTransitionTime"] if done else None))
+        finished_at = status.get("completionTime") or (done[0]["lastTransitionTime"] if done else None)
+        finished = parse_time(finished_at) if finished_at else None
         if finished is None:
             return
         left = ttl - (self.store.clock.now() - finished).total_seconds()
@@ -726,7 +726,7 @@ class EndpointsController(Controller):
             labels = [obj["metadata"].get("labels") or {}, ((old or {}).get("metadata") or {}).get("labels") or {}]
             for svc in self.cluster.cache.list(self.svc_rt, ns):
                 sel = (svc.get("spec") or {}).get("selector")
-                if sel and any(all(lb.get(k) == v for k, v in sel.items()) for lb in labels):
+                if sel and any(selector_from_map(sel).matches(lb) for lb in labels):
                     self.queue.add(key_of(svc))
 
     def reconcile(self, key: Key) -> None:
@@ -742,11 +742,12 @@ class EndpointsController(Controller):
         selector = (svc.get("spec") or {}).get("selector")
         if not selector:
             return           # a Service without a selector: its Endpoints are the user's
+        matcher = selector_from_map(selector)
         ready, not_ready = [], []
         for p in sorted(self.cluster.cache.list(self.pods_rt, ns), key=lambda p: p["metadata"]["name"]):
             labels = p["metadata"].get("labels") or {}
             ip = (p.get("status") or {}).get("podIP")
-            if not ip or not all(labels.get(k) == v for k, v in selector.items()) or not active(p):
+            if not ip or not matcher.matches(labels) or not active(p):
                 continue
             addr = {"ip": ip, "nodeName": p["spec"].get("nodeName"),
                     "targetRef": {"kind": "Pod", "namespace": ns, "name": p["metadata"]["name"],

@@ -7,7 +7,8 @@ run (the reconcile is level-triggered: one run fixes everything it sees). The si
 CR of its kind and returns (and logs) the summary of what it changed; it fails (after reconciling everything
 else) if the API server refused something, e.g. a child name taken by a foreign object.
 
-Configuration, read from the environment (no I/O when the DAG file is parsed):
+Configuration, read from the environment (no I/O when the DAG file is parsed): the Kubernetes connection is
+``[skiff] kubernetes_conn_id`` (``AIRFLOW__SKIFF__KUBERNETES_CONN_ID``; default ``kubernetes_default``);
 ``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
 ``SKIFF_SEDNA_RESYNC_CRON`` the resync schedule (default every 5 minutes);
 ``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's);
@@ -21,11 +22,11 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
+from operators.k8s.connection import conn_id
 from operators.sedna.desired import DEFAULT_LC_SERVER
 from operators.sedna.kinds import kind_spec
 from operators.sedna.trigger import SednaWatchTrigger
 
-CONN_ID = "kubernetes_default"
 DEFAULT_RESYNC_CRON = "*/5 * * * *"
 
 
@@ -42,7 +43,7 @@ def sedna_asset(kind: str) -> Asset:
         uri=f"x-sedna://sedna.io/{plural}",
         watchers=[AssetWatcher(name=f"sedna_{plural}_watch",
                                trigger=SednaWatchTrigger(kind=kind, namespaces=configured_namespaces(),
-                                                         kubernetes_conn_id=CONN_ID))],
+                                                         kubernetes_conn_id=conn_id()))],
     )
 
 
@@ -50,11 +51,10 @@ def run_reconcile(kind: str) -> dict:
     """The task body: one reconcile pass through the provider's KubernetesHook."""
     import logging
 
-    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-
+    from operators.k8s.connection import api_client
     from operators.sedna.reconcile import DEFAULT_CONCURRENCY, reconcile
 
-    api = KubernetesHook(conn_id=CONN_ID).api_client
+    api = api_client(conn_id())
     summary = reconcile(api, kind, configured_namespaces(),
                         os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER),
                         int(os.environ.get("SKIFF_SEDNA_CONCURRENCY", DEFAULT_CONCURRENCY)))

@@ -104,7 +104,7 @@ class Desired:
 
 
 # The templates that shape children: their text is part of every spec hash, so editing one rolls the children
-# out. Not rbac.yaml.j2 (installed once) nor event.yaml.j2 (Events): editing those must restart nothing.
+# out. Not event.yaml.j2 (Events; the RBAC is in k8s_templates/rbac/): editing it must restart nothing.
 CHILD_TEMPLATES = ("fl-pod.yaml.j2", "ji-deployment.yaml.j2", "ji-hpa.yaml.j2", "owner-reference.yaml.j2",
                    "storage-initializer.yaml.j2", "worker-service.yaml.j2")
 

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from contextlib import asynccontextmanager
 
 import kubernetes
 import kubernetes_asyncio
 import pytest
 
-from kubesim.testing import async_api_client, sync_api_client
+from kubesim.testing import async_api_client, async_wait_until, sync_api_client
 
 API_EXCEPTIONS = (kubernetes.client.exceptions.ApiException, kubernetes_asyncio.client.exceptions.ApiException)
 
@@ -19,11 +18,10 @@ class Events(list):
     """Watch events collected in the background: (type, object model) pairs."""
 
     async def wait_for(self, predicate, timeout: float = 10.0):
-        deadline = time.monotonic() + timeout
-        while not predicate(self):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"watch condition not met within {timeout} s; got {self.summary()}")
-            await asyncio.sleep(0.01)
+        try:
+            await async_wait_until(lambda: predicate(self), timeout, 0.01, what="watch condition")
+        except TimeoutError:
+            raise AssertionError(f"watch condition not met within {timeout} s; got {self.summary()}") from None
         return self
 
     def summary(self):
@@ -79,10 +77,8 @@ class _Watching:
         if before is not None:
             # return once the server holds the watch (or it already ended, e.g. 410), so that what the
             # test does next happens after the watch started: no race with the initial state
-            deadline = time.monotonic() + 10
-            while self.kube.sim.store.watches_opened <= before and not self.ended.is_set():
-                assert time.monotonic() < deadline, "the watch did not reach the server within 10 s"
-                await asyncio.sleep(0.005)
+            await async_wait_until(lambda: self.kube.sim.store.watches_opened > before or self.ended.is_set(),
+                                   10, 0.005, what="the watch to reach the server")
         self.events.ctx = self
         return self.events
 

@@ -158,3 +158,67 @@ def test_label_index_agrees_with_a_full_scan(ops, reqs):
                     if all(reference(r, o["metadata"].get("labels") or {}) for r in reqs)]
         got, _ = store.list(rt, ns, label_selector=selector)
         assert [o["metadata"]["name"] for o in got] == expected
+
+
+# few keys, values and names: objects often enter and leave a selection
+small_labels_st = st.dictionaries(st.sampled_from(KEYS[:2]), st.sampled_from(VALUES[:2]), max_size=2)
+small_op_st = st.lists(st.tuples(st.sampled_from(["put", "put", "delete"]), st.sampled_from(["a", "b"]),
+                                 st.sampled_from(["ns1", "ns2"]), small_labels_st), min_size=1, max_size=20)
+small_req_st = st.one_of(
+    st.tuples(st.sampled_from(KEYS[:2]), st.sampled_from(["=", "!="]), st.sampled_from(VALUES[:2])),
+    st.tuples(st.sampled_from(KEYS[:2]), st.sampled_from(["in", "notin"]), st.lists(st.sampled_from(VALUES[:2]),
+                                                                                   min_size=1, max_size=2)),
+    st.tuples(st.sampled_from(KEYS[:2]), st.sampled_from(["exists", "!"]), st.none()),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_op_st, st.lists(small_req_st, min_size=1, max_size=2), st.sampled_from([None, "ns1"]),
+       st.sampled_from([None, "a"]))
+def test_watch_index_offers_what_a_full_scan_would(ops, reqs, namespace, name):
+    """A watch (any namespace, name and label selector) receives exactly the events — ADDED/DELETED when an
+    object enters or leaves its selection — that offering every committed event to it would give: the
+    store's watch index skips only watches an event cannot concern."""
+    import asyncio
+
+    from kubesim.errors import ApiError
+    from kubesim.selectors import parse_field_selector, parse_label_selector
+    from kubesim.store import Store
+    from kubesim.watch import Watch
+
+    async def scenario():
+        store = Store()
+        rt = store.registry.lookup("", "v1", "configmaps")
+        ns_rt = store.registry.lookup("", "v1", "namespaces")
+        for ns in ("ns1", "ns2"):
+            store.create(ns_rt, None, {"metadata": {"name": ns}})
+        selector = ",".join(render(r, False) for r in reqs)
+        field = f"metadata.name={name}" if name else None
+        start = int(store.resource_version)
+        indexed = store.watch(rt, namespace, str(start), selector, field)
+        reference = Watch(store, rt, namespace, parse_label_selector(selector), parse_field_selector(field, rt))
+        for op, obj_name, ns, labels in ops:
+            body = {"metadata": {"name": obj_name, "labels": labels}, "data": {}}
+            try:
+                if op == "delete":
+                    store.delete(rt, ns, obj_name)
+                else:
+                    try:
+                        store.update(rt, ns, obj_name, body)
+                    except ApiError:
+                        store.create(rt, ns, body)
+            except ApiError as e:
+                assert e.code == 404
+        for ev in store._history:
+            if ev.rv > start:
+                reference._offer(ev)
+
+        def drain(w):
+            out = []
+            while not w.queue.empty():
+                etype, obj, _data, rv = w.queue.get_nowait()
+                out.append((etype, obj["metadata"]["namespace"], obj["metadata"]["name"], rv))
+            return out
+        assert drain(indexed) == drain(reference)
+        indexed.close()
+    asyncio.run(scenario())

@@ -76,9 +76,8 @@ async def test_watch_timeout_seconds_closes_stream(kube):
     start = time.monotonic()
     async with kube.watching("CoreV1Api", "list_namespaced_config_map", "default",
                              timeout_seconds=1) as events:
-        await events.wait_for(lambda e: e.ctx.ended.is_set(), timeout=10)
-    elapsed = time.monotonic() - start
-    assert 0.9 <= elapsed < 15, elapsed   # generous upper bound: 2 shared cores
+        await events.wait_for(lambda e: e.ctx.ended.is_set(), timeout=30)     # the server ended it
+    assert time.monotonic() - start >= 0.9     # not before the timeout (a lower bound: load cannot break it)
     assert events.ctx.error is None
 
 

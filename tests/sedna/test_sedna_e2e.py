@@ -9,6 +9,7 @@ import httpx
 import pytest
 from sedna_helpers import JOB, NS, dataset, fl_sample, model
 
+from kubesim.testing import wait_until
 from operators.sedna.install import install_crds
 from operators.sedna.kube import DATASETS, FL_JOBS, MODELS, PODS, Kube
 
@@ -16,14 +17,6 @@ pytestmark = pytest.mark.e2e
 DAG_ID = "reconcile_federated_learning"
 
 
-def wait(predicate, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def watching(stack) -> bool:
@@ -47,13 +40,13 @@ def test_deleted_pod_comes_back_with_no_manual_trigger(airflow_stack):
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         kube.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
     stack.unpause(DAG_ID)  # no run is triggered by hand: the asset watcher and the scheduler do it
-    wait(lambda: watching(stack), 120, "the Sedna watch trigger to start in the triggerer")
+    wait_until(lambda: watching(stack), 120, 0.2, what="the Sedna watch trigger to start in the triggerer")
     kube.create(FL_JOBS, NS, fl_sample())
-    first = wait(lambda: len(trainer_pods(kube)) == 2 and trainer_pods(kube), 90, "the job's pods")
+    first = wait_until(lambda: len(trainer_pods(kube)) == 2 and trainer_pods(kube), 90, 0.2, what="the job's pods")
     name, uid = sorted(first.items())[0]
     t0 = time.monotonic()
     kube.delete(PODS, NS, name)
-    back = wait(lambda: (trainer_pods(kube).get(name) or uid) != uid, 90, f"{name} to come back")
+    back = wait_until(lambda: (trainer_pods(kube).get(name) or uid) != uid, 90, 0.2, what=f"{name} to come back")
     latency = time.monotonic() - t0
     print(f"pod deleted -> recreated in {latency:.1f} s under airflow standalone")
     assert back and len(trainer_pods(kube)) == 2

@@ -5,13 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kubernetes import client
+from training_support import NAMESPACE, make_context, operator, sim
 
-pytest.importorskip("kubesim.workloads", reason="kubesim's Job controller has not landed")
-
-from kubernetes import client  # noqa: E402
-from training_support import NAMESPACE, make_context, operator, sim  # noqa: E402
-
-from operators import SkiffAlert, TrainingJobFailed, skiff_default_args  # noqa: E402
+from operators import SkiffAlert, TrainingJobFailed, skiff_default_args
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 

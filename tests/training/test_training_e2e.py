@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from kubesim.testing import wait_until
 
 pytestmark = pytest.mark.e2e
 NAMESPACE = "recsys"
@@ -23,14 +23,6 @@ def _jobs(stack, task_id: str) -> list:
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
 
 
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise TimeoutError(f"{what} not within {timeout}s")
 
 
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
@@ -45,7 +37,8 @@ def test_failure_sends_the_alert_with_the_reason(stack):
     run_id = stack.trigger("training_failure_demo")
     assert stack.wait_run("training_failure_demo", run_id, timeout=180) == "failed"
     subject = "[Skiff] training_failure_demo.train_too_big failed: OOMKilled"
-    mail = _wait(lambda: next((m for m in stack.mails() if m["Subject"].startswith(subject)), None), 60, "alert")
+    mail = wait_until(lambda: next((m for m in stack.mails() if m["Subject"].startswith(subject)), None), 60, 0.5,
+                      what="alert")
     body = mail.get_body(("html", "plain")).get_content()
     assert "line 60" in body and "train_too_big" in body and "/dags/training_failure_demo/" in body
 
@@ -71,11 +64,11 @@ def test_killing_the_deferred_task_deletes_the_job(stack):
                 return job
         return None
 
-    job = _wait(running_job, 120, "the long Job running")
+    job = wait_until(running_job, 120, 0.5, what="the long Job running")
     # on_kill reaches a trigger a triggerer runs; a kill before any triggerer picked it up cannot (Airflow)
-    _wait(lambda: next((ti for ti in stack.task_instances("training_e2e_kill", run_id)
-                        if ti["state"] == "deferred" and ti.get("triggerer_job")), None), 120,
-          "the task deferred and its trigger running")
+    wait_until(lambda: next((ti for ti in stack.task_instances("training_e2e_kill", run_id)
+                             if ti["state"] == "deferred" and ti.get("triggerer_job")), None), 120, 0.5,
+               what="the task deferred and its trigger running")
     stack.api("PATCH", f"/api/v2/dags/training_e2e_kill/dagRuns/{run_id}/taskInstances/long_training",
               {"new_state": "failed"})
 
@@ -86,4 +79,4 @@ def test_killing_the_deferred_task_deletes_the_job(stack):
             return exc.status == 404
         return False
 
-    _wait(gone, 60, "the Job deleted by the trigger's on_kill")
+    wait_until(gone, 60, 0.5, what="the Job deleted by the trigger's on_kill")

@@ -1,0 +1,100 @@
+"""The wire format shared by kubesim's routes: JSON bodies and Status errors, request bodies, and what a
+Kubernetes API path addresses (`Target`) and which kube verb a request is."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import yaml
+from aiohttp import web
+
+from kubesim.errors import ApiError
+
+JSON = "application/json"
+TRUE = ("true", "True", "1")
+
+
+def body_bytes(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def response(data: bytes | dict, status: int = 200) -> web.Response:
+    if not isinstance(data, bytes):
+        data = body_bytes(data)
+    return web.Response(body=data, status=status, content_type=JSON)
+
+
+def error(e: ApiError) -> web.Response:
+    if e.code != 429:
+        return response(e.status(), e.code)
+    # kube-apiserver's max-in-flight and priority-and-fairness filters say when to come back, in the
+    # Retry-After header and the Status details
+    e.details.setdefault("retryAfterSeconds", 1)
+    resp = response(e.status(), e.code)
+    resp.headers["Retry-After"] = str(e.details["retryAfterSeconds"])
+    return resp
+
+
+@dataclass
+class Target:
+    """What a Kubernetes API path addresses."""
+    group: str
+    version: str
+    namespace: str | None
+    plural: str
+    name: str | None
+    subresource: str | None
+
+
+def parse_path(path: str) -> Target | None:
+    """`/api/v1/...` or `/apis/<g>/<v>/...` → Target; None if it is not a resource path."""
+    segs = [s for s in path.split("/") if s]
+    if len(segs) >= 3 and segs[0] == "api":
+        group, version, rest = "", segs[1], segs[2:]
+    elif len(segs) >= 4 and segs[0] == "apis":
+        group, version, rest = segs[1], segs[2], segs[3:]
+    else:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        ns, rest = rest[1], rest[2:]
+    else:
+        ns = None
+    if len(rest) > 3:
+        return None
+    return Target(group, version, ns, rest[0], rest[1] if len(rest) > 1 else None,
+                  rest[2] if len(rest) > 2 else None)
+
+
+def kube_verb(method: str, target: Target | None, query) -> str:
+    if target is None:
+        return method.lower()
+    if method == "GET":
+        if target.name is None:
+            return "watch" if query.get("watch") in TRUE else "list"
+        return "get"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if target.name else "deletecollection"
+    return method.lower()
+
+
+async def read_body(request: web.Request):
+    """The request body as JSON (or YAML), None when empty; 400 BadRequest when it does not decode."""
+    raw = await request.read()
+    if not raw:
+        return None
+    ctype = request.content_type
+    if "yaml" in ctype:
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ApiError(400, f"error decoding YAML: {e}", "BadRequest") from None
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise ApiError(400, f"error decoding request body: {e}", "BadRequest") from None
