@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser demo test bench lint clean
+.PHONY: venv browser sshd code-server demo test bench lint clean
 
 venv: $(STAMP)
 
@@ -24,7 +24,18 @@ browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 
-test: venv browser
+# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances).
+sshd:
+	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; fi
+
+# Optional: code-server from npm (needs Node.js 20 and GitHub reachable for its post-install), so that the
+# start-up script test also logs in to code-server; without it only that test is skipped, saying so.
+code-server:
+	mkdir -p .tools/code-server && cd .tools/code-server && \
+	  npm_config_unsafe_perm=true npm install --no-audit --no-fund code-server@4.96.4
+
+test: venv browser sshd
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: venv

@@ -1,5 +1,7 @@
 """``make bench``: run every benchmark section, side by side with what a user would pick instead, and write
-BENCHMARKS.md with the machine and the date. ``python -m benchmarks kubesim_api training`` runs a subset and only prints it."""
+BENCHMARKS.md with the machine and the date. ``python -m benchmarks kubesim_api training`` runs a subset and
+only prints it; with ``--write`` it also replaces those sections in BENCHMARKS.md (each section names the
+machine and date it ran on, so a file updated section by section still says where every figure comes from)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,24 @@ import datetime as dt
 import importlib
 import os
 import platform
+import re
 import sys
 import time
 import traceback
 from pathlib import Path
 
-SECTIONS = ["kubesim_api", "kubesim_scale", "training", "sedna"]
+SECTIONS = [  # one per line: helpers add theirs without touching the others
+    "kubesim_api",
+    "kubesim_scale",
+    "training",
+    "shared_watch",
+    "sedna",
+    "dag_parse",
+    "devinstances",
+    "platform",
+    "rbac",
+    "ui",
+]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 
 
@@ -30,13 +44,34 @@ def machine() -> str:
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
 
 
+HEADER = ("# Skiff benchmarks\n\n"
+          "Written by `make bench` (every section) or `python -m benchmarks SECTION... --write` (those sections);"
+          " each section names the machine and the date it ran on. Each section compares Skiff with what a user"
+          " would use instead, in the same run, on the same machine.\n")
+
+
+def _marked(name: str, body: str) -> str:
+    return f"<!-- section: {name} -->\n{body.rstrip()}\n<!-- /section: {name} -->\n"
+
+
+def _merge(old: str, sections: dict[str, str]) -> str:
+    """BENCHMARKS.md with ``sections`` replaced (or appended, in SECTIONS order), the others kept."""
+    kept = {m.group(1): m.group(0) for m in
+            re.finditer(r"<!-- section: (\w+) -->\n.*?<!-- /section: \1 -->\n", old, flags=re.S)}
+    kept.update({name: _marked(name, body) for name, body in sections.items()})
+    order = [n for n in SECTIONS if n in kept] + [n for n in kept if n not in SECTIONS]
+    return HEADER + "\n" + "\n".join(kept[n] for n in order)
+
+
 def main(argv: list[str]) -> int:
-    names = argv or SECTIONS
-    parts = [
-        "# Skiff benchmarks\n",
-        f"Run with `make bench` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {machine()}.\n",
-        "Each section compares Skiff with what a user would use instead, in the same run, on the same machine.\n",
-    ]
+    write = "--write" in argv
+    names = [a for a in argv if a != "--write"] or SECTIONS
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        print(f"[bench] unknown section(s) {unknown}; known: {SECTIONS}")
+        return 2
+    stamp = f"_Ran on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {machine()}._"
+    done: dict[str, str] = {}
     failed = []
     for name in names:
         print(f"[bench] {name} ...", flush=True)
@@ -46,10 +81,12 @@ def main(argv: list[str]) -> int:
         except Exception:
             failed.append(name)
             section = f"## {name}\n\nFAILED:\n\n```\n{traceback.format_exc()}```\n"
-        parts.append(section.rstrip() + f"\n\n_(section took {time.monotonic() - t0:.0f} s)_\n")
-        print(section, flush=True)
-    if names == SECTIONS:  # a subset only prints: BENCHMARKS.md always holds one complete run
-        OUT.write_text("\n".join(parts))
+        title, _, rest = section.strip().partition("\n")
+        done[name] = f"{title}\n\n{stamp}\n{rest.rstrip()}\n\n_(section took {time.monotonic() - t0:.0f} s)_\n"
+        print(done[name], flush=True)
+    if names == SECTIONS or write:  # a plain subset run only prints
+        old = OUT.read_text() if OUT.exists() and names != SECTIONS else ""
+        OUT.write_text(_merge(old, done))
         print(f"[bench] wrote {OUT}")
     if failed:
         print(f"[bench] FAILED: {failed}")

@@ -193,7 +193,8 @@ def run() -> str:
         *ratios,
         "",
         "The provider polls the Job every `job_poll_interval` (10 s) and reads logs only after the Job ends; Skiff "
-        "opens a list+watch on the Job and on its pods and one followed log stream per pod, then makes no request "
+        "opens a list+watch on the Job and on its pods (shared with every other trigger following Jobs in the "
+        "namespace: here it is alone) and one followed log stream per pod, then makes no request "
         "until something changes (each watch is renewed every 900 s: about 8 requests an hour against 360 polls), so its waiting cost does not grow with the "
         "Job's length while the provider's grows by 6 requests a minute. The provider's notice delay depends on "
         "where the Job's end falls between two polls: anywhere in [0, 10) s, 5 s on average; a 60 s Job started "

@@ -27,7 +27,8 @@ with DAG(
     start_date=datetime(2026, 11, 1),
     catchup=False,
     # a scheduled pipeline queues for the team's quota (an overlapping run may hold the GPU) instead of failing
-    default_args=skiff_default_args(team="recsys", owner_email="alice@example.com", quota_wait=timedelta(hours=2)),
+    default_args=skiff_default_args(team="recsys", owner_email="alice@example.com", quota_wait=timedelta(hours=2),
+                                    pool="skiff-recsys"),  # the team's pool (platform file): queue in Airflow
     params={"epochs": 3},
     tags=["skiff", "training", "recsys"],
     doc_md=__doc__,

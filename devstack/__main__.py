@@ -2,7 +2,8 @@
 
 Starts kubesim (CPU, GPU and online-pool nodes), an SMTP sink and ``airflow standalone`` (SQLite, project-local
 ``AIRFLOW_HOME`` under ``.demo/``), sets up the demo team's queue, triggers the example training pipeline and the
-failure example, shows where each Job ran and the alert e-mail, then keeps everything up for the UI until Ctrl-C.
+failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
+to open it, then keeps everything up for the UI until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from devstack.stack import Stack
 
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
+DEV_CREATE = "dev_instance_create"
 
 
 def say(msg: str = "") -> None:
@@ -39,12 +41,36 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
         say(line)
 
 
+def show_dev_instance(stack: Stack) -> None:
+    """alice, logged in, creates her development instance through dev_instance_create; print how to open it."""
+    from devstack.demo_setup import DEMO_INSTANCE, DEMO_INSTANCE_OWNER, demo_instance_lines
+    from kubesim.testing import wait_until
+    from operators.devinstances.inventory import get_instance
+    from operators.devinstances.settings import Settings
+
+    owner, name, team = DEMO_INSTANCE_OWNER, DEMO_INSTANCE["name"], DEMO_INSTANCE["team"]
+    say(f"{owner} creates a development instance ({DEV_CREATE}, triggered as {owner}) ...")
+    run_id = stack.trigger(DEV_CREATE, DEMO_INSTANCE, user=owner)
+    say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=150).upper()}")
+    api = stack.k8s()
+    try:
+        wait_until(lambda: (v := get_instance(api, owner, team, name, Settings.from_env(), with_idle=False))
+                   and v.state == "Running", 30, what="the demo instance Running")
+    except TimeoutError as exc:
+        say(str(exc))
+    for line in demo_instance_lines(api):
+        say(line)
+    say(f"its password: Skiff's page in the Airflow UI, logged in as {owner} (password {stack.password(owner)}); "
+        "kubesim runs no containers, so on the demo nothing answers at these addresses: on a cluster they reach "
+        "JupyterLab, code-server, TensorBoard and sshd through ingress-nginx")
+
+
 def _interrupt(*_):
     raise KeyboardInterrupt
 
 
 def demo(exit_after: bool) -> int:
-    from devstack.demo_setup import setup_demo_cluster
+    from devstack.demo_setup import setup_demo
 
     t0 = time.monotonic()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
@@ -56,7 +82,8 @@ def demo(exit_after: bool) -> int:
         say(f"Airflow UI:   {stack.airflow_url}   user: admin   password: {stack.admin_password}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
-        setup_demo_cluster(stack.k8s())
+        setup_demo(stack)
+        say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
         say(f"triggering {PIPELINE} ...")
         run_id = stack.trigger(PIPELINE)
         state = stack.wait_run(PIPELINE, run_id, timeout=150)
@@ -71,6 +98,7 @@ def demo(exit_after: bool) -> int:
             time.sleep(0.5)
         for m in stack.mails():
             say(f"e-mail to {m['To']}: {m['Subject']}")
+        show_dev_instance(stack)
         if state != "success":
             say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
             return 1

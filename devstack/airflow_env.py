@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+STACK_USERS = {"admin": "admin", "alice": "user", "bob": "user", "carol": "viewer"}  # user -> simple auth role
 
 
 def kubernetes_connection_uri(kubeconfig: Path | str, namespace: str | None = None) -> str:
@@ -43,6 +44,11 @@ def airflow_env(
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        # The platform file Skiff enforces and platform_sync applies: the packaged example.
+        "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),
+        # Simple auth manager users: the admin plus the demo team's members and a read-only viewer, so the UI and
+        # the per-user features (instances, passwords) are exercised by people who are not admins.
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, r in STACK_USERS.items()),
         # Skiff's e-mails link to the task log in the UI.
         "AIRFLOW__SKIFF__UI_BASE_URL": f"http://localhost:{api_port or 8080}",
     }

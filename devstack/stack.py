@@ -66,6 +66,17 @@ def _wait_for_line(proc: subprocess.Popen, log: Path, pattern: str, timeout: flo
     raise TimeoutError(f"{proc.args[:3]} not ready within {timeout}s; see {log}:\n{_tail(log)}")
 
 
+def _log_line(item) -> str:
+    """One structured task-log event as text; an exception's type and message follow its event."""
+    if not isinstance(item, dict):
+        return str(item)
+    line = str(item.get("event", item))
+    for err in item.get("error_detail") or []:
+        if isinstance(err, dict):
+            line += f"\n{err.get('exc_type', '')}: {err.get('exc_value', '')}"
+    return line
+
+
 def _tail(log: Path, n: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-n:]) if log.exists() else "(no output)"
 
@@ -74,7 +85,7 @@ class Stack:
     """kubesim + SMTP sink + ``airflow standalone`` under ``workdir`` (kept between runs, reset by ``fresh``)."""
 
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
-                 fresh: bool = True, airflow_port: int | None = None):
+                 fresh: bool = True, airflow_port: int | None = None, rbac: bool = False):
         self.workdir = workdir.resolve()
         self.dags_dirs = dags_dirs or [REPO / "dags"]
         self.nodes_file = nodes_file
@@ -82,11 +93,14 @@ class Stack:
         self.airflow_port = airflow_port or free_port()
         self.procs: dict[str, subprocess.Popen] = {}
         self.kubesim_url = ""
-        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig = self.workdir / "kubeconfig"      # kubesim's admin (the harness: CRDs, teams)
+        # rbac: kubesim enforces RBAC and Airflow's kubernetes_default is Skiff's ServiceAccount (devstack/rbac.py)
+        self.rbac = rbac
+        self.skiff_kubeconfig = self.workdir / "skiff.kubeconfig" if rbac else self.kubeconfig
         self.maildir = self.workdir / "mail"
         self.home = self.workdir / "airflow"
         self.env: dict[str, str] = {}
-        self._token: str | None = None
+        self._tokens: dict[str, str] = {}
         self._http = httpx.Client(timeout=30)
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -112,6 +126,8 @@ class Stack:
         argv = [sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig)]
         if self.nodes_file:
             argv += ["--nodes", str(self.nodes_file)]
+        if self.rbac:
+            argv += ["--authz", "rbac"]
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
 
         smtp_port = free_port()
@@ -122,6 +138,10 @@ class Stack:
         self.kubesim_url = _wait_for_line(
             self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", 30).group(1)
         _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", 30)
+        if self.rbac:
+            from devstack.rbac import install_skiff_rbac
+
+            install_skiff_rbac(self.kubeconfig, self.skiff_kubeconfig)
 
         dags = self.workdir / "dags"
         dags.mkdir(exist_ok=True)
@@ -131,7 +151,7 @@ class Stack:
                 link.symlink_to(d.resolve(), target_is_directory=True)
         self.env = {
             **base_env,
-            **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.kubeconfig,
+            **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
         }
         self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
@@ -188,18 +208,23 @@ class Stack:
 
     @property
     def admin_password(self) -> str:
-        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+        return self.password("admin")
 
-    def _auth(self) -> dict[str, str]:
-        if self._token is None:
+    def password(self, user: str) -> str:
+        """A simple-auth-manager user's generated password (users: ``airflow_env``)."""
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())[user]
+
+    def _auth(self, user: str = "admin") -> dict[str, str]:
+        if user not in self._tokens:
             r = self._http.post(f"{self.airflow_url}/auth/token",
-                                json={"username": "admin", "password": self.admin_password})
+                                json={"username": user, "password": self.password(user)})
             r.raise_for_status()
-            self._token = r.json()["access_token"]
-        return {"Authorization": f"Bearer {self._token}"}
+            self._tokens[user] = r.json()["access_token"]
+        return {"Authorization": f"Bearer {self._tokens[user]}"}
 
-    def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204)):
-        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth())
+    def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204), user: str = "admin"):
+        """A REST API call as ``user`` (logged in with their password)."""
+        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
         if r.status_code not in ok:
             raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
         return r.json() if r.content else {}
@@ -219,9 +244,11 @@ class Stack:
         self.wait_dag(dag_id)
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
+    def trigger(self, dag_id: str, conf: dict | None = None, *, user: str = "admin") -> str:
+        """Trigger a run as ``user`` (its ``triggering_user_name``)."""
         self.unpause(dag_id)
-        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}})
+        run = self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}},
+                       user=user)
         return run["dag_run_id"]
 
     def run_state(self, dag_id: str, run_id: str) -> str:
@@ -248,7 +275,7 @@ class Stack:
         )
         content = body.get("content")
         if isinstance(content, list):
-            return "\n".join(str(i.get("event", i)) if isinstance(i, dict) else str(i) for i in content)
+            return "\n".join(_log_line(i) for i in content)
         return str(content)
 
     def mails(self) -> list[EmailMessage]:

@@ -51,13 +51,17 @@ def smtp_sink(monkeypatch):
 
 @pytest.fixture(scope="session")
 def airflow_stack(tmp_path_factory):
-    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server).
+    """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server),
+    kubesim enforcing RBAC and Airflow acting as Skiff's ServiceAccount.
 
     Each pytest session gets its own stack directory, so two sessions never share an Airflow home.
     """
     from devstack.stack import Stack
 
-    stack = Stack(tmp_path_factory.mktemp("stack"), dags_dirs=[REPO / "dags", REPO / "tests" / "e2e_dags"])
+    # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
+    # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
+    stack = Stack(tmp_path_factory.mktemp("stack"), dags_dirs=[REPO / "dags", REPO / "tests" / "e2e_dags"],
+                  rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
     stack.start()
     yield stack
     stack.stop()
@@ -65,8 +69,9 @@ def airflow_stack(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def team_stack(airflow_stack):
-    """The stack with the demo team's queue (``recsys``: quota, alice's and bob's default PVCs), as in the demo."""
-    from devstack.demo_setup import setup_demo_cluster
+    """The stack with the example platform file applied (teams ``recsys`` and ``nlp``: quotas, alice's and bob's
+    home PVCs, pools ``skiff-<team>``), as in the demo."""
+    from devstack.demo_setup import setup_demo
 
-    setup_demo_cluster(airflow_stack.k8s())
+    setup_demo(airflow_stack)
     return airflow_stack

@@ -239,7 +239,8 @@ def decode_body(patch_type: str, raw) -> object:
         raise ApiError(400, f"error decoding patch: {e}", "BadRequest") from None
 
 
-def apply_patch(obj: dict, patch_type: str, body, *, custom: bool) -> dict:
+def apply_patch(obj: dict, patch_type: str, body, *, custom: bool, manager: str | None = None,
+                force: bool = False, now: str = "") -> dict:
     """The patched object. Custom resources have no strategic merge (415, as the real server)."""
     if patch_type == STRATEGIC:
         if custom:
@@ -253,16 +254,21 @@ def apply_patch(obj: dict, patch_type: str, body, *, custom: bool) -> dict:
     if patch_type == JSON_PATCH:
         return json_patch(obj, body)
     if patch_type == APPLY:
+        if manager is not None:      # field ownership (kubesim/apply.py)
+            if not isinstance(body, dict):
+                raise ApiError(400, "apply patch must be a YAML or JSON object", "BadRequest")
+            from kubesim import apply
+            return apply.server_side_apply(obj, body, manager=manager, force=force, now=now,
+                                           merge=json_merge if custom else strategic_merge)
         return server_side_apply(obj, body, custom=custom)
     raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
                         f"{', '.join(PATCH_TYPES)}", "UnsupportedMediaType")
 
 
 def server_side_apply(obj: dict | None, body: dict, *, custom: bool) -> dict:
-    """Server-side apply, simplified: the applied configuration is merged into the live object
-    (strategic merge for built-in kinds, JSON merge for custom resources), or is the new object if none
-    exists. Field ownership (managedFields, conflicts between managers, removal of fields a manager
-    stops applying) is NOT tracked."""
+    """Server-side apply without a field manager (views such as events.k8s.io): the applied configuration is
+    merged into the live object (strategic merge for built-in kinds, JSON merge for custom resources), or is
+    the new object if none exists. With a manager, ``apply_patch`` tracks ownership (kubesim/apply.py)."""
     if not isinstance(body, dict):
         raise ApiError(400, "apply patch must be a YAML or JSON object", "BadRequest")
     if obj is None:

@@ -2,9 +2,19 @@
 
 As in Kubernetes, pods in a terminal phase (Succeeded/Failed) use no quota; a quota that limits cpu or
 memory refuses pods whose containers do not state the matching requests/limits.
+
+The "status unknown" window: kube-apiserver's quota admission works from each quota's *status*, which only the
+resourcequota controller writes. While `status.used` lacks a resource of the quota, a create it covers is refused
+with 403 `status unknown for quota: <name>, resources: <names>`. A brand-new quota's status is empty (the API
+clears it on create) until the controller's first sync; the real server does not enforce such a quota at all,
+so objects created in that window slip past it. kubesim refuses them ("status unknown") instead, so a client
+that does not wait for the quota's status fails visibly rather than silently. The window lasts
+`QuotaAdmission.status_lag` seconds after a quota's spec is written (default 0: the controller is instantaneous
+and the status is filled in the same write).
 """
 from __future__ import annotations
 
+import time
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -194,11 +204,15 @@ class QuotaAdmission:
 
     def __init__(self, store):
         self.store = store
+        self.status_lag = 0.0          # seconds the controller takes to fill a new/changed quota's status
+        self.status_due: dict[tuple[str, str], float] = {}   # (ns, name) -> monotonic time the lag ends
         self._rq = store.registry.lookup("", "v1", "resourcequotas")
         self._pods = store.registry.lookup("", "v1", "pods")
         self._pvcs = store.registry.lookup("", "v1", "persistentvolumeclaims")
 
     def __call__(self, req) -> None:
+        if (req.rt.group, req.rt.plural) == ("", "resourcequotas") and not req.subresource and req.obj is not None:
+            self._spec_written(req)
         if req.operation != "CREATE" or req.subresource or not req.namespace or not req.rt.namespaced:
             return
         if req.rt.plural == "events" and req.rt.group == "":
@@ -230,6 +244,12 @@ class QuotaAdmission:
             tracked = {k: v for k, v in requested.items() if k in hard}
             if not tracked:
                 continue
+            status = quota.get("status") or {}
+            unknown = sorted(k for k in tracked if k not in (status.get("hard") or {}) or k not in (status.get("used") or {}))
+            if unknown:
+                raise ApiError(403, f'{qualified} "{name}" is forbidden: status unknown for quota: {qname}, '
+                                    f"resources: {','.join(unknown)}", "Forbidden", name=name, group=rt.group,
+                               kind=rt.plural)
             if used is None:
                 used = self.namespace_usage(req.namespace, rt)
             over = {k for k, v in tracked.items() if used.get(k, ZERO) + v > hard[k]}
@@ -240,6 +260,32 @@ class QuotaAdmission:
                     f"used: {_pretty({k: used.get(k, ZERO) for k in over})}, "
                     f"limited: {_pretty({k: hard[k] for k in over})}",
                     "Forbidden", name=name, group=rt.group, kind=rt.plural)
+
+    def _spec_written(self, req) -> None:
+        """A quota's spec was created/updated: fill its status now (no lag) or open the unknown window."""
+
+        key = (req.namespace, req.obj["metadata"].get("name", ""))
+        old_hard = ((req.old or {}).get("spec") or {}).get("hard") if req.old is not None else None
+        hard = (req.obj.get("spec") or {}).get("hard") or {}
+        if req.operation == "UPDATE" and old_hard == hard:
+            return
+        if self.status_lag > 0:
+            self.status_due[key] = time.monotonic() + self.status_lag
+            return
+        self.status_due.pop(key, None)
+        used = usage_of(self.store, req.namespace, hard=hard)
+        req.obj["status"] = {"hard": dict(hard), "used": {k: format_qty(k, used.get(k, ZERO)) for k in hard}}
+
+    def lag_left(self, namespace: str, name: str) -> float:
+        """Seconds before the controller may publish this quota's status (0: now)."""
+
+        due = self.status_due.get((namespace, name))
+        if due is None:
+            return 0.0
+        left = due - time.monotonic()
+        if left <= 0:
+            self.status_due.pop((namespace, name), None)
+        return max(0.0, left)
 
     def namespace_usage(self, namespace: str, rt=None) -> dict[str, Decimal]:
         return usage_of(self.store, namespace, extra_kinds=[rt] if rt is not None else [])
@@ -308,6 +354,10 @@ class QuotaController(Controller):
             if e.code == 404:
                 return
             raise
+        lag = self.cluster.quota.lag_left(ns, name)
+        if lag > 0:                     # the simulated controller is still "catching up" with this quota
+            self.queue.add_after(key, lag)
+            return
         hard_spec = (quota.get("spec") or {}).get("hard") or {}
         used = usage_of(self.store, ns, hard=hard_spec, lister=self.cluster.cache.list)
         status = {"hard": dict(hard_spec),

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kubesim import apply as ssa
 from kubesim import errors, names, patch, strategy
 from kubesim.clock import Clock
 from kubesim.errors import ApiError
@@ -420,6 +421,8 @@ class Store:
             return merged
         new = dict(new)
         md = dict(new.get("metadata") or {})
+        if "managedFields" not in md and old_md.get("managedFields"):
+            md["managedFields"] = old_md["managedFields"]   # a write without managedFields keeps them
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation", "namespace", "name"):
             if k in old_md:
@@ -529,11 +532,14 @@ class Store:
                     if subresource:
                         raise errors.not_found(rt, name)
                     body.setdefault("metadata", {})["name"] = name
+                    body = ssa.on_create(body, field_manager, self.clock.rfc3339(self.clock.now()))
                     return self.create(rt, namespace, body, dry_run=dry_run)
             if entry is None:
                 raise errors.not_found(rt, name)
             old = entry[0]
-            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom)
+            new = patch.apply_patch(json.loads(entry[1]), patch_type, body, custom=rt.is_custom,
+                                    manager=field_manager if patch_type == patch.APPLY else None, force=force,
+                                    now=self.clock.rfc3339(self.clock.now()))
             if not isinstance(new, dict):
                 raise ApiError(422, "the patched object is not a JSON object", "Invalid")
             md = new.get("metadata") or {}

@@ -25,7 +25,14 @@ def response(data: bytes | dict, status: int = 200) -> web.Response:
 
 
 def error(e: ApiError) -> web.Response:
-    return response(e.status(), e.code)
+    if e.code != 429:
+        return response(e.status(), e.code)
+    # kube-apiserver's max-in-flight and priority-and-fairness filters say when to come back, in the
+    # Retry-After header and the Status details
+    e.details.setdefault("retryAfterSeconds", 1)
+    resp = response(e.status(), e.code)
+    resp.headers["Retry-After"] = str(e.details["retryAfterSeconds"])
+    return resp
 
 
 @dataclass

@@ -27,6 +27,9 @@ import jinja2
 import yaml
 
 TEMPLATE_PACKAGE = "k8s_templates"
+# libyaml's safe loader when built in (the same YAML 1.1 safe types, ~10x faster: the Sedna reconcile renders
+# thousands of children per pass); the pure-Python one otherwise
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def yaml_value(value: Any) -> str:
@@ -118,7 +121,7 @@ def render(template_name: str, **values: Any) -> dict | list[dict]:
     """Render ``k8s_templates/<template_name>`` with ``values`` and return the parsed manifest(s)."""
     text = render_text(template_name, **values)
     try:
-        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        docs = [doc for doc in yaml.load_all(text, Loader=_LOADER) if doc is not None]
     except yaml.YAMLError as exc:
         raise ValueError(f"template {template_name!r} rendered invalid YAML: {exc}") from exc
     for doc in docs:

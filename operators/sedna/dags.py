@@ -7,10 +7,12 @@ run (the reconcile is level-triggered: one run fixes everything it sees). The si
 CR of its kind and returns (and logs) the summary of what it changed; it fails (after reconciling everything
 else) if the API server refused something, e.g. a child name taken by a foreign object.
 
-Configuration, read from the environment (no I/O when the DAG file is parsed):
+Configuration, read from the environment (no I/O when the DAG file is parsed): the Kubernetes connection is
+``[skiff] kubernetes_conn_id`` (``AIRFLOW__SKIFF__KUBERNETES_CONN_ID``; default ``kubernetes_default``);
 ``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
 ``SKIFF_SEDNA_RESYNC_CRON`` the resync schedule (default every 5 minutes);
-``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's).
+``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's);
+``SKIFF_SEDNA_CONCURRENCY`` how many CRs a run acts on at once (default 16).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
-from operators.sedna.desired import DEFAULT_LC_SERVER, FL_KIND, JI_KIND
+from operators.k8s.connection import conn_id
+from operators.sedna.desired import DEFAULT_LC_SERVER
+from operators.sedna.kinds import kind_spec
 from operators.sedna.trigger import SednaWatchTrigger
 
-CONN_ID = "kubernetes_default"
 DEFAULT_RESYNC_CRON = "*/5 * * * *"
 
 
@@ -34,13 +37,13 @@ def configured_namespaces() -> list[str] | None:
 
 
 def sedna_asset(kind: str) -> Asset:
-    plural = {FL_KIND: "federatedlearningjobs", JI_KIND: "jointinferenceservices"}[kind]
+    plural = kind_spec(kind).plural
     return Asset(
         name=f"sedna_{plural}",
         uri=f"x-sedna://sedna.io/{plural}",
         watchers=[AssetWatcher(name=f"sedna_{plural}_watch",
                                trigger=SednaWatchTrigger(kind=kind, namespaces=configured_namespaces(),
-                                                         kubernetes_conn_id=CONN_ID))],
+                                                         kubernetes_conn_id=conn_id()))],
     )
 
 
@@ -48,13 +51,13 @@ def run_reconcile(kind: str) -> dict:
     """The task body: one reconcile pass through the provider's KubernetesHook."""
     import logging
 
-    from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+    from operators.k8s.connection import api_client
+    from operators.sedna.reconcile import DEFAULT_CONCURRENCY, reconcile
 
-    from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
-
-    api = KubernetesHook(conn_id=CONN_ID).api_client
-    reconcile = reconcile_federated_learning if kind == FL_KIND else reconcile_joint_inference
-    summary = reconcile(api, configured_namespaces(), os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER))
+    api = api_client(conn_id())
+    summary = reconcile(api, kind, configured_namespaces(),
+                        os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER),
+                        int(os.environ.get("SKIFF_SEDNA_CONCURRENCY", DEFAULT_CONCURRENCY)))
     log = logging.getLogger("skiff.sedna")
     for line in summary["actions"]:
         log.info("%s", line)
@@ -64,7 +67,9 @@ def run_reconcile(kind: str) -> dict:
     if summary["errors"]:
         # everything else was reconciled; fail the run so the problem shows in the UI (the CRs' conditions
         # say the same), and the next event or resync retries
-        raise RuntimeError(f"{len(summary['errors'])} reconcile error(s); first: {summary['errors'][0]}")
+        listed = "\n".join(f"- {e}" for e in summary["errors"][:20])
+        more = f"\n(and {len(summary['errors']) - 20} more)" if len(summary["errors"]) > 20 else ""
+        raise RuntimeError(f"{len(summary['errors'])} reconcile error(s):\n{listed}{more}")
     return summary
 
 

@@ -25,13 +25,14 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
 from operators.templating import render
+from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
 API_VERSION = "sedna.io/v1alpha1"
 FL_KIND = "FederatedLearningJob"
@@ -52,6 +53,11 @@ HOST_PATH_PREFIX = "/home/data"
 DOWNLOAD_PREFIX = "/downloads"
 DOWNLOAD_VOLUME = "sedna-storage-initializer"
 DOWNLOAD_SCHEMES = ("s3", "http", "https")
+# Sedna's S3 credentials (runtime/secret_injector.go): Secret data keys = env names, endpoint annotations
+S3_SECRET_KEYS = ("ACCESS_KEY_ID", "SECRET_ACCESS_KEY")
+S3_ENDPOINT_ENV = "S3_ENDPOINT_URL"
+S3_ENDPOINT_ANNOTATION = "s3-endpoint"
+S3_USE_HTTPS_ANNOTATION = "s3-usehttps"
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s utilrand.String's alphabet
 
@@ -66,13 +72,17 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class Child:
-    """One desired child: its identity and spec hash (cheap); ``manifest`` is rendered on demand."""
+    """One desired child: its identity and spec hash (cheap); ``render()`` gives the manifest, rendered once
+    on first use (callers must not mutate it)."""
 
     kind: str  # "Pod" | "Service" | "Deployment" | "HorizontalPodAutoscaler"
     name: str
     spec_hash: str
     worker_type: str
     render: Callable[[], dict] = field(compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "render", cache(self.render))
 
 
 @dataclass(frozen=True)
@@ -93,14 +103,20 @@ class Desired:
 # ---------------------------------------------------------------- shared helpers
 
 
+# The templates that shape children: their text is part of every spec hash, so editing one rolls the children
+# out. Not event.yaml.j2 (Events; the RBAC is in k8s_templates/rbac/): editing it must restart nothing.
+CHILD_TEMPLATES = ("fl-pod.yaml.j2", "ji-deployment.yaml.j2", "ji-hpa.yaml.j2", "owner-reference.yaml.j2",
+                   "storage-initializer.yaml.j2", "worker-service.yaml.j2")
+
+
 @lru_cache(maxsize=1)
-def templates_digest() -> str:
-    """Hash of the Sedna templates: changing a manifest shape rolls the children out."""
+def templates_digest(root: Any = None) -> str:
+    """Hash of the child-shaping Sedna templates (``CHILD_TEMPLATES``): changing one rolls the children out.
+    ``root``: the template directory (default: the installed ``k8s_templates/sedna``)."""
     h = hashlib.sha256()
-    root = files("k8s_templates").joinpath("sedna")
-    for entry in sorted(root.iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".j2"):
-            h.update(entry.name.encode() + b"\0" + entry.read_bytes())
+    root = root or files("k8s_templates").joinpath("sedna")
+    for name in CHILD_TEMPLATES:
+        h.update(name.encode() + b"\0" + root.joinpath(name).read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -150,11 +166,29 @@ def convert_k8s_valid_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Credential:
+    """S3 keys from a Secret (a Model's, Dataset's or transmitter's ``credentialName``), as Sedna reads them
+    (runtime/secret_injector.go): data keys ``ACCESS_KEY_ID`` and ``SECRET_ACCESS_KEY``, endpoint from the
+    Secret's ``s3-endpoint`` annotation (https unless ``s3-usehttps: "0"``). Only the Secret's name and the
+    endpoint are kept: the keys reach the containers through ``secretKeyRef``, never copied into the pod."""
+
+    secret: str
+    endpoint_url: str | None
+
+    def env(self) -> dict[str, str | dict]:
+        out: dict[str, str | dict] = {S3_ENDPOINT_ENV: self.endpoint_url} if self.endpoint_url else {}
+        for key in S3_SECRET_KEYS:
+            out[key] = {"secretKeyRef": {"name": self.secret, "key": key}}
+        return out
+
+
+@dataclass(frozen=True)
 class Mount:
     """A Model/Dataset URL and the env var that tells the worker where it is (runtime.WorkerMount)."""
 
     env_name: str
     url: str
+    credential: Credential | None = None  # used for s3:// URLs, as in Sedna
 
 
 def _split_dir(path: str) -> str:
@@ -170,14 +204,19 @@ def inject_mounts(pod_spec: dict, mounts: list[Mount]) -> dict[str, str]:
     * s3:// and http(s):// URLs are fetched by the storage-initializer init container into an emptyDir
       mounted read-only at /downloads; the env var points at /downloads/<host><path>;
     * any other scheme is passed through unchanged in the env var (the worker reads it itself).
+    An s3:// URL with a credential gives the initializer and the worker ``S3_ENDPOINT_URL`` and the Secret's
+    ``ACCESS_KEY_ID`` / ``SECRET_ACCESS_KEY`` through ``secretKeyRef``.
     Mutates ``pod_spec``; returns the env vars to inject.
     """
     env: dict[str, str] = {}
     host_volumes: dict[str, str] = {}  # volume name -> host dir
     host_mounts: list[tuple[str, str]] = []
     downloads: list[str] = []
+    secret_env: dict[str, str | dict] = {}  # first credential wins per env name (runtime.MergeSecretEnvs)
     for m in mounts:
         u = urlsplit(m.url)
+        if m.credential and u.scheme == "s3":
+            secret_env = {**m.credential.env(), **secret_env}
         if u.scheme in DOWNLOAD_SCHEMES:
             container_path = posixpath.join(DOWNLOAD_PREFIX, u.netloc + u.path)
             downloads += [m.url, _split_dir(container_path)]
@@ -196,7 +235,7 @@ def inject_mounts(pod_spec: dict, mounts: list[Mount]) -> dict[str, str]:
     volumes = pod_spec.setdefault("volumes", [])
     if downloads:
         pod_spec.setdefault("initContainers", []).append(
-            render("sedna/storage-initializer.yaml.j2", args=downloads)
+            render("sedna/storage-initializer.yaml.j2", args=downloads, secret_env=_env_list(secret_env))
         )
         volumes.append({"name": DOWNLOAD_VOLUME, "emptyDir": {}})
         for c in containers:
@@ -212,10 +251,16 @@ def inject_mounts(pod_spec: dict, mounts: list[Mount]) -> dict[str, str]:
         env["DATA_PATH_PREFIX"] = HOST_PATH_PREFIX
     if not volumes:
         del pod_spec["volumes"]
-    return env
+    return {**env, **secret_env}  # the worker gets the keys too (it writes models / aggregation data)
 
 
-def inject_env(pod_spec: dict, env: Mapping[str, str]) -> None:
+def _env_list(env: Mapping[str, str | dict]) -> list[dict]:
+    """Env entries: a str is a ``value``, a dict a ``valueFrom`` (a Secret's key, never its value)."""
+    return [{"name": k, "valueFrom": v} if isinstance(v, dict) else {"name": k, "value": str(v)}
+            for k, v in env.items()]
+
+
+def inject_env(pod_spec: dict, env: Mapping[str, str | dict]) -> None:
     """Append the system env vars to every container, after the user's (runtime.injectWorkerParam).
 
     A user env var with the same name as a system one is replaced: the system value wins, as in Sedna
@@ -223,7 +268,7 @@ def inject_env(pod_spec: dict, env: Mapping[str, str]) -> None:
     """
     for c in pod_spec["containers"]:
         user = [e for e in c.get("env") or [] if e.get("name") not in env]
-        c["env"] = user + [{"name": k, "value": str(v)} for k, v in env.items()]
+        c["env"] = user + _env_list(env)
 
 
 def _template(cr: dict, path: str) -> dict:
@@ -253,41 +298,114 @@ def _resolve(kind: str, store: Mapping[str, dict], name: Any, field_path: str, n
         raise SpecError(
             f"{kind}NotFound", f"{kind} {name!r} (named by {field_path}) not found in namespace {namespace!r}"
         )
-    spec = obj.get("spec") or {}
-    url = spec.get("url")
+    url = (obj.get("spec") or {}).get("url")
     if not isinstance(url, str) or not url:
         raise SpecError("InvalidSpec", f"{kind} {name!r} has no spec.url (got {url!r})")
-    if not urlsplit(url).scheme and not url.startswith("/"):
+    try:
+        scheme = urlsplit(url).scheme
+    except ValueError as e:  # e.g. "s3://[bucket/x": an unbalanced IPv6 bracket
+        raise SpecError("InvalidSpec", f"{kind} {name!r}: spec.url {url!r} is not a valid URL ({e})") from e
+    if not scheme and not url.startswith("/"):
         raise SpecError("InvalidSpec", f"{kind} {name!r}: spec.url {url!r} must be an absolute node path "
                                        "or an s3:// / http(s):// URL")
-    if spec.get("credentialName"):
-        raise SpecError(
-            "Unsupported",
-            f"{kind} {name!r}: spec.credentialName {spec['credentialName']!r} is not supported by Skiff yet "
-            "(use a public URL or a node path)",
-        )
     return obj
+
+
+def _credential(secrets: Mapping[str, dict | None], secret: Any, field_path: str, ns: str) -> Credential | None:
+    """The S3 credential named at ``field_path`` (a Secret in the CR's namespace), checked to hold both keys.
+    ``secrets``: name -> ``{"keys": [...], "annotations": {...}}`` (see ``secret_summary``), None if absent."""
+    if secret in (None, ""):
+        return None
+    if not isinstance(secret, str):
+        raise SpecError("InvalidSpec", f"{field_path} must name a Secret, got {secret!r}")
+    found = secrets.get(secret)
+    if found is None:
+        raise SpecError("SecretNotFound", f"Secret {secret!r} (named by {field_path}) not found in namespace {ns!r}")
+    missing = [k for k in S3_SECRET_KEYS if k not in found["keys"]]
+    if missing:
+        raise SpecError("SecretKeyMissing", f"Secret {secret!r} (named by {field_path}) has no key "
+                                            f"{' or '.join(map(repr, missing))} (S3 keys: {', '.join(S3_SECRET_KEYS)})")
+    ann = found.get("annotations") or {}
+    endpoint = ann.get(S3_ENDPOINT_ANNOTATION)
+    if endpoint and "://" not in endpoint:
+        endpoint = ("http://" if ann.get(S3_USE_HTTPS_ANNOTATION) == "0" else "https://") + endpoint
+    return Credential(secret, endpoint or None)
+
+
+def secret_summary(secret: dict) -> dict:
+    """What the reconcile keeps of a Secret: its key names and the S3 endpoint annotations, never a value."""
+    ann = (secret.get("metadata") or {}).get("annotations") or {}
+    return {"keys": sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})}),
+            "annotations": {k: ann[k] for k in (S3_ENDPOINT_ANNOTATION, S3_USE_HTTPS_ANNOTATION) if k in ann}}
+
+
+def credential_names(obj: dict) -> list[str]:
+    """The Secrets a Model, Dataset or FederatedLearningJob names (spec.credentialName, transmitter.s3)."""
+    spec = obj.get("spec") or {}
+    names = [spec.get("credentialName"), ((spec.get("transmitter") or {}).get("s3") or {}).get("credentialName")]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def _source_mount(env_name: str, kind: str, obj: dict, secrets: Mapping[str, dict | None], ns: str) -> Mount:
+    cred = _credential(secrets, (obj.get("spec") or {}).get("credentialName"),
+                       f"{kind} {obj['metadata']['name']!r} spec.credentialName", ns)
+    return Mount(env_name, obj["spec"]["url"], cred)
+
+
+def _parses(url: str) -> bool:
+    try:
+        urlsplit(url)
+        return True
+    except ValueError:
+        return False
+
+
+# what the API server enforces on the names Skiff derives (a Service name is a DNS-1035 label)
+_NAME_RULES = {"Service": (63, "a DNS-1035 label"), "Pod": (253, "a DNS-1123 subdomain"),
+               "Deployment": (253, "a DNS-1123 subdomain"), "HorizontalPodAutoscaler": (253, "a DNS-1123 subdomain")}
+
+
+def checked_names(desired: Desired) -> Desired:
+    """The same ``desired``, or its error if a name derived from the CR's would be rejected by the API server
+    (checked before anything is written: a job must not get its pods without its Service)."""
+    name = desired.name
+    if not is_label_value(name):
+        return replace(desired, children=(), error=SpecError(
+            "InvalidName", f"metadata.name {name!r} is {len(name)} characters: Sedna's labels carry it, "
+                           "so it must be a valid label value (at most 63 characters)"))
+    for c in desired.children:
+        limit, rule = _NAME_RULES[c.kind]
+        ok = is_dns_label(c.name) and c.name[0].isalpha() if c.kind == "Service" else is_dns_subdomain(c.name)
+        if not ok:
+            return replace(desired, children=(), error=SpecError(
+                "InvalidName", f"metadata.name {name!r}: the {c.kind} name {c.name!r} derived from it is "
+                               f"{len(c.name)} characters, must be {rule} of at most {limit}; use a shorter name"))
+    return desired
 
 
 # ---------------------------------------------------------------- FederatedLearningJob
 
 
 def desired_federated_learning(
-    job: dict, models: Mapping[str, dict], datasets: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER
+    job: dict, models: Mapping[str, dict], datasets: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER,
+    secrets: Mapping[str, dict | None] | None = None,
 ) -> Desired:
-    """Children of a FederatedLearningJob. ``models``/``datasets``: by name, in the job's namespace."""
+    """Children of a FederatedLearningJob. ``models``/``datasets``/``secrets``: by name, in the job's
+    namespace (``secrets``: ``secret_summary`` of each Secret a credentialName names, None if absent)."""
     meta = job["metadata"]
     ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+    secrets = secrets or {}
     try:
         spec = job.get("spec") or {}
         agg_template = _template(job, "aggregationWorker.template")
         model_name = (spec.get("aggregationWorker") or {}).get("model", {}).get("name")
         model = _resolve("Model", models, model_name, "spec.aggregationWorker.model.name", ns)
-        pretrained = None
+        model_mounts = [_source_mount("MODEL_URL", "Model", model, secrets, ns)]
         if spec.get("pretrainedModel"):
             pretrained = _resolve(
                 "Model", models, spec["pretrainedModel"].get("name"), "spec.pretrainedModel.name", ns
             )
+            model_mounts.append(_source_mount("PRETRAINED_MODEL_URL", "Model", pretrained, secrets, ns))
         workers = spec.get("trainingWorkers")
         if not isinstance(workers, list) or not workers:
             raise SpecError("InvalidSpec", f"spec.trainingWorkers must be a non-empty list, got {workers!r}")
@@ -297,33 +415,25 @@ def desired_federated_learning(
                 "Dataset", datasets, (w.get("dataset") or {}).get("name"),
                 f"spec.trainingWorkers[{i}].dataset.name", ns,
             )
-            trainers.append((_template(job, f"trainingWorkers.{i}.template"), dataset))
+            trainers.append((_template(job, f"trainingWorkers.{i}.template"), dataset,
+                             _source_mount("TRAIN_DATASET_URL", "Dataset", dataset, secrets, ns)))
         transmitter = spec.get("transmitter") or {}
         s3 = transmitter.get("s3")
-        if s3 is not None and not (isinstance(s3, dict) and s3.get("aggDataPath")):
-            raise SpecError("InvalidSpec", f"spec.transmitter.s3.aggDataPath is required, got {s3!r}")
-        if s3 and s3.get("credentialName"):
-            raise SpecError(
-                "Unsupported",
-                f"spec.transmitter.s3.credentialName {s3['credentialName']!r} is not supported by Skiff yet",
-            )
+        if s3 is not None and not (isinstance(s3, dict) and isinstance(s3.get("aggDataPath"), str)
+                                   and s3["aggDataPath"] and _parses(s3["aggDataPath"])):
+            raise SpecError("InvalidSpec", f"spec.transmitter.s3.aggDataPath must be an s3:// URL, got {s3!r}")
+        transmitter_mounts = [Mount("AGG_DATA_PATH", s3["aggDataPath"], _credential(
+            secrets, s3.get("credentialName"), "spec.transmitter.s3.credentialName", ns))] if s3 else []
     except SpecError as e:
         return Desired(FL_KIND, ns, name, uid, error=e)
 
-    urls = {
-        "model": model["spec"]["url"],
-        "pretrained": pretrained["spec"]["url"] if pretrained else None,
-        "datasets": [d["spec"]["url"] for _, d in trainers],
-    }
-    job_hash = spec_hash(FL_KIND, ns, name, uid, spec, urls, lc_server)
+    # the resolved URLs and credentials (Secret name and endpoint, never a key) shape the pods
+    sources = [model_mounts, [m for _, _, m in trainers], transmitter_mounts]
+    job_hash = spec_hash(FL_KIND, ns, name, uid, spec, sources, lc_server)
     owner = owner_reference(FL_KIND, name, uid)
     participants = str(len(trainers))
     agg_service = f"{name}-aggregation"
     transmitter_env = {"TRANSMITTER": "s3" if s3 else "ws"}
-    transmitter_mounts = [Mount("AGG_DATA_PATH", s3["aggDataPath"])] if s3 else []
-    model_mounts = [Mount("MODEL_URL", urls["model"])]
-    if pretrained:
-        model_mounts.append(Mount("PRETRAINED_MODEL_URL", urls["pretrained"]))
 
     def pod(worker_type: str, index: int | str, template: dict, env: dict, mounts: list[Mount],
             host_network: bool) -> Child:
@@ -358,17 +468,17 @@ def desired_federated_learning(
             model_mounts + transmitter_mounts, host_network=False,
         )
     ]
-    for i, (template, dataset) in enumerate(trainers):
+    for i, (template, dataset, dataset_mount) in enumerate(trainers):
         children.append(pod(
             "train", i, template,
             {"AGG_IP": f"{agg_service}.{ns}", "AGG_PORT": str(AGG_PORT), "JOB_NAME": name,
              "PARTICIPANTS_COUNT": participants, "NAMESPACE": ns, "MODEL_NAME": model_name,
              "DATASET_NAME": dataset["metadata"]["name"], "LC_SERVER": lc_server, **transmitter_env},
-            model_mounts + [Mount("TRAIN_DATASET_URL", dataset["spec"]["url"])] + transmitter_mounts,
+            model_mounts + [dataset_mount] + transmitter_mounts,
             host_network=True,
         ))
     children.append(_service(FL_LABEL_PREFIX, ns, name, uid, owner, agg_service, "aggregation", AGG_PORT))
-    return Desired(FL_KIND, ns, name, uid, tuple(children))
+    return checked_names(Desired(FL_KIND, ns, name, uid, tuple(children)))
 
 
 def _service(prefix: str, ns: str, cr_name: str, uid: str, owner: dict, svc_name: str, worker_type: str,
@@ -389,11 +499,13 @@ def _service(prefix: str, ns: str, cr_name: str, uid: str, owner: dict, svc_name
 
 
 def desired_joint_inference(
-    svc: dict, models: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER
+    svc: dict, models: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER,
+    secrets: Mapping[str, dict | None] | None = None,
 ) -> Desired:
-    """Children of a JointInferenceService. ``models``: by name, in the service's namespace."""
+    """Children of a JointInferenceService. ``models``/``secrets``: by name, in the service's namespace."""
     meta = svc["metadata"]
     ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
+    secrets = secrets or {}
     try:
         spec = svc.get("spec") or {}
         cloud, edge = spec.get("cloudWorker") or {}, spec.get("edgeWorker") or {}
@@ -403,6 +515,8 @@ def desired_joint_inference(
                                "spec.cloudWorker.model.name", ns)
         edge_model = _resolve("Model", models, (edge.get("model") or {}).get("name"),
                               "spec.edgeWorker.model.name", ns)
+        cloud_mount = _source_mount("MODEL_URL", "Model", cloud_model, secrets, ns)
+        edge_mount = _source_mount("MODEL_URL", "Model", edge_model, secrets, ns)
         hem = edge.get("hardExampleMining")
         if not isinstance(hem, dict) or not hem.get("name"):
             raise SpecError("InvalidSpec", f"spec.edgeWorker.hardExampleMining.name is required, got {hem!r}")
@@ -421,10 +535,10 @@ def desired_joint_inference(
         separators=(",", ":"),
     )
     children = [
-        _deployment(ns, name, uid, owner, "cloud", cloud_template, cloud_model,
+        _deployment(ns, name, uid, owner, "cloud", cloud_template, cloud_mount,
                     {"BIG_MODEL_BIND_PORT": str(BIG_MODEL_PORT)}, lc_server),
         _service(JI_LABEL_PREFIX, ns, name, uid, owner, cloud_service, "cloud", BIG_MODEL_PORT),
-        _deployment(ns, name, uid, owner, "edge", edge_template, edge_model,
+        _deployment(ns, name, uid, owner, "edge", edge_template, edge_mount,
                     {"BIG_MODEL_IP": f"{cloud_service}.{ns}", "BIG_MODEL_PORT": str(BIG_MODEL_PORT),
                      "HEM_NAME": hem["name"], "HEM_PARAMETERS": hem_params, "LC_SERVER": lc_server},
                     lc_server),
@@ -432,22 +546,23 @@ def desired_joint_inference(
     for worker_type, worker in (("cloud", cloud), ("edge", edge)):
         if worker.get("hpa"):
             children.append(_hpa(ns, name, uid, owner, worker_type, worker["hpa"]))
-    return Desired(JI_KIND, ns, name, uid, tuple(children))
+    return checked_names(Desired(JI_KIND, ns, name, uid, tuple(children)))
 
 
-def _deployment(ns: str, svc: str, uid: str, owner: dict, worker_type: str, template: dict, model: dict,
+def _deployment(ns: str, svc: str, uid: str, owner: dict, worker_type: str, template: dict, model: Mount,
                 env: dict, lc_server: str) -> Child:
     dep_name = f"{svc}-deployment-{worker_type}"
     labels = sedna_labels(JI_LABEL_PREFIX, svc, uid, worker_type)
     # Sedna's edgemesh label (runtime.injectDeploymentParam), in the selector too
     selector = {**labels, "app.sedna.io": f"{svc}-{worker_type}-svc"}
-    h = spec_hash("Deployment", ns, dep_name, uid, template, model["spec"]["url"], env, lc_server)
+    h = spec_hash("Deployment", ns, dep_name, uid, template, model.url,
+                  *([model.credential] if model.credential else []), env, lc_server)
     env = {**env, "NAMESPACE": ns, "SERVICE_NAME": svc,
            "WORKER_NAME": f"{worker_type}worker-{short_suffix(uid, worker_type)}"}
 
     def manifest() -> dict:
         pod_spec = json.loads(json.dumps(template["spec"]))
-        mount_env = inject_mounts(pod_spec, [Mount("MODEL_URL", model["spec"]["url"])])
+        mount_env = inject_mounts(pod_spec, [model])
         inject_env(pod_spec, {**env, **mount_env})
         tmeta = template.get("metadata") or {}
         return render(

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from operators.sedna.desired import SPEC_HASH_LABEL, Child, Desired, owner_reference
+from operators.sedna.drift import drifted
 
 
 @dataclass(frozen=True)
@@ -19,9 +20,10 @@ class Action:
     verb: str  # "create" | "delete" | "update" | "repair-owner"
     kind: str
     name: str
-    reason: str  # the Event reason on the CR: Created, Recreated, RolledOut, OwnerRepaired, Removed
+    reason: str  # the Event reason on the CR: Created, Recreated, RolledOut, DriftReverted, OwnerRepaired, Removed
     child: Child | None = field(default=None, compare=False)
     actual: dict | None = field(default=None, compare=False)
+    detail: str = field(default="", compare=False)  # what drifted, for the Event
 
 
 def is_terminating(obj: dict) -> bool:
@@ -34,13 +36,15 @@ def has_only_owner(obj: dict, owner: dict) -> bool:
 
 
 def plan_children(desired: Desired, actual: dict[str, list[dict]], *, first_pass: bool,
-                  finished: bool = False, replace_in_place: frozenset[str] = frozenset()) -> list[Action]:
+                  finished: bool = False, in_place: frozenset[str] = frozenset()) -> list[Action]:
     """Actions that bring ``actual`` (kind -> this CR's observed children, found by uid label) to ``desired``.
 
     * missing child -> create (a "Recreated" heal unless this is the CR's first pass);
-    * child whose spec-hash label differs -> replaced: kinds in ``replace_in_place`` are updated in place
+    * child whose spec-hash label differs -> rolled out: kinds in ``in_place`` are updated in place
       (Deployments roll, Services/HPAs keep their identity), others (FL pods) are deleted, and the new-spec
       pod, which has a different name, is created in the same pass;
+    * child of the current spec edited by hand (``drift.drifted``) -> reverted: updated in place, or, for a
+      pod (whose spec is immutable), deleted so that the next pass recreates it as desired;
     * child that is not desired at all (old spec, removed HPA) -> deleted;
     * child with a missing or wrong ownerReference (e.g. kind "JointInference") -> repaired;
     * a finished CR gets nothing created, replaced or deleted (its pods are its record), only repairs.
@@ -48,30 +52,80 @@ def plan_children(desired: Desired, actual: dict[str, list[dict]], *, first_pass
     """
     owner = owner_reference(desired.kind, desired.name, desired.uid)
     actions: list[Action] = []
-    kinds = {c.kind for c in desired.children} | set(actual)
-    for kind in sorted(kinds):
+    for kind in sorted({c.kind for c in desired.children} | set(actual)):
         want = desired.by_kind(kind)
         have = {o["metadata"]["name"]: o for o in actual.get(kind, [])}
         for name, obj in sorted(have.items()):
-            if is_terminating(obj):
-                continue
-            child = want.get(name)
-            current = child is not None and obj["metadata"].get("labels", {}).get(SPEC_HASH_LABEL) == child.spec_hash
-            if child is not None and not current and kind in replace_in_place:
-                if not finished:
-                    actions.append(Action("update", kind, name, "RolledOut", child, obj))
-            elif child is None or not current:
-                if not finished:
-                    reason = "RolledOut" if kind == "Pod" else "Removed"
-                    actions.append(Action("delete", kind, name, reason, actual=obj))
-            elif not has_only_owner(obj, owner):
-                actions.append(Action("repair-owner", kind, name, "OwnerRepaired", child, obj))
-        if finished:
-            continue
-        for name, child in sorted(want.items()):
-            if name not in have:
-                actions.append(Action("create", kind, name, "Created" if first_pass else "Recreated", child))
+            if not is_terminating(obj):
+                actions += _plan_existing(kind, want.get(name), obj, owner, kind in in_place, finished)
+        if not finished:
+            actions += [Action("create", kind, name, "Created" if first_pass else "Recreated", child)
+                        for name, child in sorted(want.items()) if name not in have]
     return actions
+
+
+def _plan_existing(kind: str, child: Child | None, obj: dict, owner: dict, in_place: bool,
+                   finished: bool) -> list[Action]:
+    name = obj["metadata"]["name"]
+    if child is None:  # an old-spec pod (other name), a removed HPA
+        reason = "RolledOut" if kind == "Pod" else "Removed"
+        return [] if finished else [Action("delete", kind, name, reason, actual=obj)]
+    if obj["metadata"].get("labels", {}).get(SPEC_HASH_LABEL) != child.spec_hash:
+        if finished:
+            return []
+        if in_place:
+            return [Action("update", kind, name, "RolledOut", child, obj)]
+        return [Action("delete", kind, name, "RolledOut", actual=obj)]
+    out = []
+    if not finished and (paths := drifted(child.render(), obj)):
+        detail = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        out.append(Action("update" if in_place else "delete", kind, name, "DriftReverted", child, obj, detail))
+    if not has_only_owner(obj, owner):
+        out.append(Action("repair-owner", kind, name, "OwnerRepaired", child, obj))
+    return out
+
+
+def updated_body(kind: str, actual: dict, want: dict) -> dict:
+    """The body of an in-place update (PUT with the observed resourceVersion: 409 if it changed meanwhile):
+    the live object with Skiff's labels, ownerReference and the fields Skiff owns. A Deployment keeps its
+    replicas (the HPA's or the user's) and rolls its template; a Service keeps its clusterIP."""
+    body = {**actual, "metadata": {**actual["metadata"], "labels": want["metadata"]["labels"],
+                                   "ownerReferences": want["metadata"]["ownerReferences"]}}
+    spec = dict(actual.get("spec") or {})
+    if kind == "Deployment":
+        spec["template"] = want["spec"]["template"]
+    elif kind == "Service":
+        spec.update(selector=want["spec"]["selector"], ports=want["spec"]["ports"], type=want["spec"]["type"])
+    else:
+        spec = want["spec"]
+    body["spec"] = spec
+    body.pop("status", None)
+    return body
+
+
+_EVENT_VERBS = {"Created": "created", "Recreated": "recreated (deleted by hand or lost)",
+                "RolledOut": "rolled out the new spec", "DriftReverted": "reverted hand edits of",
+                "OwnerRepaired": "repaired the ownerReference of", "Removed": "removed"}
+
+
+def action_events(done: list[Action]) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the Events for the actions a pass carried out on one CR: one per reason."""
+    by_reason: dict[str, list[str]] = {}
+    for a in done:
+        by_reason.setdefault(a.reason, []).append(f"{a.kind} {a.name}" + (f" ({a.detail})" if a.detail else ""))
+    return [("Normal", reason, f"{_EVENT_VERBS[reason]}: {', '.join(what)}") for reason, what in by_reason.items()]
+
+
+def status_event(old: dict, new: dict) -> tuple[str, str, str] | None:
+    """A Warning Event when the CR turns Failed (not on every pass while it stays Failed)."""
+    def failed(status: dict) -> dict | None:
+        return next((c for c in status.get("conditions") or []
+                     if c.get("type") == "Failed" and c.get("status") == "True"), None)
+
+    cond = failed(new)
+    if cond is None or failed(old) is not None:
+        return None
+    return ("Warning", cond.get("reason") or "Failed", cond.get("message") or "failed")
 
 
 # ---------------------------------------------------------------- status

@@ -1,8 +1,8 @@
 """An event trigger that watches Sedna CRs and their children, for an ``AssetWatcher``.
 
 ``SednaWatchTrigger(kind=...)`` watches the CRs of one kind, their children (by the Sedna uid label) and
-the Models (and, for FL, Datasets) with kubernetes_asyncio through the provider's ``AsyncKubernetesHook``,
-and yields a ``TriggerEvent`` when something the reconcile cares about changed:
+the Models (and, for FL, Datasets) through the access layer's ``list_and_watch`` (connection
+``kubernetes_conn_id``, default ``[skiff] kubernetes_conn_id``), and yields a ``TriggerEvent`` when something the reconcile cares about changed:
 
 * a CR added, deleted, or its spec edited (``metadata.generation``) or being deleted. Status-only updates,
   including the reconcile's own status writes, are ignored: otherwise every run would trigger the next;
@@ -28,12 +28,12 @@ from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
+from operators.k8s.connection import async_api_client
 from operators.sedna import kube as k
-from operators.sedna.desired import FL_KIND, FL_LABEL_PREFIX, JI_KIND, JI_LABEL_PREFIX
+from operators.sedna.desired import FL_KIND
+from operators.sedna.kinds import SOURCE_RESOURCES, kind_spec
 
 log = logging.getLogger(__name__)
-
-WATCH_TIMEOUT_SECONDS = 300  # the server ends a watch after this; we re-watch from the last resourceVersion
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,11 @@ class Watched:
 
 
 def watched_resources(kind: str) -> list[Watched]:
-    if kind == FL_KIND:
-        sel = FL_LABEL_PREFIX + "uid"
-        return [Watched("CR", k.FL_JOBS), Watched("Pod", k.PODS, sel), Watched("Service", k.SERVICES, sel),
-                Watched("Model", k.MODELS), Watched("Dataset", k.DATASETS)]
-    if kind == JI_KIND:
-        sel = JI_LABEL_PREFIX + "uid"
-        return [Watched("CR", k.JI_SERVICES), Watched("Deployment", k.DEPLOYMENTS, sel),
-                Watched("Service", k.SERVICES, sel), Watched("HorizontalPodAutoscaler", k.HPAS, sel, True),
-                Watched("Model", k.MODELS)]
-    raise ValueError(f"kind must be {FL_KIND!r} or {JI_KIND!r}, got {kind!r}")
+    """The CRs of ``kind``, their children (by the Sedna uid label) and the sources, from its ``KindSpec``."""
+    spec = kind_spec(kind)
+    return [Watched("CR", spec.resource),
+            *(Watched(ck, k.BY_KIND[ck], spec.uid_label, ck in spec.optional_kinds) for ck in spec.child_kinds),
+            *(Watched(src, SOURCE_RESOURCES[src]) for src in spec.sources)]
 
 
 def fingerprint(kind: str, obj: dict) -> str:
@@ -79,13 +74,9 @@ def fingerprint(kind: str, obj: dict) -> str:
     return json.dumps(common + parts, sort_keys=True, default=str)
 
 
-class _Gone(Exception):
-    """410: our resourceVersion is older than the server's history."""
-
-
 class SednaWatchTrigger(BaseEventTrigger):
     def __init__(self, kind: str = FL_KIND, namespaces: list[str] | None = None,
-                 kubernetes_conn_id: str = "kubernetes_default", coalesce_seconds: float = 0.1,
+                 kubernetes_conn_id: str | None = None, coalesce_seconds: float = 0.1,
                  max_batch_seconds: float = 2.0):
         super().__init__()
         watched_resources(kind)  # validates kind before anything runs
@@ -102,10 +93,7 @@ class SednaWatchTrigger(BaseEventTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
-
-        hook = AsyncKubernetesHook(conn_id=self.kubernetes_conn_id)
-        async with hook.get_conn() as api:
+        async with async_api_client(self.kubernetes_conn_id) as api:
             async for event in self.events(api):
                 yield event
 
@@ -142,44 +130,31 @@ class SednaWatchTrigger(BaseEventTrigger):
 
 async def _watch_forever(api, w: Watched, namespace: str | None, queue: asyncio.Queue, started: asyncio.Event,
                          ) -> None:
-    """List, then watch from the list's resourceVersion, forever. Puts a line per relevant change."""
-    from kubernetes_asyncio.client.exceptions import ApiException
+    """Put a line per relevant change of ``w`` on ``queue``; ``started`` is set once it has listed.
+
+    ``list_and_watch`` resumes, re-lists on 410 and backs off; after a re-list, what differs from what was
+    known is reported as one RESYNC line. When it gives up (raises), so does the trigger, and Airflow's
+    triggerer starts a failed trigger that an asset still needs again."""
+    from operators.k8s.errors import KubeError
+    from operators.k8s.watch import list_and_watch
 
     known: dict[str, tuple[str, str]] = {}  # uid -> (fingerprint, "ns/name")
-    backoff = 0.1
-    rv: str | None = None
-    while True:
-        try:
-            if rv is None:
-                items, rv = await _list(api, w, namespace)
-                fresh = {o["metadata"]["uid"]: (fingerprint(w.kind, o), _ref(o)) for o in items}
-                if started.is_set() and fresh != known:  # a re-list after 410 or an error: what did we miss?
+    try:
+        async for ev in list_and_watch(api, w.res, namespace, label_selector=w.label_selector):
+            if ev.type == "SYNC":
+                fresh = {o["metadata"]["uid"]: (fingerprint(w.kind, o), _ref(o)) for o in ev.items}
+                if started.is_set() and fresh != known:  # a re-list after 410: what did we miss?
                     queue.put_nowait(f"RESYNC {w.kind} ({len(set(fresh.items()) ^ set(known.items()))} differ)")
                 known = fresh
                 started.set()
-            rv = await _watch(api, w, namespace, rv, known, queue)
-            backoff = 0.1
-        except _Gone:
-            rv = None
-        except asyncio.CancelledError:
-            raise
-        except ApiException as e:
-            if e.status == 410:
-                rv = None
-                continue
-            if e.status == 404 and w.optional:
-                log.info("%s not served: not watching it", w.res.plural)
-                started.set()
-                return
-            log.warning("watch %s failed (%s), re-listing in %.1f s", w.res.plural, e.status, backoff)
-            rv = None
-            await asyncio.sleep(backoff)  # back-off on a failing API server, not a polling interval
-            backoff = min(backoff * 2, 10.0)
-        except Exception as e:  # dropped connection, timeouts: re-list after a short back-off
-            log.warning("watch %s dropped (%r), re-listing in %.1f s", w.res.plural, e, backoff)
-            rv = None
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 10.0)
+            elif change := _change(w.kind, ev.type, ev.object, known):
+                queue.put_nowait(change)
+    except KubeError as e:
+        if e.status == 404 and w.optional:
+            log.info("%s not served: not watching it", w.res.plural)
+            started.set()
+            return
+        raise
 
 
 def _ref(obj: dict) -> str:
@@ -187,66 +162,16 @@ def _ref(obj: dict) -> str:
     return f"{md.get('namespace')}/{md.get('name')}"
 
 
-def _query(w: Watched, extra: list) -> list:
-    return ([("labelSelector", w.label_selector)] if w.label_selector else []) + extra
-
-
-async def _list(api, w: Watched, namespace: str | None) -> tuple[list[dict], str]:
-    resp = await api.call_api(
-        w.res.path(namespace), "GET", query_params=_query(w, []), header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-    )
-    body = json.loads(await resp.read())
-    return body.get("items") or [], body["metadata"]["resourceVersion"]
-
-
-async def _lines(stream) -> AsyncIterator[bytes]:
-    """Newline-delimited watch events, of any size (aiohttp's readline caps a line at 64 KiB)."""
-    buf = b""
-    async for chunk in stream.iter_any():
-        buf += chunk
-        while (end := buf.find(b"\n")) >= 0:
-            line, buf = buf[:end].strip(), buf[end + 1:]
-            if line:
-                yield line
-    if buf.strip():
-        yield buf.strip()
-
-
-async def _watch(api, w: Watched, namespace: str | None, rv: str, known: dict, queue: asyncio.Queue) -> str:
-    """One watch connection from ``rv``; returns the last resourceVersion seen when the server ends it."""
-    query = _query(w, [("watch", "true"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-                       ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS))])
-    resp = await api.call_api(
-        w.res.path(namespace), "GET", query_params=query, header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-        _request_timeout=WATCH_TIMEOUT_SECONDS + 30,
-    )
-    try:
-        async for line in _lines(resp.content):
-            event = json.loads(line)
-            etype, obj = event.get("type"), event.get("object") or {}
-            if etype == "ERROR":
-                if obj.get("code") == 410:
-                    raise _Gone()
-                raise RuntimeError(f"watch error: {obj.get('message')}")
-            rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-            if etype == "BOOKMARK":
-                continue
-            uid = obj["metadata"]["uid"]
-            if etype == "DELETED":
-                known.pop(uid, None)
-                queue.put_nowait(f"DELETED {w.kind} {_ref(obj)}")
-                continue
-            fp = fingerprint(w.kind, obj)
-            previous = known.get(uid)
-            known[uid] = (fp, _ref(obj))
-            if previous is None:
-                # a new CR, Model or Dataset needs a run; a new child is (almost always) our own create
-                if w.kind in ("CR", "Model", "Dataset"):
-                    queue.put_nowait(f"ADDED {w.kind} {_ref(obj)}")
-            elif previous[0] != fp:
-                queue.put_nowait(f"MODIFIED {w.kind} {_ref(obj)}")
-    finally:
-        resp.release()
-    return rv
+def _change(kind: str, etype: str, obj: dict, known: dict) -> str | None:
+    """The line to report for one watch event (None: not relevant), updating ``known``."""
+    uid = obj["metadata"]["uid"]
+    if etype == "DELETED":
+        known.pop(uid, None)
+        return f"DELETED {kind} {_ref(obj)}"
+    fp = fingerprint(kind, obj)
+    previous = known.get(uid)
+    known[uid] = (fp, _ref(obj))
+    if previous is None:
+        # a new CR, Model or Dataset needs a run; a new child is (almost always) our own create
+        return f"ADDED {kind} {_ref(obj)}" if kind in ("CR", "Model", "Dataset") else None
+    return f"MODIFIED {kind} {_ref(obj)}" if previous[0] != fp else None

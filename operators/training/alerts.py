@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow.configuration import conf
-from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
 from operators.training.operator import TrainingJobFailed
 from operators.training.spec import default_pvc
@@ -91,6 +90,8 @@ class SkiffAlert:
         self.smtp_conn_id = smtp_conn_id
 
     def __call__(self, context: dict) -> None:
+        from airflow.providers.smtp.notifications.smtp import SmtpNotifier  # where it runs, not at DAG parse
+
         subject, body = compose(context, self.event)
         SmtpNotifier(to=self.to, subject=subject, html_content=body, smtp_conn_id=self.smtp_conn_id).notify(context)
 

@@ -5,277 +5,203 @@
     {"status": "success" | "failed", "namespace", "name", "uid", "reason", "kind", "log_tail": [...],
      "noticed_at": unix time the end was seen}
 
-What it does, with a handful of long-lived requests instead of a poll every N seconds:
-
-* one watch on the Job (fieldSelector metadata.name) and one on its pods (label ``skiff.io/job-name``),
-  each resumed from the last resourceVersion when the connection drops or the server times it out, and
-  re-listed when the server answers 410 Gone (history compacted);
-* a followed log stream (``follow=true``) per pod as soon as its container starts, so every pod the Job
-  creates shows up in the task log while it runs; the last ``log_tail_lines`` lines are kept for the alert;
-* a local 1-second tick (no I/O) that applies the waiting policies: no pod within
-  ``pod_discovery_timeout``; a quota refusal (events are only listed while the Job has no pod); an
-  unschedulable pod; an image-pull / container-config error, which never heals on its own.
+A handful of long-lived requests instead of a poll every N seconds: the Job and its pods come from the
+process's shared informers (the triggerer: one Job and one pod watch per namespace, label
+``skiff.io/job-name``) or, without them, from two ``list_and_watch`` of its own (fieldSelector
+metadata.name / label ``skiff.io/job-name=<job>``); plus a followed log stream per
+pod once its container starts, so every pod the Job creates shows up in the task log while it runs (the last
+``log_tail_lines`` lines are kept for the alert). What to do is decided by ``waiting.decide`` (pure) on every
+change and on a local 1-second tick (no I/O); this module only performs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 
 import aiohttp
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio.client.exceptions import ApiException
 
+from operators.k8s.errors import KubeError
+from operators.k8s.resource import EVENTS, JOBS, PODS
+from operators.k8s.rest import AsyncKube, lines
+from operators.k8s.retry import RETRY, classify
+from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.training import failure
 from operators.training.naming import LABEL_JOB
+from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
 
-WATCH_SECONDS = 900  # server-side watch timeout (API servers allow up to 1800); resumed from the last rv
-MAX_FAILURES = 20  # consecutive transient failures (about 3 minutes with back-off) before giving up
+__all__ = ["FollowSettings", "follow_job"]
+
 CONTAINER = "jupyter-job"
 LOG_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30, sock_read=None)
 
 
-@dataclass(frozen=True)
-class FollowSettings:
-    pod_discovery_timeout: float = 300.0
-    quota_wait: float | None = 0.0  # seconds a quota refusal may last before failing; None = wait forever
-    unschedulable_timeout: float | None = 1800.0
-    log_tail_lines: int = 50
-    event_poll_interval: float = 5.0  # only while the Job has no pod (quota refusals are events)
+class _Observed:
+    """The Job and pods as the watches report them; ``changed`` wakes the decision loop."""
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class _State:
-    def __init__(self, tail_lines: int) -> None:
+    def __init__(self, name: str, uid: str | None) -> None:
+        self.name, self.uid = name, uid
         self.job: dict | None = None
         self.pods: dict[str, dict] = {}
         self.events: list[dict] = []
-        self.tail: deque[str] = deque(maxlen=tail_lines)
         self.changed = asyncio.Event()
 
+    def set_job(self, obj: dict | None, deleted: bool = False) -> None:
+        obj = obj or {"metadata": {"name": self.name}}
+        replaced = self.uid is not None and obj.get("metadata", {}).get("uid") not in (None, self.uid)
+        self.job = {"deleted": True, **obj} if deleted or replaced else obj
+        self.changed.set()
 
-async def _ok(resp):
-    """With ``_preload_content=False`` the client does not raise on an error status: do it here."""
-    if resp.status >= 400:
-        body = await resp.read()
-        resp.release()
-        try:
-            message = json.loads(body).get("message", body)
-        except ValueError:
-            message = body
-        raise ApiException(status=resp.status, reason=str(message))
-    return resp
+    def set_pod(self, obj: dict, deleted: bool = False) -> None:
+        if deleted:
+            self.pods.pop(obj["metadata"]["name"], None)
+        else:
+            self.pods[obj["metadata"]["name"]] = obj
+        self.changed.set()
 
-
-def _transient(exc: BaseException) -> bool:
-    """Worth retrying: the API server is overloaded or restarting, or the connection dropped."""
-    if isinstance(exc, ApiException):
-        return exc.status is None or exc.status == 429 or exc.status >= 500
-    return isinstance(exc, TimeoutError | aiohttp.ClientError | ConnectionError)
+    def seen(self) -> Seen:
+        return Seen(self.job, tuple(self.pods.values()), tuple(self.events))
 
 
-async def _watch(list_call: Callable, on_event: Callable[[str, dict], None],
-                 on_relist: Callable[[list[dict]], None], **selector) -> None:
-    """List, then watch forever from the list's resourceVersion: resume after drops and transient errors
-    (back-off, up to MAX_FAILURES in a row), re-list on 410 Gone; anything else (403, 404...) is raised."""
-    rv: str | None = None
-    failures = 0
-    while True:
-        try:
-            if rv is None:
-                listing = await _ok(await list_call(**selector, _preload_content=False))
-                body = json.loads(await listing.read())
-                rv = body["metadata"]["resourceVersion"]
-                on_relist(body.get("items") or [])
-            resp = await _ok(await list_call(**selector, watch=True, resource_version=rv,
-                                             allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS,
-                                             _preload_content=False))
-            failures = 0
-            async with resp:
-                async for raw in resp.content:
-                    if not raw.strip():
-                        continue
-                    event = json.loads(raw)
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        raise ApiException(status=obj.get("code"), reason=obj.get("message"))
-                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    if event.get("type") != "BOOKMARK":
-                        on_event(event["type"], obj)
-        except Exception as exc:
-            if isinstance(exc, ApiException) and exc.status == 410:
-                rv = None  # history compacted: start over from a fresh list
-                continue
-            failures += 1
-            if not _transient(exc) or failures > MAX_FAILURES:
-                raise
-            await asyncio.sleep(min(2 ** (failures - 1), 10))
+def _on_job(obs: _Observed) -> Callable[[WatchEvent], None]:
+    def handle(ev: WatchEvent) -> None:
+        if ev.type == "SYNC":  # a listing: the Job is in it, or gone
+            obs.set_job(ev.items[0] if ev.items else None, deleted=not ev.items)
+        else:
+            obs.set_job(ev.object, deleted=ev.type == "DELETED")
+    return handle
 
 
-async def _stream_logs(core: k8s.CoreV1Api, namespace: str, pod: str, state: _State,
+def _on_pod(obs: _Observed, started_pod: Callable[[dict], None]) -> Callable[[WatchEvent], None]:
+    def handle(ev: WatchEvent) -> None:
+        if ev.type == "SYNC":
+            obs.pods.clear()
+            obs.changed.set()
+        for pod in ev.items if ev.type == "SYNC" else [ev.object]:
+            obs.set_pod(pod, deleted=ev.type == "DELETED")
+            started_pod(pod)
+    return handle
+
+
+async def _own_watch(kube: AsyncKube, res, namespace: str, handler: Callable[[WatchEvent], None], **selector) -> None:
+    async for ev in list_and_watch(kube, res, namespace, **selector):
+        handler(ev)
+
+
+async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace: str, obs: _Observed,
+                   started_pod: Callable[[dict], None], informers) -> list[Callable[[], None]]:
+    """Start feeding ``obs``: the shared informers' Job and pod watches of the namespace if given, else two
+    watches of its own. Returns the checks that raise if a watch gave up."""
+    on_job, on_pod = _on_job(obs), _on_pod(obs, started_pod)
+    if informers is not None:
+        selector = LABEL_JOB  # every Skiff training Job and pod carries it: one watch each per namespace
+        job = await stack.enter_async_context(informers.subscribe(
+            JOBS, namespace, selector, lambda o: o["metadata"]["name"] == obs.name, on_job))
+        pods = await stack.enter_async_context(informers.subscribe(
+            PODS, namespace, selector, lambda o: (o["metadata"].get("labels") or {}).get(LABEL_JOB) == obs.name,
+            on_pod))
+        return [job.check, pods.check]
+    tasks = [asyncio.create_task(_own_watch(kube, JOBS, namespace, on_job, field_selector=f"metadata.name={obs.name}")),
+             asyncio.create_task(_own_watch(kube, PODS, namespace, on_pod, label_selector=f"{LABEL_JOB}={obs.name}"))]
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    stack.push_async_callback(stop)
+    return [lambda t=t: t.result() if t.done() else None for t in tasks]
+
+
+async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
                        log: Callable[[str], None]) -> None:
+    query = [("container", CONTAINER), ("follow", "true")]
     for attempt in range(3):
         try:
-            resp = await _ok(await core.read_namespaced_pod_log(pod, namespace, container=CONTAINER, follow=True,
-                                                                _preload_content=False,
-                                                                _request_timeout=LOG_TIMEOUT))
-            async with resp:
-                async for raw in resp.content:
-                    line = raw.decode("utf-8", "replace").rstrip("\n")
-                    state.tail.append(line)
+            resp = await kube.open("GET", PODS.path(namespace, pod, "log"), query=query, timeout=LOG_TIMEOUT)
+            try:
+                async for raw in lines(resp):
+                    line = raw.decode("utf-8", "replace")
+                    tail.append(line)
                     log(f"[{pod}] {line}")
+            finally:
+                resp.release()
             return
-        except ApiException as exc:
+        except KubeError as exc:
             if exc.status == 400 and attempt < 2:  # container not started yet (race with the pod watch)
                 await asyncio.sleep(1)
                 continue
-            log(f"[{pod}] (logs unavailable: {exc.status} {exc.reason})")
+            log(f"[{pod}] (logs unavailable: {exc})")
             return
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
             log(f"[{pod}] (log stream interrupted: {exc!r})")
             return
 
 
-def _started(pod: dict) -> bool:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        state = cs.get("state") or {}
-        if "running" in state or "terminated" in state:
-            return True
-    return False
-
-
-async def _list_job_events(core: k8s.CoreV1Api, namespace: str, name: str) -> list[dict]:
-    resp = await _ok(await core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}",
-                                                      _preload_content=False))
-    items = json.loads(await resp.read()).get("items") or []
+async def _job_events(kube: AsyncKube, namespace: str, name: str) -> list[dict]:
+    items = await kube.list(EVENTS, namespace, field_selector=f"involvedObject.name={name}")
     return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 
 
 async def follow_job(api_client, namespace: str, name: str, settings: FollowSettings,
-                     log: Callable[[str], None], uid: str | None = None) -> dict:
-    batch, core = k8s.BatchV1Api(api_client), k8s.CoreV1Api(api_client)
-    state = _State(settings.log_tail_lines)
+                     log: Callable[[str], None], uid: str | None = None, informers=None) -> dict:
+    """``informers``: an ``operators.k8s.informer.Informers`` to share the Job and pod watches with other
+    followers in the process (the triggerer); None opens two watches of its own (a worker, sync mode)."""
+    kube = AsyncKube(api_client)
+    obs = _Observed(name, uid)
+    tail: deque[str] = deque(maxlen=settings.log_tail_lines)
     streams: dict[str, asyncio.Task] = {}
 
-    def on_job(kind: str, obj: dict) -> None:
-        replaced = uid is not None and obj.get("metadata", {}).get("uid") not in (None, uid)
-        state.job = {"deleted": True, **obj} if kind == "DELETED" or replaced else obj
-        state.changed.set()
+    def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
+        pod_name = pod["metadata"]["name"]
+        if pod_name not in streams and pod_name in obs.pods and started(pod):
+            streams[pod_name] = asyncio.create_task(_stream_logs(kube, namespace, pod_name, tail, log))
 
-    def on_pod(kind: str, obj: dict) -> None:
-        pod = obj["metadata"]["name"]
-        if kind == "DELETED":
-            state.pods.pop(pod, None)
-        else:
-            state.pods[pod] = obj
-            if pod not in streams and _started(obj):
-                streams[pod] = asyncio.create_task(_stream_logs(core, namespace, pod, state, log))
-        state.changed.set()
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            checks = await _observe(stack, kube, namespace, obs, started_pod, informers)
+            outcome = await _wait(kube, namespace, name, obs, settings, checks)
+            noticed_at = time.time()
+            if streams:  # let the log streams deliver the last lines (they end with the container)
+                await asyncio.wait(list(streams.values()), timeout=5)
+            reason = outcome.reason
+            if outcome.status == "failed" and reason is None:
+                events = await _job_events(kube, namespace, name)
+                reason = failure.failure_reason(obs.job or {}, list(obs.pods.values()), events)
+            return {"status": outcome.status, "namespace": namespace, "name": name,
+                    "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
+                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at}
+        finally:
+            for task in streams.values():
+                task.cancel()
+            await asyncio.gather(*streams.values(), return_exceptions=True)
 
-    def relist_pods(items: list[dict]) -> None:
-        state.pods.clear()
-        for item in items:
-            on_pod("ADDED", item)
 
-    def relist_job(items: list[dict]) -> None:
-        on_job("ADDED", items[0]) if items else on_job("DELETED", {"metadata": {"name": name}})
-
-    watchers = [
-        asyncio.create_task(_watch(batch.list_namespaced_job, on_job, relist_job, namespace=namespace,
-                                   field_selector=f"metadata.name={name}")),
-        asyncio.create_task(_watch(core.list_namespaced_pod, on_pod, relist_pods, namespace=namespace,
-                                   label_selector=f"{LABEL_JOB}={name}")),
-    ]
+async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, settings: FollowSettings,
+                checks: list[Callable[[], None]]) -> Outcome:
+    """Decide on every change and every second; read what the decision asks for, then decide again."""
     loop = asyncio.get_running_loop()
-    start = loop.time()
-    seen_pod = False
-    quota_since: float | None = None
-    unschedulable_since: float | None = None
-    events_at = -1e9
-    outcome: tuple[str, str | None, str | None] | None = None  # (status, reason, kind)
-    try:
-        while outcome is None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(state.changed.wait(), timeout=1.0)
-            state.changed.clear()
-            for task in watchers:
-                if task.done():
-                    task.result()  # a watch that gave up raises here
-            now = loop.time()
-            job = state.job
-            if job is None:
-                continue
-            if job.get("deleted"):
-                outcome = ("failed", f"the Job {namespace}/{name} was deleted while the task waited for it",
-                           "deleted")
-                break
-            job_state = failure.job_state(job)
-            if job_state == "succeeded":
-                outcome = ("success", None, None)
-                break
-            if job_state == "failed":
-                outcome = ("failed", None, "job")
-                break
-            pods = [p for p in state.pods.values() if not p["metadata"].get("deletionTimestamp")]
-            seen_pod = seen_pod or bool(pods)
-            problem = failure.blocking_problem(pods, [])
-            if problem and problem.kind == "fatal":
-                outcome = ("failed", problem.message, "fatal")
-                break
-            if problem and problem.kind == "unschedulable":
-                unschedulable_since = unschedulable_since if unschedulable_since is not None else now
-                limit = settings.unschedulable_timeout
-                if limit is not None and now - unschedulable_since >= limit:
-                    outcome = ("failed", f"{problem.message} (pending for {limit:g}s)", "unschedulable")
-                    break
-            else:
-                unschedulable_since = None
-            if pods:
-                quota_since = None
-                continue
-            # No pod: ask the events why (only in this state, so a healthy Job costs no event requests).
-            if now - start >= 1.0 and now - events_at >= settings.event_poll_interval:
-                events_at = now
-                try:
-                    state.events = await _list_job_events(core, namespace, name)
-                except Exception as exc:
-                    if not _transient(exc):
-                        raise
-            quota = failure.quota_problem(state.events)
-            if quota:
-                quota_since = quota_since if quota_since is not None else now
-                if settings.quota_wait is not None and now - quota_since >= settings.quota_wait:
-                    outcome = ("failed", quota, "quota")
-                    break
-                continue  # waiting for quota is allowed to outlast pod discovery
-            if not seen_pod and now - start >= settings.pod_discovery_timeout:
-                outcome = ("failed", f"no pod was created for Job {namespace}/{name} within "
-                           f"{settings.pod_discovery_timeout:g}s (pod_discovery_timeout)", "discovery")
-        noticed_at = time.time()
-        status, reason, kind = outcome
-        if streams:  # let the log streams deliver the last lines (they end with the container)
-            await asyncio.wait(list(streams.values()), timeout=5)
-        if status == "failed" and reason is None:
-            events = await _list_job_events(core, namespace, name)
-            reason = failure.failure_reason(state.job or {}, list(state.pods.values()), events)
-        return {
-            "status": status,
-            "namespace": namespace,
-            "name": name,
-            "uid": ((state.job or {}).get("metadata") or {}).get("uid"),
-            "reason": reason,
-            "kind": kind,
-            "log_tail": list(state.tail),
-            "noticed_at": noticed_at,
-        }
-    finally:
-        for task in [*watchers, *streams.values()]:
-            task.cancel()
-        await asyncio.gather(*watchers, *streams.values(), return_exceptions=True)
+    timers = Timers(start=loop.time())
+    while True:
+        decision, timers = decide(obs.seen(), timers, loop.time(), settings, f"{namespace}/{name}")
+        if isinstance(decision, Outcome):
+            return decision
+        if decision.list_events or decision.read_job:
+            try:
+                if decision.list_events:
+                    obs.events = await _job_events(kube, namespace, name)
+                else:
+                    job = await kube.get(JOBS, namespace, name)
+                    obs.set_job(job, deleted=job is None)
+            except KubeError as exc:
+                if classify(exc.status) != RETRY:
+                    raise
+            continue
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(obs.changed.wait(), timeout=1.0)
+        obs.changed.clear()
+        for check in checks:
+            check()  # a watch that gave up raises here

@@ -1,7 +1,9 @@
 """``TrainingJobOperator``: one training step as a Kubernetes ``batch/v1`` Job (SPEC §1).
 
 Thin shell around pure parts: ``spec`` validates inputs and builds the command, ``manifest`` renders the Job,
-``failure`` explains failures, ``follow`` watches the Job (in the triggerer by default, or in the worker).
+``failure`` explains failures, ``jobs`` makes the worker's Job requests (imported where a task runs, so that
+parsing a DAG loads no Kubernetes client), ``follow`` watches the Job (in the triggerer by default, or in the
+worker).
 
 Crash safety (``ResumableJobMixin``) and the decision on reattaching:
   The Job name contains the try number (``...-t2``), so every try that *creates* a Job creates a new one and a
@@ -28,19 +30,14 @@ from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import BaseOperator
 from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
-from operators.k8s import DEFAULT_CONN_ID, api_error_message, async_hook, sync_hook
-from operators.training import failure
-from operators.training.follow import FollowSettings, follow_job
+from operators.platform.admission import enforce_training
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
-from operators.training.trigger import TrainingJobTrigger
+from operators.training.waiting import FollowSettings
 
 DEFAULT_POOL_KEY = "node.netease.com/node-pool"
-ANNOTATION_REPORTED = "skiff.io/success-reported-by-try"
 DEFAULT_POOL_VALUE = "online"
 
 
@@ -99,7 +96,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         ``[skiff] online_pool_key`` / ``online_pool_value`` (``node.netease.com/node-pool`` / ``online``).
     :param pod_annotations / labels: added to the pod / Job (Skiff's own labels always win).
     :param ttl_seconds_after_finished: Kubernetes deletes the finished Job after this long (None: never).
-    :param kubernetes_conn_id: Kubernetes connection (in-cluster, kubeconfig path or kubeconfig in extras).
+    :param kubernetes_conn_id: Kubernetes connection (in-cluster, kubeconfig path or kubeconfig in extras);
+        default ``[skiff] kubernetes_conn_id``, else ``kubernetes_default``.
     :param deferrable: wait in the triggerer (default) instead of holding a worker slot.
     :param pod_discovery_timeout: how long the Job may exist without any pod before the task fails.
     :param quota_wait: how long a ResourceQuota refusal may last before the task fails with the quota
@@ -139,7 +137,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         pod_annotations: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
         ttl_seconds_after_finished: int | None = 86400,
-        kubernetes_conn_id: str = DEFAULT_CONN_ID,
+        kubernetes_conn_id: str | None = None,
         deferrable: bool = True,
         pod_discovery_timeout: timedelta | float = timedelta(minutes=5),
         quota_wait: timedelta | float | None = timedelta(0),
@@ -197,22 +195,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
+        enforce_training(self, self.log)  # the platform file's rules and the team's quota, before anything is created
         self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
         return self.execute_resumable(context)
 
-    def _batch(self) -> k8s.BatchV1Api:
-        return k8s.BatchV1Api(sync_hook(self.kubernetes_conn_id).get_conn())
+    def _jobs(self):
+        from operators.training.jobs import TrainingJobs
+
+        return TrainingJobs(self.kubernetes_conn_id)
 
     def get_job_status(self, external_id, context) -> str:
-        try:
-            job = self._batch().read_namespaced_job(external_id["name"], external_id["namespace"])
-        except ApiException as exc:
-            if exc.status == 404:
-                return "gone"
-            raise AirflowException(f"cannot read Job {external_id}: {api_error_message(exc)}") from exc
-        if external_id.get("uid") and job.metadata.uid != external_id["uid"]:
-            return "gone"  # same name, another object: not ours to reattach to
-        return _adoption_state(job)
+        return self._jobs().status(external_id)
 
     def is_job_active(self, status: str) -> bool:
         return status == "active"
@@ -221,70 +214,37 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return status == "succeeded"
 
     def submit_job(self, context) -> dict:
-        manifest = self._manifest
-        namespace = manifest["metadata"]["namespace"]
-        hook = sync_hook(self.kubernetes_conn_id)
-        api = hook.get_conn()
-        batch, core = k8s.BatchV1Api(api), k8s.CoreV1Api(api)
-        adopted = self._find_adoptable(batch, namespace, task_instance_key(context))
+        jobs = self._jobs()
+        adopted = jobs.find_adoptable(self._manifest["metadata"]["namespace"], ti_selector(task_instance_key(context)))
         if adopted:
             self.log.info("Adopting Job %s/%s (uid %s) left by an earlier try instead of creating another",
-                          namespace, adopted["name"], adopted["uid"])
-            self._job_ref = adopted
-            return adopted
-        self._check_claims(core, manifest)
-        try:
-            created = batch.create_namespaced_job(namespace, manifest)
-        except ApiException as exc:
-            if exc.status == 409:  # this very try already created it (e.g. re-run after a crash): adopt it
-                created = batch.read_namespaced_job(manifest["metadata"]["name"], namespace)
-            else:
-                raise AirflowException(
-                    f"cannot create Job {namespace}/{manifest['metadata']['name']}: {api_error_message(exc)}"
-                ) from exc
-        self._job_ref = {"namespace": namespace, "name": created.metadata.name, "uid": created.metadata.uid}
-        self.log.info("Created Job %s/%s (uid %s)", namespace, created.metadata.name, created.metadata.uid)
+                          adopted["namespace"], adopted["name"], adopted["uid"])
+        self._job_ref = adopted or jobs.create(self._manifest)
+        if not adopted:
+            self.log.info("Created Job %s/%s (uid %s)", *self._job_ref.values())
         return self._job_ref
-
-    def _find_adoptable(self, batch: k8s.BatchV1Api, namespace: str, key: TaskInstanceKey) -> dict | None:
-        jobs = batch.list_namespaced_job(namespace, label_selector=ti_selector(key)).items
-        jobs.sort(key=lambda j: j.metadata.creation_timestamp, reverse=True)
-        for job in jobs:
-            if job.metadata.deletion_timestamp is None and _adoption_state(job) in ("active", "succeeded"):
-                return {"namespace": namespace, "name": job.metadata.name, "uid": job.metadata.uid}
-        return None
-
-    def _check_claims(self, core: k8s.CoreV1Api, manifest: dict) -> None:
-        namespace = manifest["metadata"]["namespace"]
-        for volume in manifest["spec"]["template"]["spec"]["volumes"]:
-            claim = volume["persistentVolumeClaim"]["claimName"]
-            field = "pvc" if volume["name"] == "root-dir" else f"volumes[{int(volume['name'][4:])}].pvc"
-            try:
-                core.read_namespaced_persistent_volume_claim(claim, namespace)
-            except ApiException as exc:
-                if exc.status == 404:
-                    raise ValueError(f"{field}={claim!r}: no such PersistentVolumeClaim in namespace "
-                                     f"{namespace!r}") from exc
-                raise AirflowException(f"cannot check PVC {namespace}/{claim}: {api_error_message(exc)}") from exc
 
     def poll_until_complete(self, external_id, context) -> dict:
         # returns the result too: on reconnect the mixin returns whatever this returns (not get_job_result)
+        from operators.k8s.connection import async_api_client, conn_id, sync_hook
+        from operators.training.follow import follow_job
+        from operators.training.trigger import TrainingJobTrigger
+
         self._job_ref = external_id
         if self.deferrable:
             self.defer(
                 trigger=TrainingJobTrigger(namespace=external_id["namespace"], name=external_id["name"],
-                                           uid=external_id.get("uid"), kubernetes_conn_id=self.kubernetes_conn_id,
+                                           uid=external_id.get("uid"), kubernetes_conn_id=conn_id(self.kubernetes_conn_id),  # resolved here: the worker's config
                                            settings=self.follow_settings.to_dict(),
                                            not_before=time.time() + conf.getfloat(
                                                "skiff", "defer_resume_guard_seconds", fallback=10.0)),
                 method_name="execute_complete",
                 timeout=self._defer_timeout(context),
             )
-        hook = sync_hook(self.kubernetes_conn_id)
-        extras = hook.conn_extras
+        extras = sync_hook(self.kubernetes_conn_id).conn_extras  # no async connection lookup in asyncio.run
 
         async def _follow() -> dict:
-            async with async_hook(self.kubernetes_conn_id, connection_extras=extras).get_conn() as api:
+            async with async_api_client(self.kubernetes_conn_id, connection_extras=extras) as api:
                 return await follow_job(api, external_id["namespace"], external_id["name"], self.follow_settings,
                                         lambda line: self.log.info("%s", line), uid=external_id.get("uid"))
 
@@ -293,11 +253,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     def get_job_result(self, external_id, context) -> dict:
         """Called once the Job succeeded: mark it reported, so that only a crashed try's Job is ever adopted."""
-        try:
-            self._batch().patch_namespaced_job(external_id["name"], external_id["namespace"], {
-                "metadata": {"annotations": {ANNOTATION_REPORTED: str(task_instance_key(context).try_number)}}})
-        except ApiException as exc:
-            self.log.warning("Could not mark Job %s reported: %s", external_id["name"], api_error_message(exc))
+        error = self._jobs().mark_reported(external_id, task_instance_key(context).try_number)
+        if error:
+            self.log.warning("Could not mark Job %s reported: %s", external_id["name"], error)
         return {k: external_id.get(k) for k in ("namespace", "name", "uid")}
 
     def _defer_timeout(self, context) -> timedelta | None:
@@ -325,12 +283,11 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job)
 
     def _delete_job(self, namespace: str, name: str) -> None:
-        try:
-            self._batch().delete_namespaced_job(name, namespace, propagation_policy="Background")
+        deleted, error = self._jobs().delete(namespace, name)
+        if deleted:
             self.log.info("Deleted Job %s/%s (propagation Background)", namespace, name)
-        except ApiException as exc:
-            if exc.status != 404:
-                self.log.warning("Could not delete Job %s/%s: %s", namespace, name, api_error_message(exc))
+        elif error:
+            self.log.warning("Could not delete Job %s/%s: %s", namespace, name, error)
 
     def on_kill(self) -> None:
         """Sync mode: the task was killed or timed out: delete the Job (its pods go with it)."""
@@ -341,21 +298,9 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if next_method == TRIGGER_FAIL_REPR and (next_kwargs or {}).get("error") == TriggerFailureReason.TRIGGER_TIMEOUT:
             # execution_timeout ran out while deferred: stop this task instance's active Jobs.  (A trigger
             # that *crashed* leaves the Job alone: the retry reattaches to it.)
-            key = task_instance_key(context)
-            batch = self._batch()
-            for job in batch.list_namespaced_job(self.namespace, label_selector=ti_selector(key)).items:
-                if failure.job_state(job.to_dict(serialize=True)) == "active":
-                    self._delete_job(self.namespace, job.metadata.name)
+            for name in self._jobs().active(self.namespace, ti_selector(task_instance_key(context))):
+                self._delete_job(self.namespace, name)
         return super().resume_execution(next_method, next_kwargs, context)
-
-
-def _adoption_state(job: k8s.V1Job) -> str:
-    """``failure.job_state``, except that a success already reported to Airflow is "reported": a later try of
-    the same task instance is then a deliberate re-run (the task was cleared), not a crash to recover from."""
-    state = failure.job_state(job.to_dict(serialize=True))
-    if state == "succeeded" and ANNOTATION_REPORTED in (job.metadata.annotations or {}):
-        return "reported"
-    return state
 
 
 def _has_jinja(op: TrainingJobOperator) -> bool:

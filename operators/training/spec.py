@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from operators.platform.model import home_pvc
 from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
 SHELL = "/bin/bash"
@@ -210,9 +211,9 @@ def volumes(value: Any) -> tuple[Volume, ...]:
 
 
 def default_pvc(owner: str) -> str:
-    """The user's default PVC convention: ``<owner>-home`` (owner lower-cased, DNS-sanitised)."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", (owner or "airflow").lower()).strip("-")[:58] or "airflow"
-    return f"{slug}-home"
+    """The user's default PVC: ``<owner>-home``, with a hash of the name when it is not DNS-safe as written
+    (``operators.platform.home_pvc``: distinct users never share a volume)."""
+    return home_pvc(owner or "airflow")
 
 
 def label_key(field: str, value: Any) -> str:

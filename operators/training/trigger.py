@@ -1,5 +1,9 @@
 """The deferrable half of ``TrainingJobOperator``: runs in the triggerer, watches the Job and streams its logs.
 
+The Job and its pods are seen through the process's shared informers (``operators.k8s.informer``): all the
+triggers following Jobs in one namespace share one Job watch and one pod watch, so the API server's open
+watches grow with the namespaces, not the waiting tasks. Log streams stay one per pod, while it runs.
+
 Importable from the installed ``operators`` package (the triggerer imports triggers by class path).
 Log lines go through ``self.log``, which Airflow 3 writes into the task's log while the task is deferred.
 ``on_kill`` (Airflow 3.3: a user marked/cleared the deferred task) deletes the Job, propagation Background, so
@@ -21,16 +25,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
-from kubernetes_asyncio import client as k8s
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from operators.k8s import DEFAULT_CONN_ID, async_hook
+from operators.k8s.connection import async_api_client
+from operators.k8s.informer import shared_informers
+from operators.k8s.resource import JOBS
+from operators.k8s.rest import AsyncKube
 from operators.training.follow import FollowSettings, follow_job
 
 
 class TrainingJobTrigger(BaseTrigger):
     def __init__(self, *, namespace: str, name: str, uid: str | None = None,
-                 kubernetes_conn_id: str = DEFAULT_CONN_ID, settings: dict | None = None,
+                 kubernetes_conn_id: str | None = None, settings: dict | None = None,
                  not_before: float | None = None) -> None:
         super().__init__()
         self.namespace = namespace
@@ -49,11 +54,11 @@ class TrainingJobTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = async_hook(self.kubernetes_conn_id)
         self.log.info("Watching Job %s/%s and streaming its pods' logs", self.namespace, self.name)
-        async with hook.get_conn() as api:
+        async with async_api_client(self.kubernetes_conn_id) as api:
             result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
-                                      lambda line: self.log.info("%s", line), uid=self.uid)
+                                      lambda line: self.log.info("%s", line), uid=self.uid,
+                                      informers=shared_informers(self.kubernetes_conn_id))
         # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.
@@ -63,18 +68,13 @@ class TrainingJobTrigger(BaseTrigger):
         yield TriggerEvent(result)
 
     async def on_kill(self) -> None:
-        await delete_job(async_hook(self.kubernetes_conn_id), self.namespace, self.name, log=self.log)
+        await delete_job(self.kubernetes_conn_id, self.namespace, self.name, log=self.log)
 
 
-async def delete_job(hook, namespace: str, name: str, *, log=None) -> bool:
+async def delete_job(conn_id: str | None, namespace: str, name: str, *, log=None) -> bool:
     """Delete the Job and (Background propagation) its pods; False if it was already gone."""
-    async with hook.get_conn() as api:
-        try:
-            await k8s.BatchV1Api(api).delete_namespaced_job(name, namespace, propagation_policy="Background")
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-    if log is not None:
+    async with async_api_client(conn_id) as api:
+        deleted = await AsyncKube(api).delete(JOBS, namespace, name)
+    if deleted and log is not None:
         log.info("Deleted Job %s/%s (propagation Background)", namespace, name)
-    return True
+    return deleted

@@ -84,6 +84,21 @@ async def test_cut_watches_over_http(kube, apisim):
     assert events.ctx.error is None
 
 
+def test_429_says_when_to_retry(apisim):
+    """kube-apiserver's max-in-flight and priority-and-fairness filters answer 429 TooManyRequests with a
+    ``Retry-After`` header (seconds) and the same in the Status' ``details.retryAfterSeconds``."""
+    import urllib.error
+
+    import pytest
+
+    apisim.fail(verb="list", path="/configmaps$", status=429, count=1)
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(f"{apisim.url}/api/v1/namespaces/default/configmaps", timeout=10)
+    assert info.value.code == 429 and info.value.headers["Retry-After"] == "1"
+    body = json.loads(info.value.read())
+    assert body["reason"] == "TooManyRequests" and body["details"]["retryAfterSeconds"] == 1
+
+
 async def test_extra_route_runs_behind_the_middleware(apisim):
     """`ApiServer.routes` (kubesim's extension point, e.g. for a service proxy): a registered path is served
     before the resource paths, counted in the stats, and subject to injected faults like any request."""

@@ -127,7 +127,8 @@ async def test_json_patch_via_client(kube):
 
 async def test_merge_patch_and_apply_via_content_type(kube):
     """application/merge-patch+json replaces lists; application/apply-patch+yaml (server-side apply,
-    fieldManager required) creates the object if missing and merges into it otherwise."""
+    fieldManager required) creates the object if missing and otherwise merges into it, removing the fields the
+    same manager applied before and no longer applies (field ownership, see test_api_apply.py)."""
     apps = kube.api("AppsV1Api")
     await apps.create_namespaced_deployment("default", deployment("m"))
     patch_body = {"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "x"}]}}}}
@@ -143,7 +144,7 @@ async def test_merge_patch_and_apply_via_content_type(kube):
     c2 = await core.patch_namespaced_config_map("ssa", "default", configmap("ssa", {"b": "2"}),
                                                 field_manager="skiff", _content_type=APPLY)
     assert status == 400 and "fieldManager" in err["message"]
-    assert c1.data == {"a": "1"} and c2.data == {"a": "1", "b": "2"}
+    assert c1.data == {"a": "1"} and c2.data == {"b": "2"}
     assert c2.metadata.uid == c1.metadata.uid
 
 

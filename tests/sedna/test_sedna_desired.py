@@ -137,10 +137,18 @@ def test_two_jobs_each_trainer_points_at_its_own_aggregator():
         (lambda job, m, d: job["spec"].update(pretrainedModel={"name": "nope"}), "ModelNotFound",
          ["'nope'", "spec.pretrainedModel.name"]),
         (lambda job, m, d: job["spec"].update(trainingWorkers=[]), "InvalidSpec", ["spec.trainingWorkers"]),
-        (lambda job, m, d: m[MODEL]["spec"].update(credentialName="s3-secret"), "Unsupported",
+        (lambda job, m, d: m[MODEL]["spec"].update(credentialName="s3-secret"), "SecretNotFound",
          ["credentialName", "'s3-secret'"]),
         (lambda job, m, d: d[DATASETS[0]]["spec"].update(url="data/train.txt"), "InvalidSpec",
          ["spec.url", "'data/train.txt'", "absolute"]),
+        # urlsplit raises on this one: a condition, not an exception that stops the pass
+        (lambda job, m, d: m[MODEL]["spec"].update(url="s3://[bucket/model"), "InvalidSpec",
+         ["spec.url", "'s3://[bucket/model'", "not a valid URL"]),
+        # the pods' names would pass, the Service's (a DNS-1035 label) would not: nothing at all is created
+        (lambda job, m, d: job["metadata"].update(name="j" * 55), "InvalidName",
+         ["Service", "'" + "j" * 55 + "-aggregation'", "67 characters", "63"]),
+        (lambda job, m, d: job["metadata"].update(name="j" * 70), "InvalidName",
+         ["label value", "70 characters"]),
     ],
 )
 def test_fl_bad_input_is_an_error_naming_field_and_value_and_no_children(breaker, reason, words):

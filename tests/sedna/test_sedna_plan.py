@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sedna_helpers import dataset, fl_sample, model
 
 from operators.sedna.desired import SPEC_HASH_LABEL, desired_federated_learning
@@ -22,7 +24,7 @@ def observed(d, **meta_changes):
     """The desired children as the API server would show them (uids, resourceVersions)."""
     out: dict[str, list[dict]] = {}
     for i, c in enumerate(d.children):
-        obj = c.render()
+        obj = json.loads(json.dumps(c.render()))  # render() is cached: never mutate it
         obj["metadata"].update(uid=f"child-{i}", resourceVersion=str(i + 1), **meta_changes)
         out.setdefault(c.kind, []).append(obj)
     return out

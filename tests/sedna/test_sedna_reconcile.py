@@ -379,7 +379,7 @@ def test_ji_hpa_follows_the_spec(k8s, kube):
 
 
 def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
-    """Every request a busy scenario makes is allowed by k8s_templates/sedna/rbac.yaml.j2, and every
+    """Every request a busy scenario makes is allowed by k8s_templates/rbac/sedna.yaml.j2, and every
     rule in it is used by the reconcile or the trigger (no spare verbs)."""
     from operators.sedna.install import rbac_manifests
     from operators.sedna.trigger import watched_resources
@@ -428,10 +428,11 @@ def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
         used |= {(w.res.plural, "watch") for w in watched_resources(kind)}
     assert used <= granted, used - granted
     # not exercised here: get (only when a create finds its name taken), delete of Services/Deployments
-    # (leftovers of deleted CRs), patch of HPAs (owner repair); the tests above cover those paths
+    # (leftovers of deleted CRs), patch of HPAs (owner repair), get of Secrets (credentialName); the tests
+    # above and test_sedna_credentials cover those paths
     assert granted - used <= {("services", "delete"), ("deployments", "delete"), ("pods", "get"),
                               ("services", "get"), ("deployments", "get"), ("horizontalpodautoscalers", "get"),
-                              ("horizontalpodautoscalers", "patch")}
+                              ("horizontalpodautoscalers", "patch"), ("secrets", "get")}
 
 
 def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(k8s, kube, kubesim):
@@ -452,6 +453,7 @@ def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(
 def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
     """A reconcile that observed generation 1 while generation 2 was rolled out by another must not bring
     generation-1 pods back: it re-reads the CR before acting and leaves it to a fresh pass."""
+    from operators.sedna.kinds import Sources
     from operators.sedna.reconcile import _Pass
 
     new_fl(kube)
@@ -464,10 +466,10 @@ def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):
     reconcile_federated_learning(k8s)  # the fresh pass rolls out generation 2
     new_pods = pods_of(kube)
     slow = _Pass(k8s, "FederatedLearningJob", "http://localhost:9100")
-    models = {NS: {m["metadata"]["name"]: m for m in kube.list(MODELS, NS)}}
-    datasets = {NS: {d["metadata"]["name"]: d for d in kube.list(DATASETS, NS)}}
+    sources = Sources({m["metadata"]["name"]: m for m in kube.list(MODELS, NS)},
+                      {d["metadata"]["name"]: d for d in kube.list(DATASETS, NS)}, {})
     actual = {"Pod": list(new_pods.values()), "Service": [kube.get(SERVICES, NS, f"{JOB}-aggregation")]}
-    plan = slow._plan_one(stale, actual, models, datasets)
+    plan = slow._plan_one(stale, actual, sources)
     assert plan.actions  # it would delete the new pods and recreate generation-1 ones...
     slow._apply_one(plan, slow._current_generations(NS, [plan]))
     assert slow.summary.counts["skipped_stale"] == 1

@@ -144,3 +144,56 @@ async def test_fires_when_a_missing_model_appears(k8s, k8s_async, kube):
         assert (await next_event())["sample"] == [f"ADDED Model {NS}/late-model"]
     finally:
         await close()
+
+
+# ---------------------------------------------------------------- JointInferenceService side
+
+
+async def test_ji_fires_on_deployment_and_service_deletion(k8s, k8s_async, kube):
+    from sedna_helpers import JI, new_ji
+
+    from operators.sedna.kube import DEPLOYMENTS, SERVICES
+    from operators.sedna.reconcile import reconcile_joint_inference
+
+    new_ji(kube)
+    reconcile_joint_inference(k8s)
+    next_event, close = await started(SednaWatchTrigger(kind="JointInferenceService"), k8s_async)
+    try:
+        kube.delete(DEPLOYMENTS, NS, f"{JI}-deployment-edge")
+        assert f"DELETED Deployment {NS}/{JI}-deployment-edge" in (await next_event())["sample"]
+        kube.delete(SERVICES, NS, f"{JI}-cloud")
+        payload = await next_event()
+        while f"DELETED Service {NS}/{JI}-cloud" not in payload["sample"]:  # the edge pods' churn may come first
+            payload = await next_event()
+        assert payload["kind"] == "JointInferenceService"
+    finally:
+        await close()
+
+
+async def test_ji_fires_on_a_hem_edit_not_on_status_only_updates(k8s, k8s_async, kube):
+    from sedna_helpers import JI, model, new_ji
+
+    from operators.sedna.kube import JI_SERVICES, MODELS
+    from operators.sedna.reconcile import reconcile_joint_inference
+
+    new_ji(kube)
+    reconcile_joint_inference(k8s)
+    next_event, close = await started(SednaWatchTrigger(kind="JointInferenceService"), k8s_async)
+    try:
+        # status-only updates (every reconcile writes some) must not fire: the first event is the marker
+        # Model created after them, alone; then the HEM edit fires
+        kube.merge_patch(JI_SERVICES, NS, JI, {"status": {"active": 5}}, sub="status")
+        kube.merge_patch(JI_SERVICES, NS, JI, {"status": {"active": 2}}, sub="status")
+        kube.create(MODELS, NS, model("marker", "/m/marker.pb"))
+        seen = list((await next_event())["sample"])
+        while f"ADDED Model {NS}/marker" not in seen:  # Deployment health changes may come first
+            seen += (await next_event())["sample"]
+        assert not [s for s in seen if " CR " in s], seen
+        params = [{"key": "threshold_img", "value": "0.8"}]
+        kube.merge_patch(JI_SERVICES, NS, JI, {"spec": {"edgeWorker": {"hardExampleMining": {"parameters": params}}}})
+        payload = await next_event()
+        assert payload["sample"] == [f"MODIFIED CR {NS}/{JI}"], payload
+        # and the run it starts rolls the edge Deployment
+        assert reconcile_joint_inference(k8s)["updated"] == 1
+    finally:
+        await close()

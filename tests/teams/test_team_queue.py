@@ -1,39 +1,26 @@
-"""Team queues on kubesim: a namespace with the SPEC's ResourceQuota and a default volume per user."""
+"""Team queues from the platform file (operators.teams): the example file applied to kubesim over HTTP."""
 
-import pytest
 from kubernetes import client
 
-from operators.teams import ensure_queue, queue_manifests
+from operators.platform import example_path, load_platform
+from operators.teams import default_pvc_name, ensure_queues, team_pool, team_queue
 
 
-def test_queue_is_created_once_and_the_quota_converges(kubesim, k8s):
+def test_example_platform_file_gives_each_team_its_queue(kubesim, k8s):
+    platform = load_platform(example_path())
+    report = ensure_queues(k8s, platform)
+    assert report.errors == []
     core = client.CoreV1Api(k8s)
-    first = ensure_queue(k8s, queue_manifests("test", ["alice", "Bob.Smith"]))
-    assert sorted(first["created"]) == sorted([
-        "Namespace/test", "ResourceQuota/test/skiff-quota",
-        "PersistentVolumeClaim/test/alice-home", "PersistentVolumeClaim/test/bob-smith-home",
-    ])
-    quota = core.read_namespaced_resource_quota("skiff-quota", "test")
-    assert quota.spec.hard == {
-        "limits.cpu": "2", "limits.memory": "5Gi", "requests.cpu": "2", "requests.memory": "5Gi",
-        "requests.nvidia.com/gpu": "1", "requests.storage": "10Gi",
-    }
-    # running it again changes nothing; a changed quota is brought to the new value, PVCs are left alone
-    assert ensure_queue(k8s, queue_manifests("test", ["alice", "Bob.Smith"])) == {"created": [], "updated": []}
-    bigger = {**quota.spec.hard, "requests.cpu": "4"}
-    assert ensure_queue(k8s, queue_manifests("test", ["alice"], bigger))["updated"] == ["ResourceQuota/test/skiff-quota"]
-    assert core.read_namespaced_resource_quota("skiff-quota", "test").spec.hard["requests.cpu"] == "4"
-    assert {p.metadata.name for p in core.list_namespaced_persistent_volume_claim("test").items} == {
-        "alice-home", "bob-smith-home"}
+    for team in platform.teams:
+        hard = core.read_namespaced_resource_quota("skiff-quota", team.namespace).spec.hard
+        assert hard["requests.cpu"] == team.quota.cpu and hard["requests.storage"] == team.quota.storage
+        pvcs = {p.metadata.name for p in core.list_namespaced_persistent_volume_claim(team.namespace).items}
+        assert {default_pvc_name(u) for u in team.users} <= pvcs
+    assert ensure_queues(k8s, platform).applied == []
 
 
-@pytest.mark.parametrize("team, users, quota, field", [
-    ("Bad_Team", ["alice"], None, "team"),
-    ("ok", ["alice"], {"requests.cpu": "two"}, "quota"),
-    ("ok", ["..."], None, "users"),
-])
-def test_bad_input_names_the_field_and_writes_nothing(kubesim, k8s, team, users, quota, field):
-    with pytest.raises(ValueError, match=f"^{field}"):
-        ensure_queue(k8s, queue_manifests(team, users, quota))
-    names = {n.metadata.name for n in client.CoreV1Api(k8s).list_namespace().items}
-    assert "ok" not in names and "Bad_Team" not in names
+def test_team_helpers():
+    platform = load_platform(example_path())
+    assert team_queue("recsys", platform).allow_online is True
+    assert team_pool("nlp", platform) == "skiff-nlp"
+    assert default_pvc_name("alice") == "alice-home" and default_pvc_name("Alice") != default_pvc_name("alice")

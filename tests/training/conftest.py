@@ -9,10 +9,10 @@ from training_support import NAMESPACE, make_context  # noqa: F401 - re-exported
 
 @pytest.fixture
 def team(k8s, kube_conn) -> str:
-    """Namespace ``recsys`` with ``alice-home`` (alice's default PVC) and ``shared-data``; kubernetes_default set."""
+    """Namespace ``recsys`` with ``alice-home`` (alice's default PVC) and ``recsys-datasets``; kubernetes_default set."""
     core = client.CoreV1Api(k8s)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
-    for claim in ("alice-home", "shared-data"):
+    for claim in ("alice-home", "recsys-datasets"):
         core.create_namespaced_persistent_volume_claim(NAMESPACE, {
             "metadata": {"name": claim},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},

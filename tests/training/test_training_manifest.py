@@ -29,7 +29,7 @@ def manifest(**over):
 
 
 def test_reference_shape_and_schema():
-    job = manifest(gpu=2, volumes_=[Volume("shared-data", "/data"), {"pvc": "out", "mount_path": "/out",
+    job = manifest(gpu=2, volumes_=[Volume("recsys-datasets", "/data"), {"pvc": "out", "mount_path": "/out",
                                                                      "read_only": False}])
     kubernetes_validate.validate(job, "1.33", strict=True)
     assert job["spec"]["backoffLimit"] == 0

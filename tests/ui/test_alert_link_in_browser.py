@@ -1,7 +1,8 @@
 """What a user does after a failure e-mail, in a real (headless) Chromium: open the e-mail's link to the task
 log in the Airflow UI, log in, and read the failure reason and the pod's log lines there.
 
-Runs on the session's ``airflow_stack`` (shared with the other e2e tests). Needs Debian's ``chromium`` and
+Runs on the session's ``airflow_stack`` (shared with the other e2e tests), with the ``browser`` fixture of
+tests/ui/conftest.py. Needs Debian's ``chromium`` and
 ``chromium-driver`` (``make test`` installs them through the Makefile's ``browser`` target) and ``selenium``
 (requirements-dev.txt). Selenium is always given /usr/bin/chromedriver, so it never tries to download a driver.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,8 +19,6 @@ from kubesim.testing import wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 DAG_ID, TASK_ID, NAMESPACE = "training_failure_demo", "train_too_big", "recsys"
 SUBJECT = f"[Skiff] {DAG_ID}.{TASK_ID} failed: OOMKilled"
 LINK = re.compile(r'<a href="([^"]+)">Task log in Airflow</a>')
@@ -30,29 +28,6 @@ LINK = re.compile(r'<a href="([^"]+)">Task log in Airflow</a>')
 def stack(team_stack):
     """The shared stack with the demo team's ``recsys`` queue and alice's default PVC."""
     return team_stack
-
-
-@pytest.fixture
-def browser(tmp_path):
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} missing: run `make browser` (apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-                 "--window-size=1600,1400"):
-        opts.add_argument(flag)
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
-    driver = webdriver.Chrome(service=service, options=opts)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _alert_for(stack, run_id: str, timeout: float = 60):

@@ -1,0 +1,244 @@
+"""Skiff's page API under load: 50 development instances and 200 training task instances, on a real
+``airflow api-server`` (one worker) over kubesim.
+
+Seeded with Skiff's own code: the example platform file's queues, 50 instances created by
+``operators.devinstances.lifecycle`` (17 owners, Running), 200 task instances of a 200-task
+``TrainingJobOperator`` DAG (one DAG run created as the scheduler creates it; 120 running with their Jobs and
+pods, 40 queued, 40 failed with failed Jobs), Jobs rendered by the operator itself. Then every endpoint the page
+polls is requested sequentially (first request separately: it fills the idle-time cache) and a whole page
+refresh (the five polls at once, as the page does every 4 s) is timed. Side by side: Airflow's own
+``GET /api/v2/dags/~/dagRuns/~/taskInstances`` for the same 200 task instances, which is what the Airflow UI's
+task list costs without the cluster join. Target (issue 10): page API p95 < 200 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+N_INSTANCES, N_RUNNING, N_QUEUED, N_FAILED = 50, 120, 40, 40
+N_TASKS = N_RUNNING + N_QUEUED + N_FAILED
+SAMPLES = int(os.environ.get("UI_BENCH_SAMPLES", "60"))
+TRAIN_NS = "bench-train"
+DAG_ID = "ui_bench_training"
+RUN_ID = "bench__1"
+
+BENCH_DAG = f'''
+from datetime import datetime
+from airflow.sdk import DAG
+from operators import TrainingJobOperator
+
+with DAG("{DAG_ID}", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+    for i in range({N_TASKS}):
+        TrainingJobOperator(task_id=f"train_{{i:03d}}", image="registry.local/bench:1", entry_path="train.py",
+                            namespace="{TRAIN_NS}", owner="alice", cpu=0.1, memory=0.1)
+'''
+
+# run inside the api-server's Airflow environment: the DAG run and its task instances, as the scheduler makes them
+SEED_TIS = f'''
+import json, sys
+from datetime import UTC, datetime, timedelta
+from airflow.models.serialized_dag import SerializedDagModel
+from airflow.models.taskinstance import TaskInstance as TI
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState
+from airflow.utils.types import DagRunTriggeredByType, DagRunType
+from sqlalchemy import select
+now = datetime.now(UTC)
+with create_session() as s:
+    dag = SerializedDagModel.get_dag("{DAG_ID}", session=s)
+    dag.create_dagrun(run_id="{RUN_ID}", run_after=now, run_type=DagRunType.MANUAL,
+                      triggered_by=DagRunTriggeredByType.TEST, state=DagRunState.RUNNING, session=s)
+    s.flush()
+    for ti in s.scalars(select(TI).where(TI.dag_id == "{DAG_ID}", TI.run_id == "{RUN_ID}")):
+        i = int(ti.task_id.split("_")[1])
+        ti.try_number = 1
+        ti.state = "running" if i < {N_RUNNING} else "queued" if i < {N_RUNNING + N_QUEUED} else "failed"
+        ti.start_date = now - timedelta(minutes=10)
+        ti.end_date = now if ti.state == "failed" else None
+print("seeded")
+'''
+
+
+def _pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def _seed_cluster(api, kube) -> None:
+    from kubernetes import client
+
+    from operators.devinstances import lifecycle
+    from operators.devinstances.settings import Settings
+    from operators.devinstances.spec import build_request
+    from operators.k8s.resource import JOBS
+    from operators.platform import load_platform
+    from operators.teams import ensure_queues
+    from operators.training.naming import TaskInstanceKey
+    from operators.training.operator import TrainingJobOperator
+
+    platform = load_platform()
+    ensure_queues(api, platform)
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": TRAIN_NS}})
+    owners = ["alice", "bob"] + [f"user{i:02d}" for i in range(15)]
+    for owner in owners:  # home PVCs of the synthetic owners (alice's and bob's come from the platform file)
+        if owner not in ("alice", "bob"):
+            core.create_namespaced_persistent_volume_claim("recsys", {
+                "metadata": {"name": f"{owner}-home"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_namespaced_persistent_volume_claim(TRAIN_NS, {
+        "metadata": {"name": "alice-home"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    settings, image = Settings.from_env(), platform.default_image()
+    for i in range(N_INSTANCES):
+        owner = owners[i % len(owners)]
+        req = build_request(owner=owner, name=f"nb{i:02d}", team="recsys", image=image.name, cpu="100m",
+                            memory="0.1", gpu=0, catalogue=platform.images, default_image=image.name,
+                            home_pvc=f"{owner}-home", access=lambda pvc: None)
+        lifecycle.create(api, req, settings)
+    for i in list(range(N_RUNNING)) + list(range(N_RUNNING + N_QUEUED, N_TASKS)):
+        failed = i >= N_RUNNING + N_QUEUED
+        op = TrainingJobOperator(task_id=f"train_{i:03d}", image="registry.local/bench:1", entry_path="train.py",
+                                 namespace=TRAIN_NS, owner="alice", cpu=0.1, memory=0.1, pod_annotations=(
+                                     {"kubesim.io/exit-code": "3"} if failed else {"kubesim.io/duration": "3600"}))
+        manifest = op.build_manifest(TaskInstanceKey(DAG_ID, op.task_id, RUN_ID, 1))
+        kube.create(JOBS, TRAIN_NS, manifest)
+
+
+def _healthy(proc, url: str) -> bool:
+    import httpx
+
+    if proc.poll() is not None:
+        raise RuntimeError(f"api-server exited with {proc.returncode}")
+    try:
+        return httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _time_requests(http, url: str, headers: dict, n: int) -> dict:
+    cold_t0 = time.perf_counter()
+    r = http.get(url, headers=headers)
+    cold = time.perf_counter() - cold_t0
+    assert r.status_code == 200, (url, r.status_code, r.text[:300])
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        r = http.get(url, headers=headers)
+        times.append(time.perf_counter() - t0)
+        assert r.status_code == 200, (url, r.status_code)
+    return {"cold": cold, "p50": statistics.median(times), "p95": _pct(times, 95), "max": max(times),
+            "bytes": len(r.content), "rows": r.json()}
+
+
+def run() -> str:
+    import httpx
+
+    from devstack.airflow_env import airflow_env
+    from devstack.stack import BIN, _spawn, free_port
+    from kubesim.server import KubeSim
+    from kubesim.testing import wait_until
+    from operators.k8s.rest import Kube
+
+    work = REPO / ".airflow" / "bench-ui"
+    if work.exists():
+        import shutil
+
+        shutil.rmtree(work)
+    (work / "dags").mkdir(parents=True)
+    (work / "dags" / "ui_bench.py").write_text(BENCH_DAG)
+    sim = KubeSim().start()
+    proc = None
+    try:
+        kubeconfig = sim.write_kubeconfig(work / "kubeconfig")
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        env.update(airflow_env(work / "airflow", dags_folder=work / "dags", api_port=port, kubeconfig=kubeconfig))
+        for argv in (["db", "migrate"], ["dags", "reserialize"]):
+            subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-c", SEED_TIS], env=env, cwd=REPO, check=True, capture_output=True)
+        os.environ.update({k: v for k, v in env.items() if k.startswith("SKIFF_")})
+        api = sim.api_client()
+        kube = Kube(api)
+        t0 = time.perf_counter()
+        _seed_cluster(api, kube)
+        seed_s = time.perf_counter() - t0
+        proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"],
+                      work / "api-server.log", env)
+        url = f"http://localhost:{port}"
+        wait_until(lambda: _healthy(proc, url), timeout=120, interval=0.5, what="api-server healthy")
+        pw = json.loads((work / "airflow" / "simple_auth_manager_passwords.json.generated").read_text())
+        with httpx.Client(timeout=60) as http:
+            tokens = {u: http.post(f"{url}/auth/token", json={"username": u, "password": pw[u]}).json()[
+                "access_token"] for u in ("admin", "alice")}
+            wait_until(lambda: sum(1 for i in _time_requests(http, f"{url}/skiff/api/instances", {
+                "Authorization": f"Bearer {tokens['admin']}"}, 0)["rows"]["instances"]
+                if i["state"] == "Running") == N_INSTANCES, timeout=120, interval=1, what="50 instances Running")
+            return _measure(http, url, tokens, seed_s)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+        sim.stop()
+
+
+def _measure(http, url: str, tokens: dict, seed_s: float) -> str:
+    rows, results = [], {}
+    for user in ("admin", "alice"):
+        auth = {"Authorization": f"Bearer {tokens[user]}"}
+        for ep in ("instances", "training", "quota", "sedna", "usage", "me"):
+            res = _time_requests(http, f"{url}/skiff/api/{ep}", auth, SAMPLES)
+            results[(user, ep)] = res
+            body = res["rows"]
+            count = len(body.get("instances") or body.get("tasks") or body.get("teams") or [])
+            rows.append(f"| {user} | `/skiff/api/{ep}` | {count} | {res['cold'] * 1000:.0f} | "
+                        f"{res['p50'] * 1000:.0f} | {res['p95'] * 1000:.0f} | {res['max'] * 1000:.0f} |")
+    airflow = _time_requests(http, f"{url}/api/v2/dags/~/dagRuns/~/taskInstances?limit={N_TASKS}",
+                             {"Authorization": f"Bearer {tokens['admin']}"}, SAMPLES)
+    rows.append(f"| admin | Airflow's `/api/v2/dags/~/dagRuns/~/taskInstances` | "
+                f"{len(airflow['rows']['task_instances'])} | {airflow['cold'] * 1000:.0f} | "
+                f"{airflow['p50'] * 1000:.0f} | {airflow['p95'] * 1000:.0f} | {airflow['max'] * 1000:.0f} |")
+    refresh = _page_refresh(http, url, {"Authorization": f"Bearer {tokens['alice']}"})
+    training = results[("admin", "training")]
+    worst = max(r["p95"] for r in results.values())
+    return "\n".join([
+        "## ui: Skiff's page API (50 instances, 200 training tasks)",
+        "",
+        f"Real `airflow api-server` (1 worker, SQLite) on kubesim; seeding took {seed_s:.1f} s. {SAMPLES} "
+        "sequential requests per endpoint after a first (cold) one; milliseconds.",
+        "",
+        "| user | endpoint | rows | cold | p50 | p95 | max |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        *rows,
+        "",
+        f"- Whole page refresh (the 5 polls at once, as the page does every 4 s), alice: p50 "
+        f"{refresh['p50'] * 1000:.0f} ms, p95 {refresh['p95'] * 1000:.0f} ms over {len(refresh['times'])} refreshes.",
+        f"- Training rows (200 task instances joined with 160 Jobs and their pods) vs Airflow's own task-instance "
+        f"list of the same 200: p95 {training['p95'] * 1000:.0f} ms vs {airflow['p95'] * 1000:.0f} ms "
+        f"(ratio {training['p95'] / airflow['p95']:.1f}x).",
+        f"- Worst endpoint p95: {worst * 1000:.0f} ms (target < 200 ms): {'met' if worst < 0.2 else 'NOT met'}.",
+    ])
+
+
+def _page_refresh(http, url: str, auth: dict, n: int = 30) -> dict:
+    eps = ("instances", "training", "quota", "sedna", "usage")
+    times = []
+    with ThreadPoolExecutor(len(eps)) as pool:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            for r in pool.map(lambda ep: http.get(f"{url}/skiff/api/{ep}", headers=auth), eps):
+                assert r.status_code == 200
+            times.append(time.perf_counter() - t0)
+    return {"times": times, "p50": statistics.median(times), "p95": _pct(times, 95)}
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,87 @@
+"""The API server's service proxy: ``/api/v1/namespaces/<ns>/services/<[scheme:]name[:port]>/proxy/<path>``.
+
+What kube-apiserver does (``pkg/registry/core/service/storage``, ``ResourceLocation``): find the Service (404 if
+missing), the Service port named or numbered ``port`` (any port when omitted; 503 "no service port ... found"
+otherwise), then a ready address of its Endpoints serving that port (503 "no endpoints available for service"),
+and forward the request to ``<pod IP>:<target port>/<path>``, returning the backend's answer as is; a backend
+that does not answer is a 503 "error trying to reach service". The query string is passed on.
+
+kubesim runs no containers, so what a pod's server answers is scripted, like pod outcomes, by an annotation on
+the pod: ``kubesim.io/http`` = JSON ``{"<container port>/<path>": <answer>}`` where ``<answer>`` is the body
+(text, served 200 ``text/plain``) or ``{"status": 200, "body": "...", "contentType": "..."}``. A port/path the
+annotation does not list has nothing listening: 503 "connection refused", as when the process is down.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from aiohttp import web
+
+from kubesim.errors import ApiError
+
+ANNOTATION = "kubesim.io/http"
+PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/services/(?P<service>[^/]+)/proxy(?:/(?P<path>.*))?$")
+
+
+def add_proxy_route(api) -> None:
+    """Register the service proxy on an ``ApiServer`` (its ``routes``: behind the same middleware)."""
+    store = api.store
+
+    async def handle(request: web.Request, match: re.Match) -> web.Response:
+        return service_proxy(store, match["namespace"], match["service"], match["path"] or "")
+
+    api.routes.append((PATH, handle))
+
+
+def _unavailable(message: str) -> ApiError:
+    return ApiError(503, message, "ServiceUnavailable")
+
+
+def _endpoint(store, ns: str, svc_name: str, port_name: str, target_port: int) -> tuple[dict, int]:
+    """A ready (address, port) of the Service's Endpoints for ``port_name``."""
+    try:
+        endpoints = store.get(store.registry.lookup("", "v1", "endpoints"), ns, svc_name)
+    except ApiError as e:
+        if e.code == 404:
+            raise _unavailable(f'no endpoints available for service "{svc_name}"') from None
+        raise
+    for subset in endpoints.get("subsets") or []:
+        for port in subset.get("ports") or []:
+            if (port.get("name") or "") == (port_name or ""):
+                for address in subset.get("addresses") or []:
+                    return address, int(port.get("port") or target_port)
+    raise _unavailable(f'no endpoints available for service "{svc_name}"')
+
+
+def service_proxy(store, ns: str, ref: str, path: str) -> web.Response:
+    parts = ref.split(":")
+    if len(parts) == 3:
+        parts = parts[1:]  # scheme:name:port
+    name, port_ref = parts[0], (parts[1] if len(parts) > 1 else "")
+    svc = store.get(store.registry.lookup("", "v1", "services"), ns, name)  # 404 like the real one
+    ports = svc["spec"].get("ports") or []
+    chosen = next((p for p in ports if not port_ref or p.get("name") == port_ref or str(p.get("port")) == port_ref),
+                  None)
+    if chosen is None:
+        raise _unavailable(f'no service port "{port_ref}" found for service "{name}"')
+    target = chosen.get("targetPort", chosen.get("port"))
+    address, port = _endpoint(store, ns, name, chosen.get("name") or "", target if isinstance(target, int) else 0)
+    pod_name = (address.get("targetRef") or {}).get("name")
+    pod = store.get(store.registry.lookup("", "v1", "pods"), ns, pod_name) if pod_name else {}
+    script = (pod.get("metadata", {}).get("annotations") or {}).get(ANNOTATION)
+    try:
+        answers = json.loads(script) if script else {}
+    except ValueError:
+        answers = {}
+    if not isinstance(answers, dict):
+        answers = {}
+    answer = answers.get(f"{port}/{path.lstrip('/')}")
+    if answer is None:
+        raise _unavailable(f"error trying to reach service: dial tcp {address.get('ip')}:{port}: "
+                           "connect: connection refused")
+    if isinstance(answer, str):
+        answer = {"body": answer}
+    return web.Response(status=int(answer.get("status", 200)), text=str(answer.get("body", "")),
+                        content_type=answer.get("contentType", "text/plain"))

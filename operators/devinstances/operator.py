@@ -1,0 +1,147 @@
+"""``DevInstanceOperator``: one action on one development instance, as an Airflow task.
+
+It resolves the owner from the run (``owners.py``), validates against the platform file (catalogue, membership,
+volumes, quota), performs the action through Skiff's access layer (the provider's KubernetesHook), logs what
+happened with the URLs and the ssh line (never the password) and returns the instance's view (XCom, without the
+password). The "JupyterLab" and "code-server" extra links
+on the task point at the instance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.sdk import BaseOperator, BaseOperatorLink
+
+ACTIONS = ("create", "start", "stop", "delete")
+log = logging.getLogger("skiff.devinstances")
+
+
+class _InstanceLink(BaseOperatorLink):
+    service = ""
+
+    def get_link(self, operator, *, ti_key) -> str:
+        return (getattr(operator, "instance_urls", None) or {}).get(self.service, "")
+
+
+class JupyterLink(_InstanceLink):
+    name = "JupyterLab"
+    service = "jupyter"
+
+
+class CodeServerLink(_InstanceLink):
+    name = "code-server"
+    service = "code-server"
+
+
+def request_from_params(platform, owner: str, params: Mapping[str, Any]):
+    """The validated ``InstanceRequest`` for ``owner`` from the create form and the platform file."""
+    from operators.devinstances.spec import build_request
+
+    try:
+        team = platform.team(params.get("team"))
+    except ValueError as exc:
+        raise ValueError(f"team={params.get('team')!r}: {exc}") from None
+    if owner not in team.users:
+        raise ValueError(f"team={params.get('team')!r}: {owner!r} is not a member of this team")
+    default = platform.default_image()
+    return build_request(
+        owner=owner, name=params.get("name"), team=team.namespace, image=params.get("image"),
+        cpu=params.get("cpu"), memory=params.get("memory"), gpu=params.get("gpu", 0),
+        mounts_=params.get("mounts") or (), extra_ports_=params.get("extra_ports") or (),
+        catalogue=platform.images, default_image=default.name if default else None,
+        home_pvc=platform.home_pvc(owner), access=lambda pvc: platform.volume_access(owner, team.name, pvc),
+        service_account=team.service_account, pull_secrets=team.pull_secrets)
+
+
+class DevInstanceOperator(BaseOperator):
+    """Run ``action`` (create, start, stop, delete) on the instance the DAG run's params name.
+
+    ``kubernetes_conn_id``: None uses ``[skiff] kubernetes_conn_id`` (default ``kubernetes_default``)."""
+
+    operator_extra_links = (JupyterLink(), CodeServerLink())
+    ui_color = "#e3f1dc"
+
+    def __init__(self, *, action: str, kubernetes_conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if action not in ACTIONS:
+            raise ValueError(f"action={action!r}: must be one of {', '.join(ACTIONS)}")
+        self.action = action
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.instance_urls: dict[str, str] = {}
+
+    def execute(self, context) -> dict | None:
+        from operators.devinstances import inventory, lifecycle
+        from operators.devinstances.owners import configured_admins, resolve_owner
+        from operators.devinstances.settings import Settings
+        from operators.k8s.connection import api_client
+
+        params = context["params"]
+        owner = resolve_owner(context["dag_run"].triggering_user_name, params.get("owner"), configured_admins())
+        settings = Settings.from_env()
+        name, team = params.get("name"), params.get("team")
+        if self.action == "create":
+            from operators.platform import load_platform
+
+            platform = load_platform()
+            req = request_from_params(platform, owner, params)
+            api = api_client(self.kubernetes_conn_id)
+            outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
+            team = req.namespace
+        else:
+            team = _namespace(team)
+            api = api_client(self.kubernetes_conn_id)
+            if self.action == "delete":
+                outcome = lifecycle.delete(api, owner, team, name, settings)
+            else:
+                outcome = getattr(lifecycle, self.action)(api, owner, team, name)
+        log.info("%s %s/%s of %s: %s", self.action, team, name, owner, outcome.message)
+        found = inventory.get_instance(api, owner, team, name, settings, with_idle=False) \
+            if self.action != "delete" else None
+        if found is None:
+            return {"owner": owner, "name": name, "namespace": team, "state": "Deleted", "message": outcome.message}
+        self.instance_urls = dict(found.urls)
+        for service, url in found.urls.items():
+            log.info("%-12s %s", service, url)
+        if found.ssh:
+            log.info("ssh          %s   (the password is on Skiff's page, for you only)", found.ssh)
+        return {**found.as_dict(), "message": outcome.message}
+
+
+def _namespace(team: Any) -> str:
+    """A team name from the form -> its namespace, through the platform file when the team is listed there."""
+    from operators.platform import PlatformError, load_platform
+
+    try:
+        return load_platform().team(team).namespace
+    except PlatformError:
+        return team  # an instance in a namespace the file no longer lists can still be stopped or deleted
+
+
+def _admission(platform, api):
+    """The platform's admission check of an instance's requests against its team's quota and what is free now:
+    an instance is interactive, so one that would not start now is refused (saying what is in use), not queued."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from operators.devinstances.lifecycle import InstanceError
+    from operators.platform.admission import Request, VolumeRequest, check_request
+    from operators.platform.model import QUOTA_NAME
+
+    def admit(req) -> None:
+        try:
+            live = client.CoreV1Api(api).read_namespaced_resource_quota(QUOTA_NAME, req.namespace).status
+            status = {"hard": live.hard or {}, "used": live.used or {}} if live else None
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            status = None
+        decision = check_request(platform, Request(
+            team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi", gpu=req.gpu,
+            home=req.home_pvc, volumes=tuple(VolumeRequest(m.pvc, m.path, m.read_only) for m in req.mounts)), status)
+        if decision.wait:
+            raise InstanceError(f"not enough free quota to start it now: {decision.wait}")
+
+    return admit

@@ -1,0 +1,58 @@
+"""Whose instance a DAG run may act on (pure): the Airflow user who triggered it, never somebody else.
+
+* A run triggered by a logged-in user (UI or REST API) acts for ``dag_run.triggering_user_name``. It may name
+  ``owner`` in its conf only if that is the same user, or if the user is an admin.
+* A run with nobody logged in behind it (``dag.test()``/``airflow dags test``: ``dag_test``; tests and
+  schedulers: empty) must name ``owner`` in its conf.
+* ``airflow dags trigger`` records the OS user's name; such a user can only pass ``owner`` for somebody
+  else when listed as an admin (operators with a shell on Airflow's machines).
+
+Admins: the users in ``SKIFF_DEVINSTANCE_ADMINS`` (comma-separated) and, with Airflow's simple auth manager,
+the users whose role is ``admin`` in ``[core] simple_auth_manager_users``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+ANONYMOUS = ("", "dag_test")
+
+
+def admins_from_config(env_admins: str | None, simple_users: str | None) -> frozenset[str]:
+    """``"ops, root"`` and ``"admin:admin,alice:user"`` -> {"ops", "root", "admin"}."""
+    names = {n.strip() for n in (env_admins or "").split(",") if n.strip()}
+    for entry in (simple_users or "").split(","):
+        user, _, role = entry.strip().partition(":")
+        if user and role.strip().lower() == "admin":
+            names.add(user)
+    return frozenset(names)
+
+
+def configured_admins() -> frozenset[str]:
+    simple = None
+    try:
+        from airflow.configuration import conf
+
+        simple = conf.get("core", "simple_auth_manager_users", fallback=None)
+    except Exception:  # noqa: BLE001 - outside Airflow: the environment alone decides
+        simple = None
+    return admins_from_config(os.environ.get("SKIFF_DEVINSTANCE_ADMINS"), simple)
+
+
+def resolve_owner(triggering_user: str | None, conf_owner: object, admins: Iterable[str] = ()) -> str:
+    """The owner a run acts for; raises ``PermissionError``/``ValueError`` naming ``owner``."""
+    requested = conf_owner if conf_owner not in (None, "") else None
+    if requested is not None and not isinstance(requested, str):
+        raise ValueError(f"owner={conf_owner!r}: must be an Airflow user name")
+    user = triggering_user or ""
+    if user in ANONYMOUS:
+        if requested is None:
+            raise ValueError("owner=None: this run has no logged-in user behind it (CLI test, tests, schedule); "
+                             "pass owner in the run's conf")
+        return requested
+    if requested is None or requested == user:
+        return user
+    if user in set(admins):
+        return requested
+    raise PermissionError(f"owner={requested!r}: {user!r} may only act on their own development instances")

@@ -1,0 +1,203 @@
+"""Plain-JSON access to the API server: ``Kube`` (sync, ``kubernetes`` client) and ``AsyncKube``
+(``kubernetes_asyncio``), both on an ``ApiClient`` from ``operators.k8s.connection``.
+
+Objects stay dicts end to end: callers compare labels and build manifests as dicts, and deserialising
+thousands of objects into the clients' model classes costs more than the work itself. Both raise
+``KubeError`` on any error answer and on no answer, with the same conveniences: ``get`` is
+None on 404, ``create`` None on 409 (someone else made it), ``delete`` False when already gone.
+Every request is counted by (verb, resource) so benchmarks and summaries can report them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+
+from operators.k8s.errors import KubeError
+from operators.k8s.resource import Resource
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _query(label_selector: str | None = None, field_selector: str | None = None, **params) -> list:
+    query = [("labelSelector", label_selector)] if label_selector else []
+    query += [("fieldSelector", field_selector)] if field_selector else []
+    return query + [(k, v) for k, v in params.items() if v is not None]
+
+
+def _delete_options(uid: str | None, propagation: str) -> dict:
+    body: dict = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
+    if uid:
+        body["preconditions"] = {"uid": uid}  # only that incarnation, never a newer one of the same name
+    return body
+
+
+def _headers(body: object, content_type: str) -> dict:
+    return {"Accept": JSON, **({"Content-Type": content_type} if body is not None else {})}
+
+
+class _Counted:
+    def __init__(self, api) -> None:
+        self.api = api
+        self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, verb: str, res: Resource) -> None:
+        with self._lock:
+            self.requests[f"{verb} {res.plural}"] += 1
+
+
+class Kube(_Counted):
+    """Sync, on a ``kubernetes.client.ApiClient``."""
+
+    def request(self, method: str, path: str, *, query: list | None = None, body: object = None,
+                content_type: str = JSON) -> dict | None:
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            resp = self.api.call_api(path, method, query_params=query or [], header_params=_headers(body, content_type),
+                                     body=body, auth_settings=["BearerToken"], _preload_content=False,
+                                     _return_http_data_only=True)
+        except ApiException as exc:
+            raise KubeError.from_exception(exc) from None
+        except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
+            raise KubeError.transport(exc) from exc
+        data = resp.data
+        return json.loads(data) if data else None
+
+    def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[dict]:
+        self.count("list", res)
+        return self.request("GET", res.path(namespace), query=_query(label_selector, field_selector))["items"]
+
+    def get(self, res: Resource, namespace: str | None, name: str) -> dict | None:
+        self.count("get", res)
+        try:
+            return self.request("GET", res.path(namespace, name))
+        except KubeError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def create(self, res: Resource, namespace: str | None, body: dict) -> dict | None:
+        """The created object, or None if one with that name already exists (409: someone else did it)."""
+        self.count("create", res)
+        try:
+            return self.request("POST", res.path(namespace), body=body)
+        except KubeError as e:
+            if e.status == 409:
+                return None
+            raise
+
+    def replace(self, res: Resource, namespace: str | None, name: str, body: dict) -> dict:
+        self.count("update", res)
+        return self.request("PUT", res.path(namespace, name), body=body)
+
+    def merge_patch(self, res: Resource, namespace: str | None, name: str, body: dict,
+                    sub: str | None = None) -> dict:
+        self.count("patch" + (f"/{sub}" if sub else ""), res)
+        return self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=MERGE_PATCH)
+
+    def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None,
+               propagation: str = "Background") -> bool:
+        """Delete (only that incarnation if ``uid`` is given); False if it was already gone."""
+        self.count("delete", res)
+        try:
+            self.request("DELETE", res.path(namespace, name), body=_delete_options(uid, propagation))
+            return True
+        except KubeError as e:
+            if e.status in (404, 409):  # gone, or a newer incarnation we must not delete
+                return False
+            raise
+
+
+class AsyncKube(_Counted):
+    """Async, on a ``kubernetes_asyncio`` ``ApiClient``; ``open`` gives the raw response, for streams."""
+
+    async def open(self, method: str, path: str, *, query: list | None = None, body: object = None,
+                   content_type: str = JSON, timeout=None):
+        """The ``aiohttp`` response of a successful request (the caller reads and releases it)."""
+        import aiohttp
+        from kubernetes_asyncio.client.exceptions import ApiException
+
+        try:
+            resp = await self.api.call_api(path, method, query_params=query or [],
+                                           header_params=_headers(body, content_type), body=body,
+                                           auth_settings=["BearerToken"], _preload_content=False,
+                                           _return_http_data_only=True, _request_timeout=timeout)
+        except ApiException as exc:
+            raise KubeError.from_exception(exc) from None
+        except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
+            raise KubeError.transport(exc) from exc
+        if resp.status >= 400:  # with _preload_content=False the client does not raise: do it here
+            try:
+                data = await resp.read()
+            finally:
+                resp.release()
+            raise KubeError.from_response(resp.status, data, resp.headers)
+        return resp
+
+    async def request(self, method: str, path: str, *, query: list | None = None, body: object = None,
+                      content_type: str = JSON) -> dict | None:
+        import aiohttp
+
+        resp = await self.open(method, path, query=query, body=body, content_type=content_type)
+        try:
+            data = await resp.read()
+        except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
+            raise KubeError.transport(exc) from exc
+        finally:
+            resp.release()
+        return json.loads(data) if data else None
+
+    async def list_with_version(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+                                field_selector: str | None = None) -> tuple[list[dict], str]:
+        """The items and the list's resourceVersion (where a watch starts)."""
+        self.count("list", res)
+        body = await self.request("GET", res.path(namespace), query=_query(label_selector, field_selector))
+        return body.get("items") or [], body["metadata"]["resourceVersion"]
+
+    async def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None) -> list[dict]:
+        return (await self.list_with_version(res, namespace, label_selector, field_selector))[0]
+
+    async def get(self, res: Resource, namespace: str | None, name: str) -> dict | None:
+        self.count("get", res)
+        try:
+            return await self.request("GET", res.path(namespace, name))
+        except KubeError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    async def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None,
+                     propagation: str = "Background") -> bool:
+        """Delete (only that incarnation if ``uid`` is given); False if it was already gone."""
+        self.count("delete", res)
+        try:
+            await self.request("DELETE", res.path(namespace, name), body=_delete_options(uid, propagation))
+            return True
+        except KubeError as e:
+            if e.status in (404, 409):
+                return False
+            raise
+
+
+async def lines(resp):
+    """Newline-delimited lines of a streamed response, of any length (aiohttp's ``readline`` and
+    ``async for line in resp.content`` fail on a line over 64 KiB: a watch event of a large object)."""
+    pending: list[bytes] = []  # pieces of a line not ended yet (joined once: linear in the line's length)
+    async for chunk in resp.content.iter_any():
+        first, *more = chunk.split(b"\n")
+        pending.append(first)
+        if more:
+            yield b"".join(pending)
+            *complete, rest = more
+            for line in complete:
+                yield line
+            pending = [rest]
+    if any(pending):
+        yield b"".join(pending)

@@ -1,0 +1,71 @@
+"""The platform file (SPEC §3, §5): one reviewed YAML file saying which teams exist, their quotas and members,
+who may use which volumes, which images and registries are allowed and how node pools are marked.
+
+``load_platform()`` finds and validates it; ``Platform`` (``model``) answers questions about it; ``desired``
+renders what the cluster should hold; ``admission`` checks a request against it and the live quota;
+``sync`` applies it (the ``platform_sync`` DAG); ``usage`` reports quota use and GPU/CPU-hours.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.resources import files
+from pathlib import Path
+
+from operators.platform.loader import parse_platform, schema
+from operators.platform.model import (
+    Image,
+    Member,
+    NodePools,
+    Platform,
+    PlatformError,
+    Quota,
+    SharedVolume,
+    Team,
+    home_pvc,
+)
+
+ENV_PLATFORM_FILE = "AIRFLOW__SKIFF__PLATFORM_FILE"
+DEFAULT_ONLINE_KEY = "node.netease.com/node-pool"
+DEFAULT_ONLINE_VALUE = "online"
+
+__all__ = [
+    "Image", "Member", "NodePools", "Platform", "PlatformError", "Quota", "SharedVolume", "Team",
+    "example_path", "home_pvc", "load_platform", "parse_platform", "platform_file", "schema",
+]
+
+
+def example_path() -> Path:
+    """The example platform file shipped in the package (used by ``make demo`` and when nothing is set)."""
+    return Path(str(files("operators.platform").joinpath("example.yaml")))
+
+
+def skiff_conf(key: str) -> str | None:
+    try:
+        from airflow.configuration import conf
+    except ImportError:  # outside Airflow (e.g. a script): the environment variable still applies
+        return os.environ.get(f"AIRFLOW__SKIFF__{key.upper()}") or None
+    return conf.get("skiff", key, fallback=None) or None
+
+
+def platform_file(path: str | os.PathLike | None = None) -> Path:
+    """The file to read: ``path``, else ``[skiff] platform_file`` (env ``AIRFLOW__SKIFF__PLATFORM_FILE``),
+    else the packaged example."""
+    chosen = path or skiff_conf("platform_file")
+    return Path(chosen) if chosen else example_path()
+
+
+def node_pool_defaults() -> NodePools:
+    """Today's ``[skiff] online_pool_key/value`` settings are the defaults the file may override."""
+    return NodePools(online_key=skiff_conf("online_pool_key") or DEFAULT_ONLINE_KEY,
+                     online_value=skiff_conf("online_pool_value") or DEFAULT_ONLINE_VALUE)
+
+
+def load_platform(path: str | os.PathLike | None = None) -> Platform:
+    """Read and validate the platform file; raises ``PlatformError`` naming file, line and field."""
+    chosen = platform_file(path)
+    try:
+        text = chosen.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlatformError(f"{chosen}: cannot read the platform file: {exc.strerror or exc}") from None
+    return parse_platform(text, str(chosen), node_pool_defaults())

@@ -1,0 +1,186 @@
+"""The platform file as plain frozen data, and the questions the rest of Skiff asks it (pure, no I/O).
+
+``Platform`` answers: which images exist, which teams a user is in, a user's home PVC name, and whether a user
+may mount a PVC in a team's namespace read-write, read-only or not at all. It is built by ``loader`` after the
+file passed the schema and the cross-field checks, so every value here is already valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from operators.platform.quantity import parse_quantity
+
+GPU_RESOURCE = "nvidia.com/gpu"
+TEAM_PREFIX = "team:"
+POOL_PREFIX = "skiff-"
+QUOTA_NAME = "skiff-quota"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class PlatformError(ValueError):
+    """The platform file is unreadable or invalid; the message names the file, line and field."""
+
+
+def home_pvc(user: str) -> str:
+    """A user's default PVC (mounted at /root): ``<user>-home`` when the name is already DNS-safe, else the
+    normalised name plus a hash of the original, so "Bob.Smith" and "bob-smith" never share a volume."""
+    if len(user) <= 58 and _DNS_LABEL.match(user):
+        return f"{user}-home"
+    slug = re.sub(r"[^a-z0-9-]+", "-", user.lower()).strip("-")[:44].strip("-") or "user"
+    digest = hashlib.sha256(user.encode("utf-8")).hexdigest()[:8]
+    return f"{slug}-{digest}-home"
+
+
+@dataclass(frozen=True)
+class Image:
+    name: str
+    image: str
+    gpu: bool = False
+    description: str = ""
+    default: bool = False
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Kubernetes quantities as written in the file; ``gpu`` is "0" when not given."""
+
+    cpu: str
+    memory: str
+    gpu: str
+    storage: str
+    pods: int | None = None
+    jobs: int | None = None
+
+    def amounts(self) -> dict[str, Decimal]:
+        return {k: parse_quantity(getattr(self, k)) for k in ("cpu", "memory", "gpu", "storage")}
+
+
+@dataclass(frozen=True)
+class Member:
+    user: str
+    email: str | None = None
+    role: str = "member"
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    namespace: str
+    quota: Quota
+    members: tuple[Member, ...] = ()
+    allow_online: bool = False
+    pull_secrets: tuple[str, ...] = ()
+    service_account: str = "default"
+    pool_slots: int = 1
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        return tuple(m.user for m in self.members)
+
+    @property
+    def pool(self) -> str:
+        """The Airflow pool whose slots bound how many of the team's tasks run at once."""
+        return POOL_PREFIX + self.name
+
+
+@dataclass(frozen=True)
+class SharedVolume:
+    """A PVC in ``team``'s namespace. No readers/writers: the team's members may write it."""
+
+    name: str
+    team: str
+    size: str
+    owner: str | None = None
+    access_mode: str = "ReadWriteMany"
+    storage_class: str | None = None
+    readers: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodePools:
+    gpu_resource: str = GPU_RESOURCE
+    gpu_taint_key: str = GPU_RESOURCE
+    gpu_taint_value: str = "true"
+    gpu_taint_effect: str = "NoSchedule"
+    online_key: str = "node.netease.com/node-pool"
+    online_value: str = "online"
+    online_taint_effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Platform:
+    source: str
+    teams: tuple[Team, ...]
+    images: tuple[Image, ...] = ()
+    volumes: tuple[SharedVolume, ...] = ()
+    node_pools: NodePools = field(default_factory=NodePools)
+    default_pvc_size: str = "5Gi"
+    storage_class: str | None = None
+    default_cpu: str = "1"
+    default_memory: str = "2Gi"
+
+    # ---- catalogue -------------------------------------------------------------------------------------
+    def image(self, name: str) -> Image:
+        for image in self.images:
+            if image.name == name:
+                return image
+        raise PlatformError(f"{self.source}: no image {name!r} (images: {', '.join(i.name for i in self.images)})")
+
+    def default_image(self) -> Image | None:
+        return next((i for i in self.images if i.default), self.images[0] if self.images else None)
+
+    # ---- teams and users -------------------------------------------------------------------------------
+    def team(self, name: str) -> Team:
+        for team in self.teams:
+            if team.name == name or team.namespace == name:
+                return team
+        raise PlatformError(f"{self.source}: no team {name!r} (teams: {', '.join(t.name for t in self.teams)})")
+
+    def teams_of(self, user: str) -> list[Team]:
+        return [t for t in self.teams if user in t.users]
+
+    def users(self) -> list[str]:
+        return sorted({u for t in self.teams for u in t.users})
+
+    def home_pvc(self, user: str) -> str:
+        return home_pvc(user)
+
+    # ---- volumes ---------------------------------------------------------------------------------------
+    def volume(self, team: str, name: str) -> SharedVolume | None:
+        team_name = self.team(team).name
+        return next((v for v in self.volumes if v.team == team_name and v.name == name), None)
+
+    def volume_access(self, user: str, team: str, pvc: str) -> str | None:
+        """"rw" / "ro" / None for ``user`` mounting ``pvc`` in ``team``'s namespace."""
+        the_team = self.team(team)
+        member = user in the_team.users
+        if pvc == home_pvc(user):
+            return "rw" if member else None
+        shared = self.volume(the_team.name, pvc)
+        if shared is None:
+            return None
+        if not shared.readers and not shared.writers:
+            mode = "rw" if member else None
+        elif self._granted(user, shared.writers) or user == shared.owner:
+            mode = "rw"
+        elif self._granted(user, shared.readers):
+            mode = "ro"
+        else:
+            mode = None
+        if mode == "rw" and shared.access_mode == "ReadOnlyMany":
+            mode = "ro"
+        return mode
+
+    def _granted(self, user: str, grantees: tuple[str, ...]) -> bool:
+        for grantee in grantees:
+            if grantee.startswith(TEAM_PREFIX):
+                if user in self.team(grantee[len(TEAM_PREFIX):]).users:
+                    return True
+            elif grantee == user:
+                return True
+        return False

@@ -1,0 +1,96 @@
+"""Airflow pools per team (``skiff-<team>``, slots from the quota), so that a team's tasks queue in Airflow
+instead of failing at the API server's quota.
+
+``plan_pools`` is pure. ``AirflowPools`` talks to Airflow's public REST API (``/api/v2/pools``): Airflow 3
+tasks may not touch the metadata database, so the ``platform_sync`` task goes through the API server like any
+client, with the credentials of the Airflow connection ``skiff_airflow_api`` (``http://user:password@host:port``).
+A pool the file no longer lists is reported as orphaned, never deleted (it may hold queued tasks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from operators.platform.model import POOL_PREFIX
+
+DEFAULT_API_CONN_ID = "skiff_airflow_api"
+
+
+@dataclass
+class PoolPlan:
+    create: dict[str, dict[str, Any]] = field(default_factory=dict)
+    update: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)
+    orphaned: list[str] = field(default_factory=list)
+
+
+def plan_pools(desired: dict[str, dict[str, Any]], live: dict[str, dict[str, Any]]) -> PoolPlan:
+    """``desired``/``live``: pool name -> {"slots", "description", "include_deferred"}."""
+    plan = PoolPlan()
+    for name, want in sorted(desired.items()):
+        have = live.get(name)
+        if have is None:
+            plan.create[name] = want
+        elif any(have.get(k) != v for k, v in want.items()):
+            plan.update[name] = want
+        else:
+            plan.unchanged.append(name)
+    plan.orphaned = sorted(n for n in live if n.startswith(POOL_PREFIX) and n not in desired)
+    return plan
+
+
+class AirflowPools:
+    """Airflow's pools through its REST API (``httpx``, installed with Airflow)."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+
+    @classmethod
+    def login(cls, base_url: str, username: str, password: str) -> AirflowPools:
+        import httpx
+
+        r = httpx.post(f"{base_url.rstrip('/')}/auth/token", json={"username": username, "password": password},
+                       timeout=30.0)
+        if r.status_code not in (200, 201):
+            raise RuntimeError(f"Airflow API login as {username!r} at {base_url} failed: HTTP {r.status_code}")
+        return cls(base_url, r.json()["access_token"])
+
+    @classmethod
+    def from_connection(cls, conn_id: str = DEFAULT_API_CONN_ID) -> AirflowPools:
+        from airflow.sdk import BaseHook
+
+        conn = BaseHook.get_connection(conn_id)
+        base = f"{conn.schema or 'http'}://{conn.host}" + (f":{conn.port}" if conn.port else "")
+        if conn.login:
+            return cls.login(base, conn.login, conn.password or "")
+        return cls(base)
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        r = self.http.request(method, path, json=body)
+        if r.status_code >= 300:
+            raise RuntimeError(f"Airflow API {method} {path}: HTTP {r.status_code} {r.text[:300]}")
+        return r.json() if r.content else {}
+
+    def live(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        offset = 0
+        while True:
+            page = self._call("GET", f"/api/v2/pools?limit=100&offset={offset}")
+            for pool in page.get("pools", []):
+                out[pool["name"]] = {k: pool.get(k) for k in ("slots", "description", "include_deferred")}
+            offset += 100
+            if offset >= page.get("total_entries", 0):
+                return out
+
+    def sync(self, desired: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+        plan = plan_pools(desired, self.live())
+        for name, want in plan.create.items():
+            self._call("POST", "/api/v2/pools", {"name": name, **want})
+        for name, want in plan.update.items():
+            self._call("PATCH", f"/api/v2/pools/{name}", {"name": name, **want})
+        return {"created": sorted(plan.create), "updated": sorted(plan.update), "unchanged": plan.unchanged,
+                "orphaned": plan.orphaned}

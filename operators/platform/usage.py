@@ -1,0 +1,149 @@
+"""Usage report: per team, quota vs used; GPU-hours and CPU-hours per user and per DAG from finished Jobs.
+
+``summarise`` is pure (objects in, report dict out). A Job's hours are its requests (cpu, GPUs) times the time
+from ``status.startTime`` to its completion (``completionTime``, or the ``Failed`` condition's time); a Job
+counts in the period in which it finished. The user is read back from the Job's ``/root`` volume, the user's
+home PVC (``Platform.home_pvc``), the DAG from its ``skiff.io/dag-id`` annotation. ``run_usage_report`` (the
+``usage_report`` DAG's task) writes the report as JSON under the Airflow home for the UI page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from operators.platform.model import QUOTA_NAME, Platform, home_pvc
+from operators.platform.quantity import parse_quantity
+
+QUOTA_RESOURCES = {"cpu": "requests.cpu", "memory": "requests.memory", "storage": "requests.storage"}
+ROOT_VOLUME = "root-dir"
+JOB_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
+DEFAULT_PERIOD = timedelta(days=30)
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def job_finished_at(job: dict) -> datetime | None:
+    status = job.get("status") or {}
+    if status.get("completionTime"):
+        return _time(status["completionTime"])
+    failed = next((c for c in status.get("conditions") or [] if c.get("type") == "Failed"
+                   and c.get("status") == "True"), None)
+    return _time(failed.get("lastTransitionTime")) if failed else None
+
+
+def job_requests(job: dict, gpu_resource: str) -> tuple[Decimal, Decimal]:
+    spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    cpu = gpu = Decimal(0)
+    for container in spec.get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        cpu += parse_quantity(requests.get("cpu", 0))
+        gpu += parse_quantity(requests.get(gpu_resource, 0))
+    return cpu, gpu
+
+
+def job_user(job: dict, owners: dict[str, str]) -> str:
+    spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for volume in spec.get("volumes") or []:
+        if volume.get("name") == ROOT_VOLUME:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName", "")
+            return owners.get(claim, f"(pvc {claim})")
+    return "(unknown)"
+
+
+def _add(rows: dict, key: tuple, cpu_h: Decimal, gpu_h: Decimal) -> None:
+    row = rows.setdefault(key, [Decimal(0), Decimal(0), 0])
+    row[0] += cpu_h
+    row[1] += gpu_h
+    row[2] += 1
+
+
+def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: datetime, until: datetime) -> dict:
+    owners = {home_pvc(u): u for u in platform.users()}
+    gpu_resource = platform.node_pools.gpu_resource
+    resources = {**QUOTA_RESOURCES, "gpu": f"requests.{gpu_resource}"}
+    by_ns = {q["metadata"]["namespace"]: q for q in quotas if q["metadata"]["name"] == QUOTA_NAME}
+    teams = []
+    for team in platform.teams:
+        status = (by_ns.get(team.namespace) or {}).get("status") or {}
+        teams.append({"team": team.name, "namespace": team.namespace, "quota": {
+            name: {"hard": (status.get("hard") or {}).get(key), "used": (status.get("used") or {}).get(key)}
+            for name, key in resources.items()}})
+    team_of_ns = {t.namespace: t.name for t in platform.teams}
+    users: dict[tuple, list] = {}
+    dags: dict[tuple, list] = {}
+    for job in jobs:
+        finished, started = job_finished_at(job), _time((job.get("status") or {}).get("startTime"))
+        if finished is None or started is None or not since <= finished < until:
+            continue
+        hours = Decimal((finished - started).total_seconds()) / 3600
+        cpu, gpu = job_requests(job, gpu_resource)
+        team = team_of_ns.get(job["metadata"].get("namespace"), job["metadata"].get("namespace"))
+        dag = ((job["metadata"].get("annotations") or {}).get("skiff.io/dag-id")) or "(none)"
+        _add(users, (job_user(job, owners), team), cpu * hours, gpu * hours)
+        _add(dags, (dag, team), cpu * hours, gpu * hours)
+
+    def rows(table: dict, key_name: str) -> list[dict]:
+        return [{key_name: k[0], "team": k[1], "cpu_hours": round(float(v[0]), 4), "gpu_hours": round(float(v[1]), 4),
+                 "jobs": v[2]} for k, v in sorted(table.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))]
+
+    return {"period": {"since": since.isoformat(), "until": until.isoformat()}, "platform_file": platform.source,
+            "teams": teams, "by_user": rows(users, "user"), "by_dag": rows(dags, "dag_id")}
+
+
+def usage(api_client, platform: Platform, *, since: datetime | None = None, until: datetime | None = None) -> dict:
+    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster through the access
+    layer (``api_client``: ``operators.k8s.api_client()``)."""
+    from operators.k8s import Kube
+    from operators.k8s.resource import JOBS, Resource
+
+    until = until or datetime.now(UTC)
+    since = since or until - DEFAULT_PERIOD
+    kube = Kube(api_client)
+    quotas = kube.list(Resource("v1", "resourcequotas"))
+    jobs = kube.list(JOBS, label_selector=JOB_SELECTOR)
+    report = summarise(platform, quotas, jobs, since, until)
+    report["generated_at"] = until.isoformat()
+    return report
+
+
+def usage_file() -> Path:
+    from operators.platform import skiff_conf
+
+    configured = skiff_conf("usage_file")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow") / "skiff" / "usage.json"
+
+
+def write_report(report: dict[str, Any], path: Path) -> None:
+    """Atomically (write + rename): the UI never reads a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_report(path: Path | None = None) -> dict | None:
+    """For the UI page: the last report, or None before the first run."""
+    try:
+        return json.loads((path or usage_file()).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def run_usage_report() -> dict:
+    from operators.k8s import api_client
+    from operators.platform import load_platform
+
+    report = usage(api_client(), load_platform())
+    path = usage_file()
+    write_report(report, path)
+    return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),
+            "dags": len(report["by_dag"])}

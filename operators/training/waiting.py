@@ -1,0 +1,121 @@
+"""What to do while waiting for a training Job: a pure decision, ``decide(seen, timers, now, settings)``.
+
+It takes what the watches have seen (the Job, its pods, the Job's events if listed) and the waiting timers,
+and returns an ``Outcome`` (the Job ended, or can never progress on its own) or ``Wait`` (maybe asking the
+caller to list the Job's events), plus the updated timers. No I/O and no clock of its own, so every
+waiting policy is tested without a cluster:
+
+* no pod within ``pod_discovery_timeout`` (unless a quota refusal explains it);
+* a quota refusal (only visible as events, listed every ``event_poll_interval`` while the Job has no pod,
+  so a healthy Job costs no event requests) lasting ``quota_wait`` (None: wait for quota forever);
+* a pod unschedulable for ``unschedulable_timeout``;
+* an image-pull / container-config error, which never heals on its own: fail at once;
+* a Job not seen at all ``JOB_UNSEEN_GRACE`` seconds after the start (a shared watch only reports what it
+  sees change; the Job may have been deleted before the follower subscribed): have it read once in a while.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from operators.training import failure
+
+JOB_UNSEEN_GRACE = 10.0
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    pod_discovery_timeout: float = 300.0
+    quota_wait: float | None = 0.0  # seconds a quota refusal may last before failing; None = wait forever
+    unschedulable_timeout: float | None = 1800.0
+    log_tail_lines: int = 50
+    event_poll_interval: float = 5.0  # only while the Job has no pod (quota refusals are events)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the watches saw: the Job (None: not listed yet; ``{"deleted": True, ...}``: gone or replaced)."""
+    job: dict | None
+    pods: tuple[dict, ...] = ()
+    events: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Timers:
+    start: float
+    seen_pod: bool = False
+    quota_since: float | None = None
+    unschedulable_since: float | None = None
+    events_at: float = float("-inf")
+    job_read_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # "success" | "failed"
+    reason: str | None = None  # None for a failed Job: the caller explains it from the objects (failure.py)
+    kind: str | None = None  # "job" | "deleted" | "fatal" | "unschedulable" | "quota" | "discovery"
+
+
+@dataclass(frozen=True)
+class Wait:
+    list_events: bool = False  # the caller should list the Job's events, then decide again
+    read_job: bool = False  # the caller should read the Job (absent: gone), then decide again
+
+
+def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
+           ref: str) -> tuple[Outcome | Wait, Timers]:
+    """``ref`` is "namespace/name", for the messages."""
+    job = seen.job
+    if job is None:
+        if now - (timers.job_read_at if timers.job_read_at is not None else timers.start) >= JOB_UNSEEN_GRACE:
+            return Wait(read_job=True), replace(timers, job_read_at=now)
+        return Wait(), timers
+    if job.get("deleted"):
+        return Outcome("failed", f"the Job {ref} was deleted while the task waited for it", "deleted"), timers
+    state = failure.job_state(job)
+    if state == "succeeded":
+        return Outcome("success"), timers
+    if state == "failed":
+        return Outcome("failed", None, "job"), timers
+    pods = [p for p in seen.pods if not p["metadata"].get("deletionTimestamp")]
+    timers = replace(timers, seen_pod=timers.seen_pod or bool(pods))
+    problem = failure.blocking_problem(pods, [])
+    if problem and problem.kind == "fatal":
+        return Outcome("failed", problem.message, "fatal"), timers
+    if problem and problem.kind == "unschedulable":
+        since = timers.unschedulable_since if timers.unschedulable_since is not None else now
+        timers = replace(timers, unschedulable_since=since)
+        limit = settings.unschedulable_timeout
+        if limit is not None and now - since >= limit:
+            return Outcome("failed", f"{problem.message} (pending for {limit:g}s)", "unschedulable"), timers
+    else:
+        timers = replace(timers, unschedulable_since=None)
+    if pods:
+        return Wait(), replace(timers, quota_since=None)
+    # No pod: the events say why (a quota refusal); have them listed now and then, before judging.
+    if now - timers.start >= 1.0 and now - timers.events_at >= settings.event_poll_interval:
+        return Wait(list_events=True), replace(timers, events_at=now)
+    quota = failure.quota_problem(list(seen.events))
+    if quota:
+        since = timers.quota_since if timers.quota_since is not None else now
+        timers = replace(timers, quota_since=since)
+        if settings.quota_wait is not None and now - since >= settings.quota_wait:
+            return Outcome("failed", quota, "quota"), timers
+        return Wait(), timers  # waiting for quota may outlast pod discovery
+    if not timers.seen_pod and now - timers.start >= settings.pod_discovery_timeout:
+        return Outcome("failed", f"no pod was created for Job {ref} within {settings.pod_discovery_timeout:g}s "
+                       "(pod_discovery_timeout)", "discovery"), timers
+    return Wait(), timers
+
+
+def started(pod: dict) -> bool:
+    """The pod's container has started (so its log can be followed)."""
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if "running" in state or "terminated" in state:
+            return True
+    return False

@@ -1,0 +1,119 @@
+"""The plugin's FastAPI app, mounted by the api-server at ``/skiff`` (under ``[api] base_url``'s path).
+
+``GET /`` is the page (an external view the Airflow UI frames), ``/static/*`` its script and styles, ``/api/*``
+the JSON the page polls. Every route depends on ``auth.current_user``; routes that change something are POSTs
+with a JSON body (``auth.json_body_only``). The page uses relative URLs only, so a sub-path base URL works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from importlib.resources import files
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from operators.ui import actions, instances, sources
+from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
+
+STATIC = files("operators.ui") / "static"
+ASSETS = {"skiff.js": "text/javascript", "skiff.css": "text/css", "skiff.svg": "image/svg+xml"}
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def readable_dag_ids(caller: Caller) -> set[str] | None:
+    """DAGs whose task instances the caller may read (Airflow's answer); ``None`` = every DAG."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    if caller.admin:
+        return None
+    return set(get_auth_manager().get_authorized_dag_ids(user=caller.user, method="GET"))
+
+
+async def _off_loop(fn, *args):
+    """Blocking reads (cluster, metadata DB) run in a worker thread so the api-server's loop stays free."""
+    return await asyncio.to_thread(fn, *args)
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="Skiff", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page(_: CallerDep) -> HTMLResponse:
+        return HTMLResponse((STATIC / "index.html").read_text(), headers=NO_STORE)
+
+    @app.get("/static/{name}")
+    async def asset(name: str, _: CallerDep) -> Response:
+        if name not in ASSETS:
+            raise HTTPException(404, f"no asset {name!r}")
+        return Response((STATIC / name).read_bytes(), media_type=ASSETS[name])
+
+    @app.get("/api/me")
+    async def me(caller: CallerDep) -> dict:
+        from airflow.api_fastapi.app import API_ROOT_PATH
+
+        teams = await _off_loop(instances.teams_of, caller)
+        paused = await _off_loop(actions.paused, instances.LIFECYCLE_DAGS.values())
+        return {"user": caller.name, "admin": caller.admin, "teams": teams, "ui_root": API_ROOT_PATH,
+                "may_trigger": {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()},
+                "paused": sorted(paused)}
+
+    @app.get("/api/quota")
+    async def quota(caller: CallerDep) -> dict:
+        teams = None if caller.admin else await _off_loop(instances.teams_of, caller)
+        return {"teams": await _off_loop(sources.quotas, sources.kube(), teams)}
+
+    @app.get("/api/usage")
+    async def usage(caller: CallerDep) -> dict:
+        return await _off_loop(instances.gpu_hours, caller)
+
+    @app.get("/api/training")
+    async def training(caller: CallerDep) -> dict:
+        dag_ids = await _off_loop(readable_dag_ids, caller)
+        return {"tasks": await _off_loop(sources.training, sources.kube(), dag_ids)}
+
+    @app.get("/api/sedna")
+    async def sedna(_: CallerDep) -> dict:
+        return await _off_loop(sources.sedna, sources.kube())
+
+    @app.get("/api/instances")
+    async def list_instances(caller: CallerDep) -> dict:
+        return {"instances": await _off_loop(instances.visible_instances, caller),
+                "now": datetime.now(UTC).isoformat()}
+
+    @app.get("/api/instances/options")
+    async def options(caller: CallerDep) -> dict:
+        return await _off_loop(instances.form_options, caller)
+
+    @app.post("/api/instances", status_code=202, dependencies=[Depends(json_body_only)])
+    async def create(request: Request, caller: CallerDep) -> dict:
+        body = await _json_object(request)
+        conf = await _off_loop(instances.create_conf, caller, body)  # 400 naming the field, nothing triggered
+        return await instances.trigger(request, caller, "create", conf)
+
+    @app.post("/api/instances/{team}/{name}/{action}", status_code=202, dependencies=[Depends(json_body_only)])
+    async def act(team: str, name: str, action: str, request: Request, caller: CallerDep) -> dict:
+        await _json_object(request)
+        if action not in ("stop", "start", "delete"):
+            raise HTTPException(404, f"action: {action!r} is not one of stop, start, delete")
+        conf = await _off_loop(instances.action_conf, caller, team, name)  # 404 unless the caller may see it
+        return await instances.trigger(request, caller, action, conf)
+
+    @app.get("/api/instances/{team}/{name}/password")
+    async def password(team: str, name: str, caller: CallerDep) -> JSONResponse:
+        secret = await _off_loop(instances.password, caller, team, name)
+        return JSONResponse({"team": team, "name": name, "password": secret}, headers=NO_STORE)
+
+    return app
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise HTTPException(400, f"body: not JSON ({exc})") from exc
+    if not isinstance(body, dict):
+        raise HTTPException(400, f"body: expected a JSON object, got {type(body).__name__}")
+    return body

@@ -1,0 +1,198 @@
+"""Development instances and the platform file as the page sees them, for one caller.
+
+Visibility: a user sees their own instances, a team admin (role ``admin`` in the platform file) also the team's,
+an Airflow admin every one; actions are the owner's or an Airflow admin's (the lifecycle DAGs' own rule). A password is its owner's only (``password``, through
+``operators.devinstances.inventory.password``). Actions never touch the cluster from here: they are runs of the
+lifecycle DAGs triggered as the caller (``actions``), after the checks the create DAG itself makes
+(``request_from_params``) plus the team's free quota and the per-user limit, so bad input is a 400 naming the
+field and nothing is triggered.
+
+Listing is one StatefulSet list and one pod list for everybody (not one per owner); the idle time, which costs a
+service-proxy call per running instance, is cached for ``IDLE_TTL`` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import HTTPException, Request
+
+from operators.ui import actions, sources, views
+from operators.ui.actions import LIFECYCLE_DAGS
+from operators.ui.auth import Caller, may_trigger
+from operators.ui.views import free_quota
+
+IDLE_TTL = 30.0
+SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"
+_idle_cache: dict[tuple[str, str], tuple[float, datetime | None]] = {}
+_idle_lock = threading.Lock()
+
+
+def _platform():
+    from operators.platform import load_platform
+
+    return load_platform()
+
+
+def teams_of(caller: Caller) -> list[str]:
+    """Namespaces of the caller's teams (every team for an Airflow admin)."""
+    platform = _platform()
+    return [t.namespace for t in (platform.teams if caller.admin else platform.teams_of(caller.name))]
+
+
+def admin_teams(caller: Caller, platform=None) -> set[str]:
+    """Namespaces where the caller sees everyone's instances."""
+    platform = platform or _platform()
+    if caller.admin:
+        return {t.namespace for t in platform.teams}
+    return {t.namespace for t in platform.teams_of(caller.name)
+            if any(m.user == caller.name and m.role == "admin" for m in t.members)}
+
+
+def gpu_hours(caller: Caller) -> dict:
+    """GPU-hours per user of the caller's teams (every team for an Airflow admin) from the last usage report
+    (the platform's ``usage_report`` DAG writes it)."""
+    from operators.platform.usage import read_report
+
+    platform = _platform()
+    teams = None if caller.admin else {t.name for t in platform.teams_of(caller.name)}
+    return views.gpu_hours_by_user(read_report(), teams)
+
+
+def _last_activity(api, namespace: str, service: str) -> datetime | None:
+    from operators.devinstances import idle
+
+    key, now = (namespace, service), time.monotonic()
+    with _idle_lock:
+        hit = _idle_cache.get(key)
+    if hit and now - hit[0] < IDLE_TTL:
+        return hit[1]
+    last, _why = idle.read_last_activity(api, namespace, service)
+    with _idle_lock:
+        _idle_cache[key] = (now, last)
+    return last
+
+
+def _visible(caller: Caller, sts: dict, admin_of: set[str]) -> bool:
+    from operators.devinstances import naming
+
+    owner = (sts["metadata"].get("annotations") or {}).get(naming.ANN_OWNER)
+    return owner == caller.name or sts["metadata"]["namespace"] in admin_of
+
+
+def visible_instances(caller: Caller) -> list[dict]:
+    from operators.devinstances.settings import Settings
+    from operators.devinstances.view import RUNNING, view
+
+    k = sources.kube()
+    admin_of = admin_teams(caller)
+    stss = [s for s in sources.list_all(k, "apps/v1", "statefulsets", labels=SELECTOR)
+            if _visible(caller, s, admin_of)]
+    if not stss:
+        return []
+    pods = {(p["metadata"]["namespace"], p["metadata"]["name"].rsplit("-", 1)[0]): p
+            for p in sources.list_all(k, "v1", "pods", labels=SELECTOR)}
+    host, now, rows = Settings.from_env().host, datetime.now(UTC), []
+    for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])):
+        ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
+        first = view(sts, pods.get((ns, name)), host, now)
+        if first.state == RUNNING:
+            first = view(sts, pods.get((ns, name)), host, now, _last_activity(k.api, ns, name))
+        row = first.as_dict()
+        row["team"] = row["namespace"]
+        row["mine"] = row["owner"] == caller.name
+        rows.append(row)
+    return rows
+
+
+def form_options(caller: Caller) -> dict:
+    """What the New-instance form offers: the catalogue, the caller's teams with their free quota, volumes."""
+    platform = _platform()
+    teams = [t for t in platform.teams_of(caller.name)]
+    quotas = {q["team"]: q for q in sources.quotas(sources.kube(), [t.namespace for t in teams])}
+    default = platform.default_image()
+    return {
+        "images": [{"name": i.name, "gpu": i.gpu, "description": i.description,
+                    "default": default is not None and i.name == default.name} for i in platform.images],
+        "teams": [{"team": t.namespace, "free": free_quota(quotas.get(t.namespace, {}).get("bars", [])),
+                   "volumes": [{"pvc": v.name, "mode": m} for v in platform.volumes
+                               if v.team == t.name and (m := platform.volume_access(caller.name, t.name, v.name))]}
+                  for t in teams],
+        "may_create": may_trigger(caller, LIFECYCLE_DAGS["create"]),
+    }
+
+
+FORM_FIELDS = ("name", "team", "image", "cpu", "memory", "gpu", "mounts", "extra_ports")
+
+
+def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
+    """The create DAG's conf from the form, checked as the DAG checks it plus free quota and the 3-per-user
+    limit; a 400 naming the field and the value otherwise."""
+    from operators.devinstances.lifecycle import count_instances
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+
+    unknown = sorted(set(body) - set(FORM_FIELDS))
+    if unknown:
+        raise HTTPException(400, f"{unknown[0]}={body[unknown[0]]!r}: not a field of the form "
+                                 f"({', '.join(FORM_FIELDS)})")
+    try:
+        req = request_from_params(_platform(), caller.name, body)
+    except (ValueError, PermissionError) as exc:
+        raise HTTPException(400, str(exc)) from exc
+    k = sources.kube()
+    free = free_quota(next(iter(sources.quotas(k, [req.namespace])))["bars"])
+    asked = {"cpu": _cores(req.cpu), "memory": float(req.memory_gi), "gpu": float(req.gpu)}
+    for resource, amount in asked.items():
+        if resource in free and amount > free[resource]:
+            raise HTTPException(400, f"{resource}={body.get(resource)!r}: team {req.namespace} has only "
+                                     f"{free[resource]:g} free")
+    settings = Settings.from_env()
+    existing = count_instances(k.api, caller.name)
+    if len(existing) >= settings.max_per_owner:
+        raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "
+                                 f"({', '.join(existing)}), the most allowed is {settings.max_per_owner}")
+    return {f: body[f] for f in FORM_FIELDS if f in body}
+
+
+def _cores(cpu: str) -> float:
+    return float(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+
+
+def _find(caller: Caller, team: str, name: str) -> dict:
+    row = next((r for r in visible_instances(caller) if r["team"] == team and r["name"] == name), None)
+    if row is None:
+        raise HTTPException(404, f"name={name!r}: no instance of yours with this name in team {team!r}")
+    return row
+
+
+def action_conf(caller: Caller, team: str, name: str) -> dict:
+    """The lifecycle DAG's conf for an instance the caller may act on: their own, or any for an Airflow admin
+    (the DAGs' owner rule, ``operators.devinstances.owners``; a team admin sees the team's but acts on own)."""
+    row = _find(caller, team, name)
+    if row["owner"] == caller.name:
+        return {"name": name, "team": team}
+    if caller.admin:
+        return {"name": name, "team": team, "owner": row["owner"]}
+    raise HTTPException(403, f"name={name!r}: {row['owner']}'s instance; only its owner or an Airflow admin acts on it")
+
+
+def password(caller: Caller, team: str, name: str) -> str:
+    """The owner's password: nobody else's, admins included (it is shown only to its owner)."""
+    from operators.devinstances import inventory
+    from operators.devinstances.lifecycle import InstanceError
+
+    row = _find(caller, team, name)
+    try:
+        return inventory.password(sources.kube().api, row["owner"], team, name, caller=caller.name)
+    except PermissionError as exc:
+        raise HTTPException(403, str(exc)) from exc
+    except InstanceError as exc:
+        raise HTTPException(404, str(exc)) from exc
+
+
+async def trigger(request: Request, caller: Caller, action: str, conf: dict) -> dict:
+    return await actions.trigger_as_user(request, caller.token, LIFECYCLE_DAGS[action], conf)

@@ -1,0 +1,195 @@
+"""Reads behind the page: the cluster (through ``operators.k8s``'s hook and connection) and Airflow's metadata DB.
+
+Each read is one list call per kind across namespaces (label or field selectors), never one call per row, so a
+page refresh costs the same with 5 instances or 500. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from operators.k8s import KubeError, api_client, conn_id
+from operators.k8s.resource import DEPLOYMENTS, EVENTS, HPAS, JOBS, PODS, SERVICES, Resource
+from operators.k8s.rest import Kube
+from operators.platform.model import QUOTA_NAME
+from operators.sedna.kube import DATASETS, FL_JOBS, JI_SERVICES, MODELS
+from operators.training import failure
+from operators.ui import views
+
+TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
+FAILED_WINDOW = timedelta(hours=24)
+MAX_TRAINING_ROWS = 500
+QUOTAS = Resource("v1", "resourcequotas")
+
+_kube_lock = threading.Lock()
+_kubes: dict[str, Kube] = {}
+
+
+def kube() -> Kube:
+    """One API client per connection (``[skiff] kubernetes_conn_id``) per process: a hook per request would
+    re-read the connection."""
+    conn = conn_id()
+    with _kube_lock:
+        if conn not in _kubes:
+            _kubes[conn] = Kube(api_client(conn))
+        return _kubes[conn]
+
+
+def _list(k: Kube, res: Resource, *, labels: str | None = None, fields: str | None = None) -> list[dict]:
+    """Every object of a kind in every namespace matching the selectors: one request."""
+    return k.list(res, None, label_selector=labels, field_selector=fields)
+
+
+def list_all(k: Kube, group_version: str, plural: str, *, labels: str | None = None) -> list[dict]:
+    return _list(k, Resource(group_version, plural), labels=labels)
+
+
+# ---------------------------------------------------------------- quota
+
+
+def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
+    """``skiff-quota`` of each team (``teams=None``: every team that has one), as bars."""
+    found = {q["metadata"]["namespace"]: q for q in _list(k, QUOTAS, fields=f"metadata.name={QUOTA_NAME}")}
+    names = sorted(found) if teams is None else list(teams)
+    return [views.team_quota(t, found.get(t)) for t in names]
+
+
+# ---------------------------------------------------------------- training
+
+
+def training_task_instances(dag_ids: set[str] | None, now: datetime, job_keys: Iterable[tuple] = ()) -> list[dict]:
+    """Unfinished and recently failed training task instances in DAGs the user may read: those of
+    ``TrainingJobOperator`` and those a training Job in the cluster names (subclasses have their own class name).
+    """
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.utils.session import create_session
+    from sqlalchemy import and_, or_, select
+
+    keys = set(job_keys)
+    recent = or_(TI.state.in_(views.ACTIVE_STATES), and_(TI.state == "failed", TI.end_date >= now - FAILED_WINDOW))
+    training = TI.operator == views.TRAINING_OPERATOR
+    if keys:
+        training = or_(training, and_(TI.dag_id.in_({k[0] for k in keys}), TI.task_id.in_({k[1] for k in keys})))
+    query = select(TI.id, TI.dag_id, TI.task_id, TI.run_id, TI.map_index, TI.try_number, TI.state, TI.start_date,
+                   TI.end_date, TI.queued_dttm, TI.scheduled_dttm, TI.operator).where(training, recent)
+    if dag_ids is not None:
+        query = query.where(TI.dag_id.in_(dag_ids))
+    query = query.order_by(TI.start_date.desc()).limit(MAX_TRAINING_ROWS)
+    with create_session() as session:
+        rows = [dict(r._mapping) for r in session.execute(query)]
+    return [r for r in rows if r["operator"] == views.TRAINING_OPERATOR
+            or (r["dag_id"], r["task_id"], r["run_id"], r["map_index"]) in keys]
+
+
+@lru_cache(maxsize=2048)
+def failure_reason(ti_id, try_number: int) -> str | None:
+    """A finished try's reason from its log (a finished log never changes, hence the cache). The task instance
+    is loaded as Airflow's log route loads it (trigger and DAG eagerly: the handler reads them)."""
+    from airflow.models.taskinstance import TaskInstance as TI
+    from airflow.models.trigger import Trigger
+    from airflow.utils.log.log_reader import TaskLogReader
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+    from sqlalchemy.orm import joinedload
+
+    query = (select(TI).where(TI.id == ti_id, TI.try_number == try_number).join(TI.dag_run)
+             .options(joinedload(TI.trigger).joinedload(Trigger.triggerer_job), joinedload(TI.dag_model)))
+    with create_session() as session:
+        ti = session.scalar(query)
+        if ti is None:
+            return None
+        try:
+            messages, _ = TaskLogReader().read_log_chunks(ti, try_number, {})
+            return views.failure_from_log(m if isinstance(m, dict) else m.model_dump() for m in messages)
+        except Exception:  # noqa: BLE001 - an unreadable log (remote store down) costs the reason, not the page
+            return None
+
+
+def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> list[dict]:
+    now = now or datetime.now(UTC)
+    jobs: dict[tuple, tuple[int, dict]] = {}
+    for job in _list(k, JOBS, labels=TRAINING_SELECTOR):
+        key = views.job_key((job.get("metadata") or {}).get("annotations") or {})
+        try_no = int(job["metadata"].get("labels", {}).get("skiff.io/try-number", "0"))
+        if key and (key not in jobs or try_no >= jobs[key][0]):
+            jobs[key] = (try_no, job)
+    tis = training_task_instances(dag_ids, now, jobs)
+    if not tis:
+        return []
+    pods: dict[str, list[dict]] = {}
+    for p in _list(k, PODS, labels=TRAINING_SELECTOR):
+        pods.setdefault(p["metadata"].get("labels", {}).get("skiff.io/job-name"), []).append(p)
+    rows = []
+    for ti in tis:
+        job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
+        job_pods = pods.get(job["metadata"]["name"], []) if job else []
+        reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
+        rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason))
+    return rows
+
+
+def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
+    """Why a try failed: from its Job when that is still there (what the operator itself concluded, from the
+    same objects), else from the task log (Jobs that could never run are deleted by the operator)."""
+    if job is not None and failure.job_state(job) == "failed":
+        return failure.failure_reason(job, pods, [])
+    return failure_reason(ti["id"], ti["try_number"])
+
+
+# ---------------------------------------------------------------- Sedna
+
+
+def sedna(k: Kube, namespaces: set[str] | None = None) -> dict:
+    """Every FederatedLearningJob and JointInferenceService (in ``namespaces`` if given) with its children;
+    ``installed`` is False when the cluster has no Sedna CRDs."""
+    try:
+        return {"installed": True, "workloads": _sedna_rows(k, namespaces)}
+    except KubeError as exc:
+        if exc.status == 404:
+            return {"installed": False, "workloads": []}
+        raise
+
+
+def _sedna_rows(k: Kube, namespaces: set[str] | None) -> list[dict]:
+    from operators.sedna import desired as d
+
+    fl, ji = _list(k, FL_JOBS), _list(k, JI_SERVICES)
+    if namespaces is not None:
+        fl = [c for c in fl if c["metadata"]["namespace"] in namespaces]
+        ji = [c for c in ji if c["metadata"]["namespace"] in namespaces]
+    if not fl and not ji:
+        return []
+    models = _by_ns_name(_list(k, MODELS))
+    datasets = _by_ns_name(_list(k, DATASETS)) if fl else {}
+    children: dict[str, list[dict]] = {}
+    for res, kind in ((PODS, "Pod"), (SERVICES, "Service"), (DEPLOYMENTS, "Deployment"),
+                      (HPAS, "HorizontalPodAutoscaler")):
+        for obj in _list(k, res, labels="app.kubernetes.io/managed-by=skiff"):
+            obj.setdefault("kind", kind)
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                children.setdefault(ref.get("uid"), []).append(obj)
+    events: dict[str, list[dict]] = {}
+    for kind in (d.FL_KIND, d.JI_KIND):
+        for ev in _list(k, EVENTS, fields=f"involvedObject.kind={kind}"):
+            events.setdefault((ev.get("involvedObject") or {}).get("uid"), []).append(ev)
+    rows = []
+    for cr, kind in [(c, d.FL_KIND) for c in fl] + [(c, d.JI_KIND) for c in ji]:
+        ns, uid = cr["metadata"]["namespace"], cr["metadata"]["uid"]
+        cr.setdefault("kind", kind)
+        if kind == d.FL_KIND:
+            want = d.desired_federated_learning(cr, models.get(ns, {}), datasets.get(ns, {}))
+        else:
+            want = d.desired_joint_inference(cr, models.get(ns, {}))
+        rows.append(views.sedna_row(cr, [(c.kind, c.name) for c in want.children], children.get(uid, []),
+                                    events.get(uid, []), error=str(want.error) if want.error else None))
+    return rows
+
+
+def _by_ns_name(objs: list[dict]) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for o in objs:
+        out.setdefault(o["metadata"]["namespace"], {})[o["metadata"]["name"]] = o
+    return out

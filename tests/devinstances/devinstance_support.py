@@ -1,0 +1,49 @@
+"""Shared helpers of the development-instance tests (plain data; the cluster is kubesim)."""
+
+from __future__ import annotations
+
+import json
+
+from kubernetes import client
+
+from kubesim.testing import wait_until
+from operators.devinstances import naming
+from operators.devinstances.spec import Image, build_request
+
+NS = "recsys"
+USERS = ["alice", "bob", *[f"user{i:02d}" for i in range(20)]]
+CATALOGUE = (Image("tf2-cpu", "registry.local/nb:tf2.15", default=True),
+             Image("tf2-gpu", "registry.local/nb:tf2.15-gpu", gpu=True))
+
+
+def make_request(owner="alice", name="nb", **over):
+    access = {f"{owner}-home": "rw", "datasets": "ro"}
+    values = dict(owner=owner, name=name, team=NS, image="tf2-cpu", cpu=1, memory=2, gpu=0, mounts_=[],
+                  extra_ports_=[], catalogue=CATALOGUE, default_image="tf2-cpu", home_pvc=f"{owner}-home",
+                  access=access.get)
+    values.update(over)
+    return build_request(**values)
+
+
+def sts_of(k8s, owner, name, ns=NS):
+    return client.AppsV1Api(k8s).read_namespaced_stateful_set(naming.statefulset_name(owner, name), ns)
+
+
+def wait_ready(k8s, owner, name, ns=NS, timeout=15):
+    return wait_until(lambda: (sts_of(k8s, owner, name, ns).status.ready_replicas or 0) >= 1, timeout,
+                      what=f"{owner}-{name} ready")
+
+
+def wait_no_pod(k8s, owner, name, ns=NS, timeout=15):
+    core = client.CoreV1Api(k8s)
+    return wait_until(lambda: not core.list_namespaced_pod(
+        ns, label_selector=f"{naming.LABEL_INSTANCE}={name},{naming.LABEL_OWNER}={owner}").items, timeout,
+        what=f"{owner}-{name} pod gone")
+
+
+def script_activity(k8s, owner, name, last_activity: float, ns=NS) -> None:
+    """Make the instance's pod answer Jupyter's /metrics with ``last_activity`` (epoch seconds)."""
+    body = ("# TYPE jupyter_server_last_activity_timestamp_seconds gauge\n"
+            f"jupyter_server_last_activity_timestamp_seconds {last_activity!r}\n")
+    client.CoreV1Api(k8s).patch_namespaced_pod(naming.pod_name(owner, name), ns, {"metadata": {"annotations": {
+        "kubesim.io/http": json.dumps({"8888/metrics": body})}}})

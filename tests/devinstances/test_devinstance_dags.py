@@ -1,0 +1,131 @@
+"""The development-instance DAGs: they import without a DB or cluster, their forms are titled and schema'd, and
+the whole lifecycle runs through dag.test() on kubesim -- without the password ever reaching a task log, an
+XCom, a rendered template or a Kubernetes Event."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from devinstance_support import NS, script_activity, sts_of, wait_no_pod, wait_ready
+from kubernetes import client
+
+from operators.devinstances import inventory, tcp_services
+from operators.devinstances.settings import Settings
+
+DAGS = Path(__file__).resolve().parents[2] / "dags"
+ACTIONS = ("create", "start", "stop", "delete")
+
+
+@pytest.fixture(scope="module")
+def bag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS))
+
+
+def test_dags_import_with_titled_schemad_forms(bag):
+    assert not {k: v for k, v in bag.import_errors.items() if "dev_instance" in k}
+    for action in ACTIONS:
+        dag = bag.dags[f"dev_instance_{action}"]
+        assert dag.schedule is None
+        params = dag.params
+        for key in ("name", "team", "owner"):
+            param = params.get_param(key)
+            assert param.schema.get("title") and param.description, (action, key)
+    create = bag.dags["dev_instance_create"].params
+    from operators.platform import load_platform
+
+    assert create.get_param("image").schema["enum"] == [i.name for i in load_platform().images]
+    assert create.get_param("gpu").schema["maximum"] == 8 and create.get_param("cpu").schema["maximum"] == 64
+    assert create.get_param("extra_ports").schema["maxItems"] == 5
+    cull = bag.dags["dev_instance_cull"]
+    assert type(cull.timetable).__name__ == "CronTriggerTimetable" and cull.max_active_runs == 1
+
+
+def run(bag, action: str, **conf):
+    """One dag.test() run; the DAG is parsed afresh each time (dag.test() keeps a run's conf in the DAG's params)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag_id = f"dev_instance_{action}"
+    dag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py")).dags[dag_id]
+    return dag.test(run_conf={"team": NS, "name": "nb", "owner": "alice", **conf})
+
+
+def leaks(secret: str, airflow_home: Path, run_ids: list[str], k8s, captured: str) -> list[str]:
+    """Every place the secret shows up: task logs on disk, captured output, XCom, rendered fields, Events."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    found = [str(p) for p in (airflow_home / "logs").rglob("*") if p.is_file() and secret in p.read_text(errors="ignore")]
+    if secret in captured:
+        found.append("captured task output")
+    with create_session() as session:
+        for x in session.query(XComModel).filter(XComModel.run_id.in_(run_ids)):
+            if secret in str(x.value):
+                found.append(f"xcom {x.dag_id}.{x.task_id}.{x.key}")
+        for r in session.query(RenderedTaskInstanceFields).filter(RenderedTaskInstanceFields.run_id.in_(run_ids)):
+            if secret in str(r.rendered_fields) or secret in str(r.k8s_pod_yaml):
+                found.append(f"rendered fields {r.dag_id}.{r.task_id}")
+    for ev in client.CoreV1Api(k8s).list_event_for_all_namespaces().items:
+        if secret in str(ev.to_dict()):
+            found.append(f"event {ev.metadata.name}")
+    return found
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_lifecycle_through_the_dags_without_leaking_the_password(bag, k8s, team, airflow_db, capfd, caplog):
+    caplog.set_level(logging.DEBUG)
+    settings = Settings()
+    runs = [run(bag, "create", cpu=1, memory=2)]
+    assert runs[-1].state == "success"
+    wait_ready(k8s, "alice", "nb")
+    passwords = [inventory.password(k8s, "alice", NS, "nb", caller="alice")]
+    runs.append(run(bag, "stop"))
+    wait_no_pod(k8s, "alice", "nb")
+    runs.append(run(bag, "stop"))  # idempotent
+    runs.append(run(bag, "start"))
+    wait_ready(k8s, "alice", "nb")
+    passwords.append(inventory.password(k8s, "alice", NS, "nb", caller="alice"))
+    assert passwords[0] != passwords[1]
+    assert all(r.state == "success" for r in runs)
+    assert sts_of(k8s, "alice", "nb").metadata.annotations["skiff.io/last-stopped"]
+    script_activity(k8s, "alice", "nb", 0.0)  # idle since 1970
+    runs.append(run(bag, "cull"))
+    assert runs[-1].state == "success" and sts_of(k8s, "alice", "nb").spec.replicas == 0
+    runs.append(run(bag, "delete"))
+    runs.append(run(bag, "delete"))  # a missing instance: says so, succeeds
+    assert all(r.state == "success" for r in runs)
+    assert client.CoreV1Api(k8s).read_namespaced_persistent_volume_claim("alice-home", NS)
+    assert tcp_services.current(k8s, settings) == {}
+    captured = "".join(capfd.readouterr()) + caplog.text  # the task logs: dag.test() runs tasks in-process
+    assert "ssh -p " in captured and "root@localhost" in captured  # the log gives the ssh line...
+    run_ids = [r.run_id for r in runs]
+    # the search sees what the tasks logged and returned (so it would see a password there)
+    seen = leaks("root@localhost", airflow_db, run_ids, k8s, captured)
+    assert "captured task output" in seen and any(x.startswith("xcom dev_instance_create") for x in seen)
+    for secret in passwords:  # ...and never the password
+        assert leaks(secret, airflow_db, run_ids, k8s, captured) == []
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_refused_runs_fail_with_the_reason(bag, k8s, team, airflow_db, caplog, capfd):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    for conf in ({"image": "no-such-image"}, {"cpu": 65}, {"extra_ports": [1, 2, 3, 4, 5, 6]}):
+        with pytest.raises(ParamValidationError):  # the form's schema refuses before a run exists
+            run(bag, "create", **conf)
+    refusals = (({"owner": None}, "pass owner in the run's conf"),
+                ({"team": "nlp"}, "home volume='alice-home': no such PersistentVolumeClaim in nlp"),
+                ({"team": "nlp", "owner": "bob"}, "'bob' is not a member of this team"),
+                ({"gpu": 1}, "image='tf2-cpu': is a CPU image"),
+                ({"cpu": 9}, "CPU, quota 8"))  # recsys's quota in the platform file
+    for conf, _ in refusals:
+        assert run(bag, "create", **conf).state == "failed", conf
+    assert run(bag, "stop", name="ghost").state == "failed"
+    output = "".join(capfd.readouterr()) + caplog.text  # the task logs (dag.test() runs tasks in-process)
+    for reason in [r for _, r in refusals] + ["no development instance 'ghost' of 'alice'"]:
+        assert reason in output
+    assert not client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items

@@ -1,0 +1,39 @@
+"""End to end under a real `airflow standalone`: alice, logged in, triggers dev_instance_create through the REST
+API; the scheduler runs it, the instance becomes Ready on kubesim and belongs to alice; bob cannot stop it."""
+
+from __future__ import annotations
+
+import pytest
+from devinstance_support import NS, sts_of
+
+from kubesim.testing import wait_until
+from operators.devinstances import inventory
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_logged_in_user_creates_an_instance_that_becomes_ready(team_stack):
+    stack = team_stack
+    k8s = stack.k8s()
+    run_id = stack.trigger("dev_instance_create", {"name": "e2e", "team": NS, "cpu": 1, "memory": 2}, user="alice")
+    assert stack.wait_run("dev_instance_create", run_id, timeout=150) == "success"
+    run = stack.api("GET", f"/api/v2/dags/dev_instance_create/dagRuns/{run_id}")
+    assert run["triggering_user_name"] == "alice"
+    wait_until(lambda: (sts_of(k8s, "alice", "e2e").status.ready_replicas or 0) >= 1, 30, what="instance Ready")
+    assert sts_of(k8s, "alice", "e2e").metadata.annotations["skiff.io/owner"] == "alice"
+    log = stack.task_log("dev_instance_create", run_id, "create")
+    (view,) = [v for v in inventory.list_instances(k8s, "alice", _settings()) if v.name == "e2e"]
+    assert view.state == "Running" and view.ssh in log
+    assert inventory.password(k8s, "alice", NS, "e2e", caller="alice") not in log
+    # bob, logged in, may not stop alice's instance by naming her as owner
+    bob_run = stack.trigger("dev_instance_stop", {"name": "e2e", "team": NS, "owner": "alice"}, user="bob")
+    assert stack.wait_run("dev_instance_stop", bob_run, timeout=150) == "failed"
+    assert "'bob' may only act on their own development instances" in stack.task_log(
+        "dev_instance_stop", bob_run, "stop")
+    assert sts_of(k8s, "alice", "e2e").spec.replicas == 1
+
+
+def _settings():
+    from operators.devinstances.settings import Settings
+
+    return Settings()

@@ -1,0 +1,158 @@
+"""The Python API of development instances on kubesim, through the real `kubernetes` client: create -> Ready,
+the per-owner limit, stop/start/delete and what they keep, idempotence, owner isolation, concurrent ports."""
+
+from __future__ import annotations
+
+import base64
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from devinstance_support import NS, make_request, sts_of, wait_no_pod, wait_ready
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from operators.devinstances import inventory, lifecycle, naming, tcp_services
+from operators.devinstances.settings import Settings
+
+SETTINGS = Settings(host="dev.example.com")
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+
+
+def writes(kubesim) -> int:
+    return sum(kubesim.stats()["by_verb"].get(v, 0) for v in WRITES)
+
+
+def ports_of(k8s, owner, name) -> dict[str, str]:
+    return {k: v for k, v in tcp_services.current(k8s, SETTINGS).items()
+            if v.startswith(f"{NS}/{naming.service_name(owner, name)}:")}
+
+
+def password_of(k8s, owner="alice", name="nb") -> str:
+    return inventory.password(k8s, owner, NS, name, caller=owner)
+
+
+def test_create_makes_a_ready_instance_with_ports_and_a_strong_password(k8s, team):
+    outcome = lifecycle.create(k8s, make_request(extra_ports_=[5000]), SETTINGS)
+    assert outcome.changed and "created" in outcome.message
+    wait_ready(k8s, "alice", "nb")
+    core = client.CoreV1Api(k8s)
+    svc = core.read_namespaced_service("alice-nb", NS)
+    assert svc.spec.cluster_ip == "None" and [p.port for p in svc.spec.ports] == [8888, 8080, 22, 6006, 5000]
+    entries = ports_of(k8s, "alice", "nb")
+    assert sorted(entries.values()) == sorted(f"{NS}/alice-nb:{p}" for p in (8888, 8080, 22, 6006, 5000))
+    assert all(20000 <= int(p) <= 29999 for p in entries)
+    secret = core.read_namespaced_secret("alice-nb-password", NS)
+    (ref,) = secret.metadata.owner_references
+    assert (ref.kind, ref.name) == ("StatefulSet", "alice-nb")
+    pw = base64.b64decode(secret.data["password"]).decode()
+    assert pw == password_of(k8s) and len(base64.urlsafe_b64decode(pw + "==")) * 8 >= 128
+    (view,) = inventory.list_instances(k8s, "alice", SETTINGS)
+    assert view.state == "Running" and view.image_name == "tf2-cpu" and view.resources["memory"] == "2Gi"
+    assert view.ssh == f"ssh -p {view.ports['ssh']} root@dev.example.com"
+    assert view.urls["jupyter"] == f"http://dev.example.com:{view.ports['jupyter']}/"
+    assert pw not in json.dumps(view.as_dict())
+
+
+def test_fourth_instance_is_refused_before_any_write(k8s, team, kubesim):
+    for name in ("a", "b", "c"):
+        lifecycle.create(k8s, make_request(name=name), SETTINGS)
+    lifecycle.stop(k8s, "alice", NS, "c")  # stopped ones count too
+    before = writes(kubesim)
+    with pytest.raises(lifecycle.InstanceError, match="already has 3 development instances.*limit is 3"):
+        lifecycle.create(k8s, make_request(name="d"), SETTINGS)
+    assert writes(kubesim) == before
+    lifecycle.create(k8s, make_request(owner="bob", name="d"), SETTINGS)  # the limit is per owner
+
+
+def test_a_missing_volume_is_refused_and_nothing_is_created(k8s, team, kubesim):
+    before = writes(kubesim)
+    req = make_request(mounts_=[{"pvc": "datasets", "path": "/data"}], home_pvc="nobody-home")
+    with pytest.raises(lifecycle.InstanceError, match="home volume='nobody-home': no such PersistentVolumeClaim"):
+        lifecycle.create(k8s, req, SETTINGS)
+    assert writes(kubesim) == before
+    assert not client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items
+
+
+def test_stop_and_start_keep_volumes_service_ports_and_renew_the_password(k8s, team):
+    lifecycle.create(k8s, make_request(mounts_=[{"pvc": "datasets", "path": "/data"}]), SETTINGS)
+    wait_ready(k8s, "alice", "nb")
+    first_pw, ports = password_of(k8s), ports_of(k8s, "alice", "nb")
+    assert lifecycle.stop(k8s, "alice", NS, "nb").changed
+    wait_no_pod(k8s, "alice", "nb")
+    assert not lifecycle.stop(k8s, "alice", NS, "nb").changed  # idempotent
+    sts = sts_of(k8s, "alice", "nb")
+    assert sts.spec.replicas == 0 and sts.metadata.annotations["skiff.io/last-stopped"]
+    core = client.CoreV1Api(k8s)
+    assert {p.metadata.name for p in core.list_namespaced_persistent_volume_claim(NS).items} >= {
+        "alice-home", "datasets"}
+    assert core.read_namespaced_service("alice-nb", NS) and ports_of(k8s, "alice", "nb") == ports
+    (view,) = inventory.list_instances(k8s, "alice", SETTINGS)
+    assert view.state == "Stopped" and view.ports == json.loads(sts.metadata.annotations["skiff.io/ports"])
+    assert lifecycle.start(k8s, "alice", NS, "nb").changed
+    wait_ready(k8s, "alice", "nb")
+    second_pw = password_of(k8s)
+    assert second_pw != first_pw
+    assert not lifecycle.start(k8s, "alice", NS, "nb").changed and password_of(k8s) == second_pw
+    sts = sts_of(k8s, "alice", "nb")
+    assert sts.metadata.annotations["skiff.io/last-started"] >= sts.metadata.annotations["skiff.io/last-stopped"]
+    assert sts.metadata.annotations["skiff.io/image"] == "registry.local/nb:tf2.15"
+
+
+def test_delete_keeps_volumes_frees_ports_and_is_idempotent(k8s, team):
+    lifecycle.create(k8s, make_request(), SETTINGS)
+    wait_ready(k8s, "alice", "nb")
+    outcome = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    assert outcome.changed and "volumes kept" in outcome.message
+    core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
+    for read in (lambda: apps.read_namespaced_stateful_set("alice-nb", NS),
+                 lambda: core.read_namespaced_service("alice-nb", NS),
+                 lambda: core.read_namespaced_secret("alice-nb-password", NS),
+                 lambda: core.read_namespaced_config_map("alice-nb-startup", NS)):
+        with pytest.raises(ApiException) as info:
+            read()
+        assert info.value.status == 404
+    assert core.read_namespaced_persistent_volume_claim("alice-home", NS)
+    assert ports_of(k8s, "alice", "nb") == {}
+    again = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    assert not again.changed and "nothing to do" in again.message
+
+
+def test_create_is_idempotent(k8s, team):
+    lifecycle.create(k8s, make_request(), SETTINGS)
+    wait_ready(k8s, "alice", "nb")
+    ports, pw = ports_of(k8s, "alice", "nb"), password_of(k8s)
+    client.CoreV1Api(k8s).delete_namespaced_service("alice-nb", NS)  # a lost part is repaired
+    outcome = lifecycle.create(k8s, make_request(), SETTINGS)
+    assert "already existed" in outcome.message
+    assert client.CoreV1Api(k8s).read_namespaced_service("alice-nb", NS)
+    assert ports_of(k8s, "alice", "nb") == ports and password_of(k8s) == pw
+    assert len(client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items) == 1
+
+
+def test_owner_isolation(k8s, team):
+    lifecycle.create(k8s, make_request(), SETTINGS)
+    with pytest.raises(PermissionError, match="'bob' may not read the password"):
+        inventory.password(k8s, "alice", NS, "nb", caller="bob")
+    # bob acting as himself only ever addresses bob's objects
+    with pytest.raises(lifecycle.InstanceError, match="no development instance 'nb' of 'bob'"):
+        lifecycle.stop(k8s, "bob", NS, "nb")
+    assert not lifecycle.delete(k8s, "bob", NS, "nb", SETTINGS).changed
+    assert inventory.list_instances(k8s, "bob", SETTINGS) == []
+    # a user whose name slugs to the same prefix is still not the owner
+    with pytest.raises(lifecycle.InstanceError, match="is not a development instance of 'Alice'"):
+        lifecycle.stop(k8s, "Alice", NS, "nb")
+    assert sts_of(k8s, "alice", "nb").spec.replicas == 1
+
+
+def test_twenty_concurrent_creates_get_distinct_ports_and_deletes_free_them(k8s, team):
+    users = [f"user{i:02d}" for i in range(20)]
+    with ThreadPoolExecutor(20) as pool:
+        list(pool.map(lambda u: lifecycle.create(k8s, make_request(owner=u), SETTINGS), users))
+    data = tcp_services.current(k8s, SETTINGS)
+    assert len(data) == 20 * 4 and len(set(data.values())) == 80  # one external port per Service port
+    for u in users:
+        assert sorted(int(p.rsplit(":", 1)[1]) for p in ports_of(k8s, u, "nb").values()) == [22, 6006, 8080, 8888]
+    with ThreadPoolExecutor(20) as pool:
+        list(pool.map(lambda u: lifecycle.delete(k8s, u, NS, "nb", SETTINGS), users))
+    assert tcp_services.current(k8s, SETTINGS) == {}

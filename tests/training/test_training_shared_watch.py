@@ -1,0 +1,119 @@
+"""Followers of training Jobs sharing the process's informers (what the triggerer does): one Job watch and
+one pod watch per namespace whatever the number of waiting tasks, against kubesim over HTTP, with the watches
+cut, answered 410 Gone, and followers joining an informer that is already running."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubernetes import client
+from training_support import NAMESPACE, operator, sim
+
+from kubesim.testing import async_api_client, async_wait_until
+from operators.k8s.informer import Informers
+from operators.training.follow import FollowSettings, follow_job
+from operators.training.naming import TaskInstanceKey
+
+N = 4
+
+
+def create_job(k8s, task_id: str, **kwargs) -> str:
+    manifest = operator(task_id, **kwargs).build_manifest(TaskInstanceKey("shared", task_id, "r1", 1))
+    return client.BatchV1Api(k8s).create_namespaced_job(NAMESPACE, manifest).metadata.name
+
+
+def watches(kubesim) -> dict[str, int]:
+    by = kubesim.stats()["by_resource"]
+    return {k: by.get(k, 0) for k in ("watch jobs.batch", "watch pods", "list jobs.batch", "list pods")}
+
+
+async def follow_all(k8s_async, informers, names, lines):
+    return await asyncio.gather(*(
+        follow_job(k8s_async, NAMESPACE, name, FollowSettings(), lines.setdefault(name, []).append,
+                   informers=informers) for name in names))
+
+
+async def test_n_followers_in_one_namespace_open_two_watches_not_2n(kubesim, k8s, k8s_async, team):
+    names = [create_job(k8s, f"shared{i}", pod_annotations=sim(2, lines=3)) for i in range(N)]
+    kubesim.reset_stats()
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    lines: dict[str, list[str]] = {}
+    results = await follow_all(k8s_async, informers, names, lines)
+    assert [r["status"] for r in results] == ["success"] * N
+    assert watches(kubesim) == {"watch jobs.batch": 1, "watch pods": 1, "list jobs.batch": 1, "list pods": 1}
+    for name in names:  # each follower streamed its own pod's log, and only that
+        assert [line.split("] ", 1)[1] for line in lines[name]] == ["line 1", "line 2", "line 3"]
+        assert all(line.startswith(f"[{name}-") for line in lines[name])
+    assert informers.watches == 0  # the last follower out stopped them
+    await async_wait_until(lambda: kubesim.store.watch_count == 0)
+
+
+async def test_shared_watches_survive_cuts_and_410_and_late_joiners(kubesim, k8s, k8s_async, team):
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    first = create_job(k8s, "early", pod_annotations=sim(4))
+    lines: dict[str, list[str]] = {}
+    early = asyncio.create_task(follow_all(k8s_async, informers, [first], lines))
+    await async_wait_until(lambda: informers.watches == 2 and kubesim.store.watch_count >= 2)
+    # a Job created while the informer runs, followed at once: the cache may not have it yet
+    late = [create_job(k8s, f"late{i}", pod_annotations=sim(3, lines=3)) for i in range(N - 1)]
+    joined = asyncio.create_task(follow_all(k8s_async, informers, late, lines))
+    await async_wait_until(lambda: any(lines.get(n) for n in late), timeout=20)
+    kubesim.fail(verb="watch", path="jobs", status=410, count=1)  # the resumed Job watch is told Gone
+    assert kubesim.cut_watches() >= 2
+    results = [*(await early), *(await joined)]
+    assert [r["status"] for r in results] == ["success"] * N
+    assert watches(kubesim)["list jobs.batch"] >= 2  # the 410 re-listed
+    assert informers.watches == 0
+
+
+async def test_a_job_deleted_while_followed_through_the_shared_watch(kubesim, k8s, k8s_async, team):
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    keep, gone = create_job(k8s, "keep", pod_annotations=sim(3)), create_job(k8s, "gone", pod_annotations=sim(60))
+    task = asyncio.create_task(follow_all(k8s_async, informers, [keep, gone], {}))
+    await async_wait_until(lambda: informers.watches == 2 and kubesim.store.watch_count >= 2)
+    client.BatchV1Api(k8s).delete_namespaced_job(gone, NAMESPACE, propagation_policy="Background")
+    kept, deleted = await asyncio.wait_for(task, timeout=30)
+    assert kept["status"] == "success"
+    assert (deleted["status"], deleted["kind"]) == ("failed", "deleted")
+
+
+async def test_triggers_in_one_process_share_the_watches(kubesim, k8s, team):
+    """What the triggerer runs: N ``TrainingJobTrigger.run()`` in one event loop, through ``kubernetes_default``."""
+    from operators.training.trigger import TrainingJobTrigger
+
+    names = [create_job(k8s, f"trig{i}", pod_annotations=sim(4, lines=4)) for i in range(N)]
+    kubesim.reset_stats()
+
+    async def first_event(name):
+        async for event in TrainingJobTrigger(namespace=NAMESPACE, name=name).run():
+            return event.payload
+
+    runs = asyncio.gather(*(first_event(n) for n in names))
+    running = client.CoreV1Api(k8s)
+
+    def all_streaming() -> bool:  # every pod runs and every trigger has its log stream open
+        pods = running.list_namespaced_pod(NAMESPACE).items
+        logs = kubesim.stats()["by_resource"].get("get pods/log", 0)
+        return len(pods) == N and all(p.status.phase == "Running" for p in pods) and logs == N
+
+    await async_wait_until(all_streaming, timeout=20)
+    assert kubesim.store.watch_count == 2  # open now: one Job watch and one pod watch for the namespace
+    results = await asyncio.wait_for(runs, timeout=30)
+    assert [r["status"] for r in results] == ["success"] * N
+    assert watches(kubesim)["watch jobs.batch"] == 1 and watches(kubesim)["watch pods"] == 1
+
+
+async def test_a_triggerer_restart_leaves_the_job_and_the_new_process_follows_it(kubesim, k8s, k8s_async, team):
+    name = create_job(k8s, "restart", pod_annotations=sim(4, lines=4))
+    lines: dict[str, list[str]] = {}
+    old_process = Informers(lambda: async_api_client(kubesim.url))
+    task = asyncio.create_task(follow_all(k8s_async, old_process, [name], lines))
+    await async_wait_until(lambda: lines.get(name))  # following: its pod is running and streaming
+    task.cancel()  # the triggerer stops (restart, rebalancing): its triggers are cancelled
+    await asyncio.gather(task, return_exceptions=True)
+    assert old_process.watches == 0
+    job = client.BatchV1Api(k8s).read_namespaced_job(name, NAMESPACE)
+    assert job.metadata.deletion_timestamp is None and not job.status.succeeded  # still running, untouched
+    new_process = Informers(lambda: async_api_client(kubesim.url))
+    (result,) = await follow_all(k8s_async, new_process, [name], {})
+    assert result["status"] == "success" and result["uid"] == job.metadata.uid

@@ -1,0 +1,123 @@
+"""A real Airflow api-server (``airflow api-server``, one worker) under a sub-path base URL, on kubesim.
+
+The page's API tests talk to it over HTTP with tokens from ``POST /auth/token``, so Airflow's own
+authentication and authorization answer every request, exactly as in production. ``[api] base_url`` is
+``http://localhost:<port>/airflow/``: the plugin must work under a sub-path. No scheduler runs: a lifecycle
+action is checked by the DAG run Airflow created (who triggered it, with which conf), not by its outcome; the
+browser test on ``airflow standalone`` sees outcomes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from devstack.airflow_env import REPO, airflow_env
+from devstack.stack import BIN, _spawn, _tail, free_port
+from kubesim.testing import sync_api_client, wait_until
+
+SUB_PATH = "/airflow"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (git-ignored)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Debian chromium through selenium, always with /usr/bin/chromedriver (never a download)."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: run `make browser` (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                 "--window-size=1600,1400"):
+        opts.add_argument(flag)
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(service=service, options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def seed_teams(api) -> None:
+    """The example platform file applied to the cluster (teams, quotas, home PVCs, shared volumes)."""
+    from operators.platform import load_platform
+    from operators.teams import ensure_queues
+
+    report = ensure_queues(api, load_platform())
+    assert not report.errors, report.errors
+
+
+class ApiServer:
+    def __init__(self, url: str, home: Path, k8s, env: dict[str, str]):
+        self.url, self.home, self.k8s, self.env = url, home, k8s, env
+        self.http = httpx.Client(timeout=30)
+
+    def password(self, user: str) -> str:
+        import json
+
+        return json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())[user]
+
+    def token(self, user: str) -> str:
+        r = self.http.post(f"{self.url}/auth/token", json={"username": user, "password": self.password(user)})
+        r.raise_for_status()
+        return r.json()["access_token"]
+
+    def airflow(self, *argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+        """An ``airflow`` CLI command on this server's metadata DB (e.g. ``dags test``: a real run, in-process)."""
+        return subprocess.run([str(BIN / "airflow"), *argv], env=self.env, cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def client(self, user: str | None) -> httpx.Client:
+        """An HTTP client for ``user``'s bearer token (``None``: anonymous), rooted at the plugin."""
+        headers = {"Authorization": f"Bearer {self.token(user)}"} if user else {}
+        return httpx.Client(base_url=f"{self.url}/skiff", headers=headers, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def api_server(kubesim_server, tmp_path_factory):
+    kubesim_server.reset()
+    workdir = tmp_path_factory.mktemp("ui-api")
+    kubeconfig = kubesim_server.write_kubeconfig(workdir / "kubeconfig")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(airflow_env(workdir / "airflow", dags_folder=REPO / "dags", api_port=port, kubeconfig=kubeconfig))
+    env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{port}{SUB_PATH}/"
+    env["AIRFLOW__API__WORKERS"] = "1"
+    for argv in (["db", "migrate"], ["dags", "reserialize"]):
+        done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
+        assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
+    log = ARTIFACTS / "api-server.log"  # kept after the run, for reading a failure
+    log.unlink(missing_ok=True)
+    proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
+    url = f"http://localhost:{port}{SUB_PATH}"
+    try:
+        def healthy() -> bool:
+            assert proc.poll() is None, f"api-server exited: {_tail(log)}"
+            try:
+                return httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, timeout=90, interval=0.3, what="airflow api-server healthy")
+        api = sync_api_client(kubesim_server.url)
+        seed_teams(api)
+        yield ApiServer(url, workdir / "airflow", api, env)
+        api.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,0 +1,320 @@
+"""The page's JSON API on a real api-server under ``[api] base_url = http://localhost:<port>/airflow/``.
+
+Every request goes through Airflow's own authentication (bearer tokens from ``POST /auth/token``) and
+authorization; the cluster is kubesim with the example platform file's teams seeded as queues.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from kubernetes import client
+
+from kubesim.testing import wait_until
+
+SAMPLES = Path(__file__).parents[1] / "sedna" / "samples"
+
+ROUTES = [
+    ("GET", "/"), ("GET", "/static/skiff.js"), ("GET", "/api/me"), ("GET", "/api/quota"), ("GET", "/api/usage"),
+    ("GET", "/api/training"), ("GET", "/api/sedna"), ("GET", "/api/instances"), ("GET", "/api/instances/options"),
+    ("POST", "/api/instances"), ("POST", "/api/instances/recsys/nb/stop"),
+    ("GET", "/api/instances/recsys/nb/password"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+def test_anonymous_gets_401_on_every_route(api_server, method, path):
+    with api_server.client(None) as anon:
+        r = anon.request(method, path, json={} if method == "POST" else None)
+    assert (r.status_code, r.json()) == (401, {"detail": "Not authenticated"}), (path, r.text)
+
+
+def test_a_forged_token_is_refused_and_so_is_a_cookie_path_outside_the_login(api_server):
+    with httpx.Client(base_url=f"{api_server.url}/skiff", timeout=30) as c:
+        assert c.get("/api/me", headers={"Authorization": "Bearer not.a.jwt"}).status_code == 403
+        c.cookies.set("_token", "forged")
+        assert c.get("/api/me").status_code == 403
+
+
+def test_the_page_is_an_external_view_in_the_navigation_with_a_relative_href(api_server):
+    with httpx.Client(base_url=api_server.url, timeout=30,
+                      headers={"Authorization": f"Bearer {api_server.token('alice')}"}) as c:
+        plugins = c.get("/api/v2/plugins").json()["plugins"]
+        errors = c.get("/api/v2/plugins/importErrors").json()
+    assert errors["total_entries"] == 0, errors  # registered once: no "already registered"
+    views = [v for p in plugins if p["name"] == "skiff" for v in p["external_views"]]
+    assert views == [{"name": "Skiff", "href": "skiff/", "url_route": "skiff", "destination": "nav",
+                      "icon": "skiff/static/skiff.svg", "icon_dark_mode": None, "category": None,
+                      "nav_top_level": False}]
+
+
+def test_the_page_and_its_assets_are_served_under_the_sub_path_with_relative_urls_only(api_server):
+    with api_server.client("alice") as alice:
+        page = alice.get("/")
+        assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+        assert 'src="static/skiff.js"' in page.text and 'href="static/skiff.css"' in page.text
+        assert 'src="/' not in page.text and 'href="/' not in page.text
+        js = alice.get("/static/skiff.js")
+        assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+        assert 'fetch("api/" + path' in js.text  # relative: under /airflow/skiff/
+        assert alice.get("/static/..%2Fapp.py").status_code == 404
+        assert alice.get("/static/app.py").status_code == 404
+
+
+def test_me_names_the_user_their_teams_and_what_airflow_lets_them_trigger(api_server):
+    with api_server.client("alice") as alice, api_server.client("carol") as carol, \
+            api_server.client("admin") as admin:
+        a, c, ad = alice.get("/api/me").json(), carol.get("/api/me").json(), admin.get("/api/me").json()
+    assert (a["user"], a["admin"], sorted(a["teams"]), a["ui_root"]) == ("alice", False, ["nlp", "recsys"],
+                                                                         "/airflow/")
+    assert (c["user"], c["admin"], c["teams"]) == ("carol", False, ["nlp"])
+    assert (ad["admin"], sorted(ad["teams"])) == (True, ["nlp", "recsys"])
+    # Airflow's simple auth manager: role "user" may trigger DAG runs, "viewer" (carol) may not
+    assert set(a["may_trigger"]) == {"create", "stop", "start", "delete"}
+    assert all(a["may_trigger"].values()) and not any(c["may_trigger"].values())
+
+
+def test_quota_bars_show_the_live_resourcequota_of_each_of_the_users_teams(api_server):
+    core = client.CoreV1Api(api_server.k8s)
+    pod = {"metadata": {"name": "quota-user"}, "spec": {"containers": [{
+        "name": "c", "image": "busybox", "resources": {"requests": {"cpu": "3", "memory": "6Gi"},
+                                                       "limits": {"cpu": "3", "memory": "6Gi"}}}]}}
+    core.create_namespaced_pod("recsys", pod)
+    try:
+        wait_until(lambda: (core.read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {})
+                   .get("requests.cpu") == "3", timeout=15, what="quota status counts the pod")
+        with api_server.client("bob") as bob, api_server.client("admin") as admin:
+            teams = {t["team"]: {b["resource"]: (b["used"], b["hard"]) for b in t["bars"]}
+                     for t in bob.get("/api/quota").json()["teams"]}
+            every = [t["team"] for t in admin.get("/api/quota").json()["teams"]]
+        assert list(teams) == ["recsys"]  # bob is only in recsys
+        assert teams["recsys"]["cpu"] == (3.0, 8.0)
+        assert teams["recsys"]["memory"] == (6.0, 32.0)
+        assert teams["recsys"]["gpu"] == (0.0, 2.0)
+        assert teams["recsys"]["storage"] == (60.0, 100.0)  # homes of alice, bob (20Gi) + recsys-datasets (20Gi)
+        assert sorted(every) == ["nlp", "recsys"]
+    finally:
+        core.delete_namespaced_pod("quota-user", "recsys")
+
+
+def test_sedna_rows_compare_desired_and_actual_children_and_show_the_cr_events(api_server):
+    from operators.sedna.install import install_crds
+    from operators.sedna.kube import JI_SERVICES, MODELS, Kube
+    from operators.sedna.reconcile import reconcile_joint_inference
+
+    with api_server.client("alice") as alice:
+        assert alice.get("/api/sedna").json() == {"installed": False, "workloads": []}
+    install_crds(api_server.k8s)
+    kube = Kube(api_server.k8s)
+    ji = yaml.safe_load((SAMPLES / "jointinferenceservice_v1alpha1.yaml").read_text())
+    ji["metadata"]["namespace"] = "default"
+    kube.create(JI_SERVICES, "default", ji)
+    name = ji["metadata"]["name"]
+    with api_server.client("alice") as alice:
+        row = next(w for w in alice.get("/api/sedna").json()["workloads"] if w["name"] == name)
+        assert row["error"] and "Model" in row["error"] and not row["in_sync"]  # models missing: no children
+        for m in (ji["spec"]["edgeWorker"]["model"]["name"], ji["spec"]["cloudWorker"]["model"]["name"]):
+            kube.create(MODELS, "default", {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
+                                            "metadata": {"name": m, "namespace": "default"},
+                                            "spec": {"url": f"/data/{m}.pb", "format": "pb"}})
+        reconcile_joint_inference(api_server.k8s)
+        row = next(w for w in alice.get("/api/sedna").json()["workloads"] if w["name"] == name)
+        assert row["in_sync"] and row["desired"] == row["actual"] >= 3, row
+        assert {c["kind"] for c in row["children"]} >= {"Deployment", "Service"}
+        assert row["events"], row
+        client.AppsV1Api(api_server.k8s).delete_namespaced_deployment(f"{name}-deployment-edge", "default")
+        row = next(w for w in alice.get("/api/sedna").json()["workloads"] if w["name"] == name)
+        assert not row["in_sync"] and row["actual"] == row["desired"] - 1
+
+
+def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_server):
+    done = api_server.airflow("dags", "test", "training_failure_demo")
+    assert "OOMKilled" in done.stdout + done.stderr, done.stderr[-3000:]
+    with api_server.client("alice") as alice, api_server.client("carol") as carol:
+        rows = [t for t in alice.get("/api/training").json()["tasks"] if t["dag_id"] == "training_failure_demo"]
+        assert len(rows) == 1, rows
+        row = rows[0]
+        assert (row["state"], row["task_id"], row["team"]) == ("failed", "train_too_big", "recsys")
+        assert row["reason"].startswith("OOMKilled") and "memory limit of 1Gi" in row["reason"], row
+        assert row["log_path"].startswith("dags/training_failure_demo/runs/") and \
+            row["log_path"].endswith("/tasks/train_too_big?try_number=1")
+        page = httpx.get(f"{api_server.url}/{row['log_path']}", timeout=30)  # the UI route exists (SPA)
+        assert page.status_code == 200
+        # carol (viewer) may read every DAG under the simple auth manager: the filter is Airflow's, not Skiff's
+        assert [t["dag_id"] for t in carol.get("/api/training").json()["tasks"]] == ["training_failure_demo"]
+
+
+def test_state_changing_routes_take_json_only(api_server):
+    with api_server.client("alice") as alice:
+        form = alice.post("/api/instances", content="name=x&team=recsys",
+                          headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert form.status_code == 415 and "application/json" in form.json()["detail"]
+        assert alice.post("/api/instances", content="{not json",
+                          headers={"Content-Type": "application/json"}).status_code == 400
+        arr = alice.post("/api/instances", json=[1, 2])
+        assert arr.status_code == 400 and "JSON object" in arr.json()["detail"]
+        assert alice.get("/api/instances/recsys/nb/stop").status_code == 405  # no state change on GET
+
+
+# ---------------------------------------------------------------- development instances
+
+LIFECYCLE = ("dev_instance_create", "dev_instance_stop", "dev_instance_start", "dev_instance_delete")
+
+
+@pytest.fixture(scope="module")
+def instances(api_server):
+    """alice's and bob's instances in recsys, made by Skiff's own lifecycle code; the DAGs unpaused."""
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import load_platform
+
+    with httpx.Client(base_url=f"{api_server.url}/api/v2", timeout=30,
+                      headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
+        for dag_id in LIFECYCLE:
+            assert admin.patch(f"/dags/{dag_id}", json={"is_paused": False}).status_code == 200
+    platform = load_platform()
+    for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
+        req = request_from_params(platform, owner, {"name": name, "team": "recsys", "cpu": 1, "memory": 1})
+        lifecycle.create(api_server.k8s, req, Settings.from_env())
+    return api_server
+
+
+def _run(api_server, dag_id: str, run_id: str) -> dict:
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
+        return admin.get(f"{api_server.url}/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
+
+
+def _names(c) -> set[tuple[str, str]]:
+    return {(i["owner"], i["name"]) for i in c.get("/api/instances").json()["instances"]}
+
+
+def test_users_see_their_own_instances_team_admins_their_teams_and_nobody_sees_a_password(instances):
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("carol") as carol, \
+            instances.client("admin") as admin:
+        assert _names(bob) == {("bob", "nb-b")}
+        assert _names(alice) == {("alice", "nb-a"), ("bob", "nb-b")}  # alice is recsys's admin
+        assert _names(carol) == set()  # nlp's admin: not recsys
+        assert _names(admin) == {("alice", "nb-a"), ("bob", "nb-b")}
+        rows = {i["name"]: i for i in alice.get("/api/instances").json()["instances"]}
+        listing = alice.get("/api/instances").text
+    assert rows["nb-a"]["mine"] and not rows["nb-b"]["mine"]
+    assert rows["nb-a"]["ssh"].startswith("ssh -p ") and set(rows["nb-a"]["urls"]) >= {"jupyter", "code-server"}
+    assert "password" not in listing.lower()
+
+
+def test_the_password_is_given_to_its_owner_only(instances):
+    import base64
+
+    from operators.devinstances import naming
+
+    secret = client.CoreV1Api(instances.k8s).read_namespaced_secret(naming.secret_name("alice", "nb-a"), "recsys")
+    want = base64.b64decode(secret.data["password"]).decode()
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin:
+        mine = alice.get("/api/instances/recsys/nb-a/password")
+        assert (mine.status_code, mine.json()["password"]) == (200, want)
+        assert mine.headers["cache-control"] == "no-store"
+        assert bob.get("/api/instances/recsys/nb-a/password").status_code == 404  # not even visible to bob
+        assert admin.get("/api/instances/recsys/nb-a/password").status_code == 403  # visible, not admin's
+        assert alice.get("/api/instances/recsys/nb-b/password").status_code == 403  # team admin: still bob's
+        assert alice.get("/api/instances/recsys/nope/password").status_code == 404
+
+
+def test_an_action_is_a_run_of_the_lifecycle_dag_triggered_as_the_user(instances):
+    with instances.client("alice") as alice:
+        r = alice.post("/api/instances/recsys/nb-a/stop", json={})
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_stop", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "alice" and run["conf"] == {"name": "nb-a", "team": "recsys"}
+
+
+def test_actions_on_someone_elses_instance_are_refused_and_admins_act_for_the_owner(instances):
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin:
+        assert bob.post("/api/instances/recsys/nb-a/delete", json={}).status_code == 404
+        assert alice.post("/api/instances/recsys/nb-b/stop", json={}).status_code == 403
+        assert alice.post("/api/instances/recsys/nb-a/reboot", json={}).status_code == 404
+        r = admin.post("/api/instances/recsys/nb-b/stop", json={})
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_stop", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "admin" and run["conf"] == {"name": "nb-b", "team": "recsys", "owner": "bob"}
+
+
+def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
+    with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file
+        r = carol.post("/api/instances", json={"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
+    assert r.status_code == 403 and "Airflow refused" in r.json()["detail"], r.text
+
+
+def test_create_triggers_the_create_dag_as_the_user_with_the_form_as_conf(instances):
+    form = {"name": "nb-new", "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2, "gpu": 0,
+            "mounts": [{"pvc": "recsys-datasets", "path": "/data", "read_only": True}]}
+    with instances.client("bob") as bob:
+        r = bob.post("/api/instances", json=form)
+    assert r.status_code == 202, r.text
+    run = _run(instances, "dev_instance_create", r.json()["dag_run_id"])
+    assert run["triggering_user_name"] == "bob" and run["conf"] == form
+
+
+@pytest.mark.parametrize(("form", "field"), [
+    ({"name": "Bad_Name", "team": "recsys", "cpu": 1, "memory": 1}, "name="),
+    ({"name": "nb", "team": "recsys", "image": "tf9-quantum", "cpu": 1, "memory": 1}, "image="),
+    ({"name": "nb", "team": "nlp", "cpu": 1, "memory": 1}, "team="),  # bob is not in nlp
+    ({"name": "nb", "team": "recsys", "cpu": 7, "memory": 1}, "cpu="),  # 8 hard, 2 used by nb-a and nb-b
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1, "gpu": 1}, "image="),  # GPU on a CPU image
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1,
+      "mounts": [{"pvc": "alice-home", "path": "/a", "read_only": True}]}, "mounts[0].pvc="),
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1,
+      "mounts": [{"pvc": "recsys-datasets", "path": "/d", "read_only": False}]}, "mounts[0].read_only="),
+    ({"name": "nb", "team": "recsys", "cpu": 1, "memory": 1, "owner": "alice"}, "owner="),
+])
+def test_bad_input_is_a_400_naming_the_field_and_nothing_is_triggered(instances, form, field):
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {instances.token('admin')}"}) as admin:
+        before = admin.get(f"{instances.url}/api/v2/dags/dev_instance_create/dagRuns").json()["total_entries"]
+        with instances.client("bob") as bob:
+            r = bob.post("/api/instances", json=form)
+        after = admin.get(f"{instances.url}/api/v2/dags/dev_instance_create/dagRuns").json()["total_entries"]
+    assert r.status_code == 400 and r.json()["detail"].startswith(field), r.text
+    assert after == before
+
+
+def test_a_paused_lifecycle_dag_is_named_and_refused(instances):
+    with httpx.Client(base_url=f"{instances.url}/api/v2", timeout=30,
+                      headers={"Authorization": f"Bearer {instances.token('admin')}"}) as admin:
+        admin.patch("/dags/dev_instance_start", json={"is_paused": True})
+        try:
+            with instances.client("alice") as alice:
+                assert alice.get("/api/me").json()["paused"] == ["dev_instance_start"]
+                r = alice.post("/api/instances/recsys/nb-a/start", json={})
+            assert r.status_code == 409 and "dev_instance_start is paused" in r.json()["detail"]
+        finally:
+            admin.patch("/dags/dev_instance_start", json={"is_paused": False})
+
+
+def test_the_form_offers_the_catalogue_free_quota_and_the_users_volumes(instances):
+    with instances.client("bob") as bob:
+        opts = bob.get("/api/instances/options").json()
+    assert [i["name"] for i in opts["images"]] == ["tf2-cpu", "tf2-gpu", "tf1-cpu"]
+    assert [i["name"] for i in opts["images"] if i["default"]] == ["tf2-cpu"]
+    (team,) = opts["teams"]
+    assert team["team"] == "recsys" and team["free"]["cpu"] == 6.0  # 8 - nb-a's 1 - nb-b's 1
+    assert team["volumes"] == [{"pvc": "recsys-datasets", "mode": "ro"}]  # alice writes, recsys reads
+
+
+def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):
+    from operators.platform.usage import write_report
+
+    with api_server.client("bob") as bob:
+        assert bob.get("/api/usage").json()["users"] == []  # no report yet
+        write_report({"generated_at": "2026-11-30T12:00:00+00:00",
+                      "period": {"since": "2026-10-31T12:00:00+00:00", "until": "2026-11-30T12:00:00+00:00"},
+                      "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 3.0, "cpu_hours": 1, "jobs": 1},
+                                  {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "cpu_hours": 1, "jobs": 1},
+                                  {"user": "carol", "team": "nlp", "gpu_hours": 9.0, "cpu_hours": 1, "jobs": 1}]},
+                     api_server.home / "skiff" / "usage.json")
+        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0}]
+    with api_server.client("alice") as alice:
+        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0},
+                                                            {"user": "alice", "gpu_hours": 5.0}]

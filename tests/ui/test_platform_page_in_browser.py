@@ -1,0 +1,176 @@
+"""Skiff's page as people use it, in headless Debian chromium against ``airflow standalone`` + kubesim.
+
+alice logs in, opens "Skiff" from Airflow's navigation, reads her teams' quota bars (numbers checked against
+the live ResourceQuota), creates a development instance through the form, watches it become Running, reveals
+its password (absent from the page until then), stops it and sees the state change, then deletes it. bob, in
+the same team, does not see it; an anonymous API call gets 401. Every step leaves a screenshot in
+``.artifacts/ui/``.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import httpx
+import pytest
+from kubernetes import client
+
+from devstack.airflow_env import REPO
+from kubesim.testing import wait_until
+
+pytestmark = pytest.mark.e2e
+
+LIFECYCLE = ("dev_instance_create", "dev_instance_stop", "dev_instance_start", "dev_instance_delete")
+NAME = "ui-notebook"
+ARTIFACTS = REPO / ".artifacts" / "ui"
+
+
+@pytest.fixture(scope="module")
+def stack(team_stack):
+    for dag_id in LIFECYCLE:  # what an operator does once when deploying Skiff
+        team_stack.unpause(dag_id)
+    return team_stack
+
+
+class Page:
+    """The browser on Airflow's UI, with Skiff's page framed in it."""
+
+    def __init__(self, driver, stack):
+        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.d, self.stack, self.step = driver, stack, 0
+        self.wait = lambda timeout=30: WebDriverWait(driver, timeout,
+                                                     ignored_exceptions=(StaleElementReferenceException,))
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def shot(self, what: str) -> None:
+        self.step += 1
+        self.d.save_screenshot(str(ARTIFACTS / f"page-{self.step:02d}-{what}.png"))
+
+    def css(self, selector: str, timeout: float = 30):
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as ec
+
+        return self.wait(timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+    def login(self, user: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.d.delete_all_cookies()
+        self.d.get(f"{self.stack.airflow_url}/")
+        self.css("input[name='username']").send_keys(user)
+        self.d.find_element(By.CSS_SELECTOR, "input[name='password']").send_keys(self.stack.password(user))
+        self.d.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+
+    def open_from_navigation(self) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as ec
+
+        self.d.switch_to.default_content()
+        self.css("a[href$='/plugin/skiff']").click()
+        self.wait().until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[title='Skiff']")))
+        self.wait().until(lambda d: "Signed in as" in d.find_element(By.ID, "who").text)
+
+    def instance_row(self, timeout: float = 30):
+        return self.css(f"tr[data-instance='{NAME}'][data-team='recsys']", timeout)
+
+    def state(self) -> str:
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+        from selenium.webdriver.common.by import By
+
+        try:
+            return self.d.find_element(By.CSS_SELECTOR, f"tr[data-instance='{NAME}'] .pill").text
+        except (NoSuchElementException, StaleElementReferenceException):
+            return ""
+
+    def wait_state(self, want: str, timeout: float = 120) -> None:
+        self.wait(timeout).until(lambda d: self.state() == want, f"{NAME} never showed {want!r}")
+
+
+def _quota_used(k8s, resource: str) -> str:
+    return (client.CoreV1Api(k8s).read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {})[resource]
+
+
+def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothing(stack, browser):
+    from operators.devinstances import naming
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    k8s = stack.k8s()
+    core = client.CoreV1Api(k8s)
+    page = Page(browser, stack)
+    seed = {"metadata": {"name": "ui-quota-seed"}, "spec": {"containers": [{
+        "name": "c", "image": "busybox", "resources": {"requests": {"cpu": "2", "memory": "3Gi"},
+                                                       "limits": {"cpu": "2", "memory": "3Gi"}}}]}}
+    core.create_namespaced_pod("recsys", seed)
+    try:
+        wait_until(lambda: _quota_used(k8s, "requests.cpu") == "2", timeout=20, what="quota counts the seed pod")
+
+        # log in, open the page from Airflow's navigation
+        page.login("alice")
+        page.open_from_navigation()
+        cpu = page.css(".team[data-team='recsys'] .bar[data-resource='cpu']")
+        page.wait().until(lambda d: cpu.find_element(By.CSS_SELECTOR, ".used").text == "2")
+        assert cpu.find_element(By.CSS_SELECTOR, ".hard").text == "8"
+        memory = page.css(".team[data-team='recsys'] .bar[data-resource='memory']")
+        assert (memory.find_element(By.CSS_SELECTOR, ".used").text,
+                memory.find_element(By.CSS_SELECTOR, ".hard").text) == ("3", "32")
+        page.shot("quota")
+
+        # the New-instance form: sizes bounded by the team's free quota
+        page.css("#new-instance").click()
+        form = page.css("#create-form")
+        form.find_element(By.NAME, "name").send_keys(NAME)
+        Select(form.find_element(By.NAME, "team")).select_by_value("recsys")
+        assert form.find_element(By.NAME, "cpu").get_attribute("max") == "6"  # 8 hard - 2 used
+        for field, value in (("cpu", "1"), ("memory", "2"), ("gpu", "0")):
+            box = form.find_element(By.NAME, field)
+            box.clear()
+            box.send_keys(value)
+        page.shot("new-instance-form")
+        form.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+        page.instance_row(timeout=60)
+        page.wait_state("Running", timeout=180)
+        row = page.instance_row()
+        assert row.find_element(By.CSS_SELECTOR, ".ssh").text.startswith("ssh -p ")
+        assert row.find_element(By.CSS_SELECTOR, "a[data-link='jupyter']").get_attribute("href").startswith("http")
+        page.shot("instance-running")
+
+        # the password: not in the page until "show", then exactly the Secret's
+        secret = core.read_namespaced_secret(naming.secret_name("alice", NAME), "recsys")
+        password = base64.b64decode(secret.data["password"]).decode()
+        assert password not in browser.page_source
+        row.find_element(By.CSS_SELECTOR, "button.show-password").click()
+        shown = page.css(f"tr[data-instance='{NAME}'] code.password")
+        assert shown.text == password
+        page.shot("password-shown")
+
+        # stop: the state changes on the page without a reload
+        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='stop']").click()
+        page.wait_state("Stopped", timeout=120)
+        assert password not in browser.page_source  # a stopped instance's password is forgotten by the page
+        page.shot("instance-stopped")
+
+        # bob is in recsys too, but sees only his own instances
+        page.login("bob")
+        page.open_from_navigation()
+        page.wait().until(lambda d: d.find_element(By.ID, "instances").text.strip() != "")
+        assert NAME not in browser.find_element(By.ID, "instances").text
+        page.shot("bob-sees-no-instance")
+
+        with httpx.Client(base_url=f"{stack.airflow_url}/skiff", timeout=30) as anon:
+            assert anon.get("/api/instances").status_code == 401
+            assert anon.get(f"/api/instances/recsys/{NAME}/password").status_code == 401
+
+        # alice deletes it through the in-page confirmation
+        page.login("alice")
+        page.open_from_navigation()
+        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='delete']").click()
+        page.css("#confirm-yes").click()
+        page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 120)
+        page.shot("instance-deleted")
+    finally:
+        browser.switch_to.default_content()
+        page.shot("last")
+        core.delete_namespaced_pod("ui-quota-seed", "recsys")

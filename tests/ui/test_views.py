@@ -1,0 +1,133 @@
+"""The page's data shaping (``operators.ui.views``): pure functions over objects as the API server returns them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from operators.ui import views
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def quota(hard: dict, used: dict) -> dict:
+    return {"metadata": {"name": "skiff-quota", "namespace": "recsys"}, "spec": {"hard": hard},
+            "status": {"hard": hard, "used": used}}
+
+
+def test_quota_bars_use_requests_and_convert_units():
+    q = quota({"requests.cpu": "8", "limits.cpu": "16", "requests.memory": "32Gi", "requests.nvidia.com/gpu": "2",
+               "requests.storage": "100Gi"},
+              {"requests.cpu": "2500m", "requests.memory": "4096Mi", "requests.nvidia.com/gpu": "2",
+               "requests.storage": "40Gi"})
+    bars = {b["resource"]: b for b in views.quota_bars(q)}
+    assert list(bars) == ["cpu", "memory", "gpu", "storage"]
+    assert (bars["cpu"]["used"], bars["cpu"]["hard"], bars["cpu"]["key"]) == (2.5, 8.0, "requests.cpu")
+    assert (bars["memory"]["used"], bars["memory"]["hard"], bars["memory"]["unit"]) == (4.0, 32.0, "GiB")
+    assert bars["gpu"]["percent"] == 100.0
+    assert bars["storage"]["percent"] == 40.0
+    assert views.free_quota(bars.values()) == {"cpu": 5.5, "memory": 28.0, "gpu": 0.0, "storage": 60.0}
+
+
+def test_quota_without_status_yet_counts_nothing_used_and_skips_unlimited_resources():
+    q = {"metadata": {"name": "skiff-quota"}, "spec": {"hard": {"cpu": "4"}}}
+    assert views.quota_bars(q) == [{"resource": "cpu", "key": "cpu", "used": 0.0, "hard": 4.0, "unit": "cores",
+                                    "percent": 0.0}]
+    assert views.team_quota("ml", None) == {"team": "ml", "bars": [], "missing": True}
+
+
+def test_free_quota_is_never_negative():
+    assert views.free_quota([{"resource": "cpu", "hard": 2.0, "used": 3.0}]) == {"cpu": 0.0}
+
+
+def ti(state: str, **kw) -> dict:
+    row = {"dag_id": "reco daily", "task_id": "train", "run_id": "manual__2026-11-30T10:00:00+00:00",
+           "map_index": -1, "try_number": 2, "state": state, "start_date": NOW - timedelta(minutes=5),
+           "end_date": None, "queued_dttm": None, "scheduled_dttm": None}
+    row.update(kw)
+    return row
+
+
+def job(name="reco-train-abc-t2", ns="recsys") -> dict:
+    return {"metadata": {"name": name, "namespace": ns, "annotations": {
+        "skiff.io/dag-id": "reco daily", "skiff.io/task-id": "train",
+        "skiff.io/run-id": "manual__2026-11-30T10:00:00+00:00", "skiff.io/map-index": "-1"}}}
+
+
+def pod(node=None, gpu="1", phase="Running") -> dict:
+    return {"spec": {"nodeName": node, "containers": [{"resources": {"limits": {"cpu": "4", "memory": "16Gi",
+                                                                                "nvidia.com/gpu": gpu}}}]},
+            "status": {"phase": phase}}
+
+
+def test_running_training_row_has_team_node_gpu_age_and_a_log_link_relative_to_the_ui_root():
+    row = views.training_row(ti("running"), job(), pod(node="gpu-1"), now=NOW)
+    assert (row["team"], row["node"], row["gpu"], row["age_seconds"]) == ("recsys", "gpu-1", 1, 300)
+    assert row["waiting_for"] is None
+    assert row["log_path"] == ("dags/reco%20daily/runs/manual__2026-11-30T10%3A00%3A00%2B00%3A00/tasks/train"
+                               "?try_number=2")
+    assert views.job_key(job()["metadata"]["annotations"]) == ("reco daily", "train",
+                                                               "manual__2026-11-30T10:00:00+00:00", -1)
+
+
+def test_waiting_rows_say_what_they_wait_for():
+    assert views.training_row(ti("queued"), None, None, now=NOW)["waiting_for"] == "pool"
+    assert views.training_row(ti("deferred"), job(), None, now=NOW)["waiting_for"] == "quota"
+    assert views.training_row(ti("deferred"), job(), pod(phase="Pending"), now=NOW)["waiting_for"] == "scheduling"
+    assert views.training_row(ti("failed", end_date=NOW), job(), None, now=NOW)["waiting_for"] is None
+
+
+def test_mapped_task_log_link_names_the_map_index():
+    assert views.task_log_path("d", "r", "t", 3, 1) == "dags/d/runs/r/tasks/t/mapped/3?try_number=1"
+
+
+def test_failure_reason_comes_from_skiffs_exception_in_the_structured_log():
+    messages = [
+        {"event": "starting"},
+        {"event": "Task failed with exception", "error_detail": [
+            {"exc_type": "TrainingJobFailed",
+             "exc_value": "Training Job recsys/x-t1 failed: OOMKilled: container exceeded its memory limit of 1Gi\n"
+                          "--- last 2 log lines ---\nline 1\nline 2"}]},
+    ]
+    assert views.failure_from_log(messages) == "OOMKilled: container exceeded its memory limit of 1Gi"
+    other = [{"event": "x", "error_detail": [{"exc_type": "ValueError", "exc_value": "bad value\nmore"}]}]
+    assert views.failure_from_log(other) == "ValueError: bad value"
+    assert views.failure_from_log([{"event": "no error"}]) is None
+
+
+def test_sedna_row_counts_desired_children_that_exist_and_lists_newest_events_first():
+    cr = {"kind": "FederatedLearningJob", "metadata": {"namespace": "fl", "name": "surface", "uid": "u1"},
+          "status": {"phase": "Running"}}
+    desired = [("Pod", "surface-aggregation-abc"), ("Pod", "surface-train-1"), ("Pod", "surface-train-2"),
+               ("Service", "surface-aggregation")]
+    actual = [{"kind": "Pod", "metadata": {"name": "surface-aggregation-abc"}},
+              {"kind": "Pod", "metadata": {"name": "surface-train-1"}},
+              {"kind": "Pod", "metadata": {"name": "surface-train-old"}},  # an old spec's pod: not desired
+              {"kind": "Service", "metadata": {"name": "surface-aggregation"}}]
+    events = [{"type": "Normal", "reason": "Created", "message": "a", "lastTimestamp": "2026-11-30T10:00:00Z"},
+              {"type": "Normal", "reason": "Recreated", "message": "b", "lastTimestamp": "2026-11-30T11:00:00Z"}]
+    row = views.sedna_row(cr, desired, actual, events)
+    assert (row["desired"], row["actual"], row["in_sync"], row["phase"]) == (4, 3, False, "Running")
+    assert {c["kind"]: (c["desired"], c["actual"]) for c in row["children"]} == {"Pod": (3, 2), "Service": (1, 1)}
+    assert [e["reason"] for e in row["events"]] == ["Recreated", "Created"]
+
+
+def test_sedna_row_with_a_spec_error_is_not_in_sync_and_takes_its_phase_from_conditions():
+    cr = {"kind": "JointInferenceService", "metadata": {"namespace": "ji", "name": "helmet", "uid": "u2"},
+          "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    row = views.sedna_row(cr, [], [], [], error="Model big-model not found")
+    assert (row["phase"], row["in_sync"], row["error"]) == ("Failed", False, "Model big-model not found")
+
+
+def test_gpu_hours_sum_a_users_rows_of_the_callers_teams_only():
+    report = {"generated_at": "2026-11-30T12:00:00+00:00",
+              "period": {"since": "2026-10-31T12:00:00+00:00", "until": "2026-11-30T12:00:00+00:00"},
+              "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 2.5},
+                          {"user": "alice", "team": "nlp", "gpu_hours": 1.0},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 4.0},
+                          {"user": "carol", "team": "nlp", "gpu_hours": 7.0},
+                          {"user": "dave", "team": "recsys", "gpu_hours": 0.0}]}
+    recsys = views.gpu_hours_by_user(report, {"recsys"})
+    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0}, {"user": "alice", "gpu_hours": 2.5}]
+    every = views.gpu_hours_by_user(report, None)["users"]
+    assert [(r["user"], r["gpu_hours"]) for r in every] == [("carol", 7.0), ("bob", 4.0), ("alice", 3.5)]
+    assert views.gpu_hours_by_user(None, None) == {"users": [], "generated": None, "since": None, "until": None}
