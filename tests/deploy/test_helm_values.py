@@ -58,7 +58,7 @@ def test_values_deploy_skiffs_production_shape(values):
     assert not values["postgresql"]["enabled"]  # an external, backed-up PostgreSQL
     # DAGs baked into the image: neither git-sync nor a DAGs volume
     assert not values["dags"]["gitSync"]["enabled"] and not values["dags"]["persistence"]["enabled"]
-    for component in ("workers", "triggerer"):  # the parts that reach Kubernetes run as Skiff's account
+    for component in ("workers", "triggerer", "apiServer"):  # the parts that reach Kubernetes: Skiff's account
         sa = values[component]["serviceAccount"]
         assert sa == {"create": False, "name": SERVICE_ACCOUNT}, component
     for component in ("scheduler", "workers", "triggerer", "dagProcessor", "apiServer", "pgbouncer"):
