@@ -13,8 +13,10 @@ import jsonschema
 import pytest
 import yaml
 
+from operators.rbac import DEFAULT_SERVICE_ACCOUNT
+
 HELM = Path(__file__).resolve().parents[2] / "deploy" / "helm"
-SERVICE_ACCOUNT = "skiff-airflow"  # the name k8s_templates/rbac/ is rendered with (README "Install")
+SERVICE_ACCOUNT = DEFAULT_SERVICE_ACCOUNT  # k8s_templates/rbac/ rendered with its default (README "Install")
 
 
 @pytest.fixture(scope="module")
