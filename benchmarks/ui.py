@@ -179,9 +179,10 @@ def run() -> str:
         with httpx.Client(timeout=60) as http:
             tokens = {u: http.post(f"{url}/auth/token", json={"username": u, "password": pw[u]}).json()[
                 "access_token"] for u in ("admin", "alice")}
-            wait_until(lambda: sum(1 for i in _time_requests(http, f"{url}/skiff/api/instances", {
-                "Authorization": f"Bearer {tokens['admin']}"}, 0)["rows"]["instances"]
-                if i["state"] == "Running") == N_INSTANCES, timeout=120, interval=1, what="50 instances Running")
+            admin = {"Authorization": f"Bearer {tokens['admin']}"}
+            wait_until(lambda: sum(i["state"] == "Running" for i in http.get(
+                f"{url}/skiff/api/instances", headers=admin).json()["instances"]) == N_INSTANCES,
+                timeout=120, interval=1, what="50 instances Running")
             return _measure(http, url, tokens, seed_s)
     finally:
         if proc is not None:
