@@ -24,7 +24,9 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "dag_parse",
     "devinstances",
     "platform",
+    "rbac",
     "ui",
+    "prod_profile",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

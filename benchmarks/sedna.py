@@ -1,24 +1,39 @@
-"""Sedna reconcile at scale on in-process kubesim: 10 -> 100 -> 1,000 FederatedLearningJobs (4 children each:
-aggregation pod, 2 training pods, Service), plus JointInferenceServices at the largest size.
+"""Sedna reconcile at scale: 10 -> 100 -> 1,000 FederatedLearningJobs (4 children each: aggregation pod,
+2 training pods, Service), plus JointInferenceServices, with kubesim in its OWN process (as devstack runs it),
+so the wall time is the reconcile's plus the API server's and the CPU time (``time.process_time`` of this
+process) is Skiff's own.
 
-For each size: the first pass (creates every child), a pass with no drift (time, list requests per kind,
-writes: must be 0), and healing 100 deleted pods in one pass. What a user would otherwise run is Sedna's own
-controller, which is a Go binary with informers; it is not runnable here, so the comparison is against the
-issue's targets (no-drift pass <= 1 s at 1,000 CRs with <= 1 list per kind and 0 writes; healing 100 pods
-<= 3 s).
+For each size, on a fresh kubesim: the first pass (creates every child) with bounded concurrent writes, a
+pass with no drift (time, CPU, list requests per kind, writes: must be 0), and healing 100 deleted pods in
+one pass. At the largest size the first pass runs again on another fresh kubesim with concurrency 1 (the
+sequential writes of before), side by side. Sedna's own controller (a Go binary with informers) cannot run
+here, so the comparison is with concurrency 1 and the issue's targets.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SIZES = tuple(int(s) for s in __import__("os").environ.get("SEDNA_BENCH_SIZES", "10,100,1000").split(","))
+SIZES = tuple(int(s) for s in os.environ.get("SEDNA_BENCH_SIZES", "10,100,1000").split(","))
+CONCURRENCY = int(os.environ.get("SEDNA_BENCH_CONCURRENCY", "16"))
 HEAL = 100
+N_JI = 200
+# a real API server commits each write to etcd (a Raft round and an fsync: milliseconds); kubesim answers at
+# once, so a sequential pass on it is bound by CPU, not by waiting. The side-by-side also runs with this much
+# added to every write (kubesim's latency injection, an asyncio sleep that blocks nothing else)
+WRITE_LATENCY = float(os.environ.get("SEDNA_BENCH_WRITE_LATENCY", "0.005"))
 NS = "default"
 
 
@@ -28,39 +43,76 @@ def _sample(name: str) -> dict:
     return yaml.safe_load((REPO / "tests" / "sedna" / "samples" / name).read_text())
 
 
-def _setup(sim, n_fl: int, n_ji: int = 0):
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def kubesim_process():
+    """``python -m kubesim`` in its own process; yields (ApiClient, url, pid)."""
+    from kubernetes import config
+
+    from devstack.stack import _spawn, _wait_for_line, free_port
+
+    work = Path(tempfile.mkdtemp(prefix="sedna-bench-"))
+    log, kubeconfig = work / "kubesim.log", work / "kubeconfig"
+    proc = _spawn([sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(kubeconfig)],
+                  log, {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(REPO)})
+    try:
+        url = _wait_for_line(proc, log, r"kubesim ready (\S+)", 30).group(1)
+        yield config.new_client_from_config(str(kubeconfig)), url, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _server_stats(url: str, reset: bool = False) -> dict:
+    req = urllib.request.Request(f"{url}/kubesim/stats{'/reset' if reset else ''}", method="POST" if reset else "GET")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def _setup(api, n_fl: int, n_ji: int = 0) -> float:
+    """CRDs, Models/Datasets and the CRs (created 8 at a time: set-up, not measured as the reconcile)."""
     from operators.sedna.install import install_crds
     from operators.sedna.kube import DATASETS, FL_JOBS, JI_SERVICES, MODELS, Kube
 
-    sim.reset()
-    api = sim.api_client()
     install_crds(api)
     kube = Kube(api)
-    mk = lambda res, name, spec: kube.create(res, NS, {  # noqa: E731
-        "apiVersion": "sedna.io/v1alpha1", "kind": "Model" if res is MODELS else "Dataset",
-        "metadata": {"name": name}, "spec": spec})
+
+    def mk(res, name, spec):
+        kube.create(res, NS, {"apiVersion": "sedna.io/v1alpha1", "kind": "Model" if res is MODELS else "Dataset",
+                              "metadata": {"name": name}, "spec": spec})
+
     mk(MODELS, "surface-defect-detection-model", {"url": "/models/sdd/model.ckpt", "format": "ckpt"})
     for d in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         mk(DATASETS, d, {"url": f"/data/{d}/train.txt", "format": "txt", "nodeName": "edge-node"})
     mk(MODELS, "helmet-detection-inference-little-model", {"url": "/data/little/little.pb", "format": "pb"})
     mk(MODELS, "helmet-detection-inference-big-model", {"url": "/data/big/big.pb", "format": "pb"})
     fl, ji = _sample("federatedlearningjob_v1alpha2.yaml"), _sample("jointinferenceservice_v1alpha1.yaml")
-    t0 = time.perf_counter()
+    bodies = []
     for i in range(n_fl):
         job = copy.deepcopy(fl)
         job["metadata"] = {"name": f"fl-{i:04d}", "namespace": NS}
-        kube.create(FL_JOBS, NS, job)
+        bodies.append((FL_JOBS, job))
     for i in range(n_ji):
         svc = copy.deepcopy(ji)
         svc["metadata"] = {"name": f"ji-{i:04d}", "namespace": NS}
-        kube.create(JI_SERVICES, NS, svc)
-    return api, kube, time.perf_counter() - t0
-
-
-def _timed(fn, *args):
+        bodies.append((JI_SERVICES, svc))
     t0 = time.perf_counter()
-    out = fn(*args)
-    return time.perf_counter() - t0, out
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda rb: kube.create(rb[0], NS, rb[1]), bodies))
+    return time.perf_counter() - t0
+
+
+def _timed(fn, *args, **kwargs):
+    """(wall s, this process's CPU s, result)"""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - t0, time.process_time() - c0, out
 
 
 def _lists(summary: dict) -> str:
@@ -68,140 +120,167 @@ def _lists(summary: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(lists.items()))
 
 
-def standalone_latency(samples: int = 12) -> list[float]:
-    """Seconds from a training pod's deletion to its replacement existing, under ``airflow standalone``
-    (triggerer -> asset event -> scheduler -> worker -> reconcile), nothing triggered by hand."""
-    import httpx
+def _fl_size(n: int) -> dict:
+    from operators.sedna.kube import PODS, Kube
+    from operators.sedna.reconcile import reconcile_federated_learning
 
-    from devstack.stack import Stack
-    from operators.sedna.install import install_crds
-    from operators.sedna.kube import DATASETS, FL_JOBS, MODELS, PODS, Kube
-
-    stack = Stack(REPO / ".airflow" / "bench-sedna", dags_dirs=[REPO / "dags"]).start()
-    try:
-        api = stack.k8s()
-        install_crds(api)
+    with kubesim_process() as (api, url, pid):
+        t_create = _setup(api, n)
+        server0 = process_cpu(pid)
+        t_first, cpu_first, first = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+        server_first = process_cpu(pid) - server0
+        assert not first["errors"], first["errors"][:3]
+        nodrift = []
+        for _ in range(3):
+            _server_stats(url, reset=True)
+            t, cpu, s = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+            nodrift.append((t, cpu, s, _server_stats(url)["by_resource"]))
         kube = Kube(api)
-        kube.create(MODELS, NS, {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
-                                 "metadata": {"name": "surface-defect-detection-model"},
-                                 "spec": {"url": "/models/sdd/model.ckpt", "format": "ckpt"}})
-        for d in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
-            kube.create(DATASETS, NS, {"apiVersion": "sedna.io/v1alpha1", "kind": "Dataset", "metadata": {"name": d},
-                                       "spec": {"url": f"/data/{d}/train.txt", "format": "txt", "nodeName": "x"}})
-        stack.unpause("reconcile_federated_learning")
-
-        def until(pred, timeout, what):
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if value := pred():
-                    return value
-                time.sleep(0.05)
-            raise TimeoutError(what)
-
-        until(lambda: httpx.get(f"{stack.kubesim_url}/kubesim/stats").json()["by_resource"].get(
-            "watch federatedlearningjobs.sedna.io"), 120, "trigger watching")
-        job = _sample("federatedlearningjob_v1alpha2.yaml")
-        job["metadata"] = {"name": "latency", "namespace": NS}
-        kube.create(FL_JOBS, NS, job)
-
-        def trainers():
-            return {p["metadata"]["name"]: p["metadata"]["uid"]
-                    for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name=latency")
-                    if "-train-" in p["metadata"]["name"]}
-
-        until(lambda: len(trainers()) == 2, 90, "first pods")
-        out = []
-        for i in range(samples):
-            name, uid = sorted(trainers().items())[i % 2]
-            t0 = time.monotonic()
+        pods = [p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")]
+        victims = pods[:: max(1, len(pods) // HEAL)][:HEAL]
+        for name in victims:
             kube.delete(PODS, NS, name)
-            until(lambda n=name, u=uid: trainers().get(n, u) != u, 60, f"{name} back")
-            out.append(time.monotonic() - t0)
-        return out
-    finally:
-        stack.stop()
+        t_heal, cpu_heal, heal = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+        back = {p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")}
+    _, _, s_nd, server = nodrift[-1]
+    return {
+        "n": n, "created": first.get("created", 0), "t_create": t_create, "t_first": t_first,
+        "cpu_first": cpu_first, "server_first": server_first, "t_nd": statistics.median(t for t, *_ in nodrift),
+        "cpu_nd": statistics.median(c for _, c, *_ in nodrift), "writes_nd": max(s["writes"] for _, _, s, _ in nodrift),
+        "lists": _lists(s_nd), "max_server_lists": max(v for k, v in server.items() if k.startswith("list ")),
+        "victims": len(victims), "healed": heal.get("created", 0), "t_heal": t_heal, "all_back": set(victims) <= back,
+    }
+
+
+def _fl_first_pass(n: int, concurrency: int, write_latency: float = 0.0) -> dict:
+    """The first pass over ``n`` FL jobs on a fresh kubesim: wall, Skiff's CPU, kubesim's CPU."""
+    from operators.sedna.reconcile import reconcile_federated_learning
+
+    with kubesim_process() as (api, url, pid):
+        _setup(api, n)
+        for verb in ("create", "update", "patch", "delete") if write_latency else ():
+            req = urllib.request.Request(f"{url}/kubesim/latency", method="POST", data=json.dumps(
+                {"verb": verb, "seconds": write_latency, "count": None}).encode())
+            urllib.request.urlopen(req, timeout=30).close()
+        server0 = process_cpu(pid)
+        t, cpu, s = _timed(reconcile_federated_learning, api, concurrency=concurrency)
+        assert not s["errors"], s["errors"][:3]
+        return {"t": t, "cpu": cpu, "server": process_cpu(pid) - server0, "created": s.get("created", 0),
+                "writes": s["writes"]}
+
+
+def _ji() -> dict:
+    from operators.sedna.reconcile import reconcile_joint_inference
+
+    with kubesim_process() as (api, url, _pid):
+        _setup(api, 0, N_JI)
+        t_first, cpu_first, first = _timed(reconcile_joint_inference, api, concurrency=CONCURRENCY)
+        _server_stats(url, reset=True)
+        t_nd, cpu_nd, nd = _timed(reconcile_joint_inference, api, concurrency=CONCURRENCY)
+        lists = {k: v for k, v in _server_stats(url)["by_resource"].items() if k.startswith("list ")}
+    return {"t_first": t_first, "created": first.get("created", 0), "t_nd": t_nd, "cpu_nd": cpu_nd,
+            "writes_nd": nd["writes"], "lists": ", ".join(f"{k} {v}" for k, v in sorted(lists.items()))}
 
 
 def run() -> str:
-    sys.path.insert(0, str(REPO))  # kubesim runs from the checkout
-    from kubesim.server import KubeSim
-    from operators.sedna.kube import PODS
-    from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
-
-    sim = KubeSim().start()
-    rows, checks = [], []
-    try:
-        for n in SIZES:
-            api, kube, t_create = _setup(sim, n)
-            t_first, first = _timed(reconcile_federated_learning, api)
-            assert not first["errors"], first["errors"][:3]
-            nodrift = []
-            for _ in range(3):
-                sim.reset_stats()
-                t, s = _timed(reconcile_federated_learning, api)
-                nodrift.append((t, s, sim.stats()["by_resource"]))
-            t_nd = statistics.median(t for t, _, _ in nodrift)
-            _, s_nd, server = nodrift[-1]
-            server_lists = {k: v for k, v in server.items() if k.startswith("list ")}
-            pods = [p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")]
-            victims = pods[:: max(1, len(pods) // HEAL)][:HEAL]
-            for name in victims:
-                kube.delete(PODS, NS, name)
-            t_heal, heal = _timed(reconcile_federated_learning, api)
-            back = {p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")}
-            rows.append((n, first.get("created", 0), t_create, t_first, t_nd, s_nd["writes"], _lists(s_nd),
-                         max(server_lists.values()), len(victims), heal.get("created", 0), t_heal,
-                         set(victims) <= back))
-            print(f"[bench] sedna: {n} FL jobs: first {t_first:.2f} s, no-drift {t_nd:.3f} s, "
-                  f"heal {len(victims)} in {t_heal:.2f} s", flush=True)
-        # JointInferenceServices at the largest size (Deployments run their pods through kubesim's controllers)
-        n_ji = 200
-        api, kube, _ = _setup(sim, 0, n_ji)
-        t_ji_first, ji_first = _timed(reconcile_joint_inference, api)
-        sim.reset_stats()
-        t_ji_nd, ji_nd = _timed(reconcile_joint_inference, api)
-        ji_server_lists = {k: v for k, v in sim.stats()["by_resource"].items() if k.startswith("list ")}
-    finally:
-        sim.stop()
+    sys.path.insert(0, str(REPO))  # kubesim and devstack run from the checkout
+    rows = []
+    for n in SIZES:
+        rows.append(_fl_size(n))
+        r = rows[-1]
+        print(f"[bench] sedna: {n} FL jobs: first {r['t_first']:.2f} s (concurrency {CONCURRENCY}), "
+              f"no-drift {r['t_nd']:.3f} s, heal {r['victims']} in {r['t_heal']:.2f} s", flush=True)
+    n = rows[-1]["n"]
+    side = {"seq": _fl_first_pass(n, 1)}
+    if WRITE_LATENCY:
+        side["seq_lat"] = _fl_first_pass(n, 1, WRITE_LATENCY)
+        side["par_lat"] = _fl_first_pass(n, CONCURRENCY, WRITE_LATENCY)
+    print(f"[bench] sedna: {n} FL jobs, first pass: " + ", ".join(f"{k} {v['t']:.2f} s" for k, v in side.items()),
+          flush=True)
+    ji = _ji()
 
     latencies = []
-    if __import__("os").environ.get("SEDNA_BENCH_STANDALONE", "1") != "0":
+    if os.environ.get("SEDNA_BENCH_STANDALONE", "1") != "0":
+        from benchmarks.sedna_standalone import standalone_latency
+
         latencies = standalone_latency()
         print(f"[bench] sedna: standalone latencies {[round(x, 2) for x in latencies]}", flush=True)
+    return _report(rows, side, ji, latencies)
 
-    big = rows[-1]
+
+def _per_cr_ms(seconds: float, n: int) -> str:
+    return f"{seconds / n * 1000:.2f}"
+
+
+def _report(rows: list[dict], side: dict, ji: dict, latencies: list[float]) -> str:
+    big, n = rows[-1], rows[-1]["n"]
+    seq = side["seq"]
+    speedup = seq["t"] / big["t_first"]
     checks = [
-        (f"no-drift pass at {big[0]:,} CRs <= 1 s", big[4] <= 1.0, f"{big[4]:.3f} s"),
-        ("<= 1 list request per kind", big[7] <= 1, f"max {big[7]} (server-side count)"),
-        ("0 writes when nothing drifted", big[5] == 0, f"{big[5]} writes"),
-        (f"heal {HEAL} deleted pods in one pass <= 3 s", big[10] <= 3.0 and big[11],
-         f"{big[10]:.2f} s, {big[9]} recreated, all back: {big[11]}"),
+        (f"first pass at {n:,} CRs <= 10 s (concurrency {CONCURRENCY})", big["t_first"] <= 10.0,
+         f"{big['t_first']:.2f} s"),
+        ("... >= 4x faster than concurrency 1 in the same run", speedup >= 4.0,
+         f"{speedup:.1f}x ({seq['t']:.2f} s with concurrency 1)"),
+    ]
+    if "seq_lat" in side:
+        lat_speedup = side["seq_lat"]["t"] / side["par_lat"]["t"]
+        checks += [(f"... with {WRITE_LATENCY * 1000:.0f} ms per write (an etcd commit): >= 4x", lat_speedup >= 4.0,
+                    f"{lat_speedup:.1f}x ({side['seq_lat']['t']:.2f} s -> {side['par_lat']['t']:.2f} s)"),
+                   (f"... with {WRITE_LATENCY * 1000:.0f} ms per write: concurrency {CONCURRENCY} <= 10 s",
+                    side["par_lat"]["t"] <= 10.0, f"{side['par_lat']['t']:.2f} s")]
+    checks += [
+        ("0 writes when nothing drifted", big["writes_nd"] == 0, f"{big['writes_nd']} writes"),
+        ("<= 1 list request per kind (no drift)", big["max_server_lists"] <= 1,
+         f"max {big['max_server_lists']} (kubesim's count)"),
+        (f"heal {HEAL} deleted pods in one pass <= 3 s", big["t_heal"] <= 3.0 and big["all_back"],
+         f"{big['t_heal']:.2f} s, {big['healed']} recreated, all back: {big['all_back']}"),
     ]
     lines = [
         "## Sedna reconcile (FederatedLearningJob / JointInferenceService)\n",
-        "In-process kubesim with garbage collection on; each FederatedLearningJob is the v1alpha2 sample "
-        "(aggregation pod + 2 training pods + Service = 4 children). The reconcile is called directly with an "
-        "`ApiClient` (what the DAG task does after `KubernetesHook`). Sedna's own controller (Go, informers) "
-        "cannot run here, so the comparison is with the issue's targets.\n",
-        "| CRs | children created | create CRs (s) | first pass (s) | no-drift pass (s, median of 3) | "
-        "writes (no drift) | list requests (no drift) | pods deleted | recreated | heal pass (s) |",
-        "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        "kubesim in its own process (`python -m kubesim`, as devstack runs it) with garbage collection on; the "
+        "reconcile in this process with an `ApiClient` from the kubeconfig (what the DAG task does after "
+        "`KubernetesHook`). Each FederatedLearningJob is the v1alpha2 sample (aggregation pod + 2 training pods "
+        "+ Service = 4 children); every measurement on a fresh kubesim. *Skiff CPU* is `time.process_time()` of "
+        "the reconcile's process; *kubesim CPU* is the API server process's (from /proc). The no-drift pass "
+        "renders every child and compares it with the live one (hand edits are reverted), and writes nothing.\n",
+        f"| CRs | children created | create CRs (s) | first pass (s), concurrency {CONCURRENCY} | Skiff CPU per CR, "
+        "first (ms) | kubesim CPU per CR, first (ms) | no-drift pass (s, median of 3) | Skiff CPU per CR, no drift "
+        "(ms) | writes (no drift) | list requests (no drift) | pods deleted | recreated | heal pass (s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
-    for (n, created, t_create, t_first, t_nd, writes, lists, _mx, victims, recreated, t_heal, _ok) in rows:
-        lines.append(f"| {n:,} | {created:,} | {t_create:.2f} | {t_first:.2f} | {t_nd:.3f} | {writes} | {lists} | "
-                     f"{victims} | {recreated} | {t_heal:.2f} |")
-    per_cr = [(n, t_nd / n * 1000) for (n, _c, _tc, _tf, t_nd, *_rest) in rows]
+    for r in rows:
+        lines.append(
+            f"| {r['n']:,} | {r['created']:,} | {r['t_create']:.2f} | {r['t_first']:.2f} | "
+            f"{_per_cr_ms(r['cpu_first'], r['n'])} | {_per_cr_ms(r['server_first'], r['n'])} | {r['t_nd']:.3f} | "
+            f"{_per_cr_ms(r['cpu_nd'], r['n'])} | {r['writes_nd']} | {r['lists']} | {r['victims']} | "
+            f"{r['healed']} | {r['t_heal']:.2f} |")
     lines += [
         "",
-        "How cost grows: the no-drift pass is " + ", ".join(f"{ms:.2f} ms per CR at {n:,}" for n, ms in per_cr)
-        + " — linear in the number of objects listed (one list per kind, whatever the number of CRs; the "
-        "per-CR work is a hash of its spec and a label comparison, nothing is rendered). The first pass and the "
-        "heal pass are dominated by the creates (one POST per child plus one Event and one status write per "
-        "CR touched).",
+        f"First pass at {n:,} FederatedLearningJobs ({seq['writes']:,} writes), side by side, each on a fresh "
+        "kubesim:",
         "",
-        f"JointInferenceService: {n_ji} services -> first pass {t_ji_first:.2f} s "
-        f"({ji_first.get('created', 0)} children), no-drift pass {t_ji_nd:.3f} s with {ji_nd['writes']} writes, "
-        f"lists: {', '.join(f'{k} {v}' for k, v in sorted(ji_server_lists.items()))}.",
+        "| API server | concurrency | wall (s) | Skiff CPU per CR (ms) | kubesim CPU per CR (ms) |",
+        "|---|---:|---:|---:|---:|",
+        f"| kubesim | {CONCURRENCY} | {big['t_first']:.2f} | {_per_cr_ms(big['cpu_first'], n)} | "
+        f"{_per_cr_ms(big['server_first'], n)} |",
+        f"| kubesim | 1 | {seq['t']:.2f} | {_per_cr_ms(seq['cpu'], n)} | {_per_cr_ms(seq['server'], n)} |",
+    ]
+    for key, conc in (("seq_lat", 1), ("par_lat", CONCURRENCY)):
+        if key in side:
+            r = side[key]
+            lines.append(f"| kubesim + {WRITE_LATENCY * 1000:.0f} ms per write | {conc} | {r['t']:.2f} | "
+                         f"{_per_cr_ms(r['cpu'], n)} | {_per_cr_ms(r['server'], n)} |")
+    lines += [
+        "",
+        "Concurrency overlaps waiting; it does not remove work. On kubesim a sequential pass hardly waits: its "
+        "wall time is about Skiff's CPU plus kubesim's CPU (one Python process that validates, stores, schedules "
+        "and garbage-collects every pod), so on this 2-core machine, shared with other jobs, overlapping the two "
+        "can gain at most ~2x. With a per-write commit latency, as a real API server has, the sequential pass "
+        "waits on every write and the bounded pool hides it.",
+        "",
+        f"JointInferenceService: {N_JI} services -> first pass {ji['t_first']:.2f} s ({ji['created']} children), "
+        f"no-drift pass {ji['t_nd']:.3f} s ({_per_cr_ms(ji['cpu_nd'], N_JI)} ms Skiff CPU per CR) with "
+        f"{ji['writes_nd']} writes, lists: {ji['lists']}.",
         "",
         "| target | met | measured |",
         "|---|---|---|",

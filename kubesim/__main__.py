@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
     parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig for this server")
     parser.add_argument("--nodes", default=None, help="a nodes file (see kubesim/nodes.py) instead of the defaults")
+    parser.add_argument("--authz", choices=["none", "rbac"], default="none",
+                        help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
     args = parser.parse_args(argv)
 
@@ -24,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     try:
-        sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port).start()
+        sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz).start()
     except Exception as e:       # e.g. a bad --nodes file or a port in use: one clear line, exit 2
         cause = e.__cause__ or e
         print(f"kubesim: error: {type(cause).__name__}: {cause}", file=sys.stderr, flush=True)

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from aiohttp import web
 
 from kubesim import controls as kcontrols
+from kubesim.authz import Access, add_token_route
 from kubesim.errors import ApiError
 from kubesim.proxy import add_proxy_route
 from kubesim.routes_discovery import simple_get
 from kubesim.routes_resources import ResourceRoutes
 from kubesim.store import Store
-from kubesim.wire import error, kube_verb, parse_path
+from kubesim.wire import error, kube_verb, parse_path, response
 
 log = logging.getLogger("kubesim")
 
@@ -28,14 +29,17 @@ log = logging.getLogger("kubesim")
 class ApiServer:
     """Routes bound to one Store and one TestControls."""
 
-    def __init__(self, store: Store, controls: kcontrols.TestControls | None = None, bookmark_interval: float = 5.0):
+    def __init__(self, store: Store, controls: kcontrols.TestControls | None = None, bookmark_interval: float = 5.0,
+                 access: Access | None = None):
         self.store = store
+        self.access = access or Access(store)     # TokenRequest; authn + RBAC when access.enforce (authz.py)
         self.controls = controls or kcontrols.TestControls()
         self.resources = ResourceRoutes(store, bookmark_interval)
         # extra routes (e.g. a service proxy): (compiled regex on the path, async handler(request, match));
         # tried before the resource paths, behind the same middleware (stats, faults, latency, errors)
         self.routes: list[tuple[re.Pattern, Callable]] = []
         add_proxy_route(self)  # services/<name>:<port>/proxy/<path> (proxy.py)
+        add_token_route(self)  # serviceaccounts/<name>/token: TokenRequest (authz.py)
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
 
@@ -54,6 +58,7 @@ class ApiServer:
         if rule is not None:
             return error(ApiError(rule.status, rule.message))
         try:
+            await self.access.check(request)
             return await handler(request)
         except ApiError as e:
             return error(e)
@@ -65,6 +70,8 @@ class ApiServer:
 
     async def _dispatch(self, request: web.Request):
         path = request.path.rstrip("/") or "/"
+        if path == "/kubesim/denials" and request.method == "GET":   # every 403 answered by RBAC (authz.py)
+            return response(self.access.denials_body())
         if path.startswith("/kubesim/"):
             return await kcontrols.handle(self.controls, self.store, request, path)
         for pattern, route in self.routes:

@@ -5,9 +5,9 @@ Like the real components, everything here is an API client of the store: it read
 see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
-serviceaccount.ServiceAccountAdmission (pods get the ServiceAccount's imagePullSecrets) ->
-quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
-gc.GarbageCollector, quota.QuotaController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
+serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
+-> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
+gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA).
 
 What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
@@ -145,14 +145,15 @@ def components(cluster: Cluster) -> tuple[list, list]:
     a controller is a `kubesim.controller.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
     # imported here, not at the top: quota.py still imports `kubesim.cluster` (validation and the scheduler
     # import quota), so a top-level import would be a cycle; the other components import kubesim.controller
-    from kubesim import gc, kubelet, quota, scheduler, serviceaccount, validation, workloads
+    from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
 
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
     # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-    admission = [cluster.validator, serviceaccount.ServiceAccountAdmission(cluster.store),
+    admission = [cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
                  quota.LimitRanger(cluster.store), cluster.quota]
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
-                   quota.QuotaController(cluster), *workloads.controllers(cluster)]
+                   quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
+                   *workloads.controllers(cluster)]
     return admission, controllers

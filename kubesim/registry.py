@@ -57,7 +57,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "v1", "Node", "nodes", False, ["status"], ["no"]),
     _rt("", "v1", "ResourceQuota", "resourcequotas", True, ["status"], ["quota"]),
     _rt("", "v1", "LimitRange", "limitranges", True, [], ["limits"]),
-    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, [], ["sa"]),
+    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ["token"], ["sa"]),
     _rt("", "v1", "Endpoints", "endpoints", True, [], ["ep"]),
     _rt("apps", "v1", "Deployment", "deployments", True, ["status", "scale"], ["deploy"], categories=("all",)),
     _rt("apps", "v1", "ReplicaSet", "replicasets", True, ["status", "scale"], ["rs"], categories=("all",)),

@@ -34,6 +34,8 @@ def _resource_entries(rts: list[ResourceType]) -> list[dict]:
                 se["kind"] = "Binding" if sub == "binding" else "Eviction"
             elif sub == "finalize":
                 se["verbs"] = ["update"]
+            elif sub == "token":
+                se.update(group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"])
             elif sub == "proxy":
                 se.update(kind="NodeProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
             out.append(se)

@@ -12,26 +12,28 @@ import yaml
 from aiohttp import web
 
 from kubesim.app import ApiServer
+from kubesim.authz import Access
 from kubesim.controls import TestControls
 from kubesim.routes_discovery import GIT_VERSION  # noqa: F401  (kubesim.server.GIT_VERSION)
 from kubesim.store import Store
 
 
-def kubeconfig(url: str) -> dict:
+def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default") -> dict:
+    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz)."""
     return {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
         "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
-        "users": [{"name": "kubesim", "user": {"token": "kubesim"}}],
-        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim",
-                                                     "namespace": "default"}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": user,
+                                                     "namespace": namespace}}],
         "current-context": "kubesim",
     }
 
 
-def write_kubeconfig(url: str, path) -> Path:
+def write_kubeconfig(url: str, path, **kw) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(kubeconfig(url), sort_keys=False))
+    path.write_text(yaml.safe_dump(kubeconfig(url, **kw), sort_keys=False))
     return path
 
 
@@ -51,8 +53,10 @@ class KubeSim:
     """kubesim in a daemon thread of this process: `start()`, `.url`, `reset()` between tests, `stop()`."""
 
     def __init__(self, nodes=None, timing=None, history: int = 10000, port: int = 0, host: str = "127.0.0.1",
-                 bookmark_interval: float = 5.0, with_cluster: bool | None = None):
+                 bookmark_interval: float = 5.0, with_cluster: bool | None = None, authz: str | None = None):
         self.nodes, self.timing, self.history = nodes, timing, history
+        if authz not in (None, "none", "rbac"):
+            raise ValueError(f"authz must be 'rbac' or None, not {authz!r}")
         # with_cluster=False (or env KUBESIM_CLUSTER=0): the API server alone, no controllers
         self.with_cluster = os.environ.get("KUBESIM_CLUSTER", "1") != "0" if with_cluster is None else with_cluster
         self.host, self.port = host, port
@@ -60,7 +64,8 @@ class KubeSim:
         self.controls = TestControls()
         self.cluster = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.api = ApiServer(self.store, self.controls, bookmark_interval)
+        self.access = Access(self.store, enforce=authz == "rbac")    # kubesim.authz: tokens, RBAC
+        self.api = ApiServer(self.store, self.controls, bookmark_interval, self.access)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
@@ -108,7 +113,9 @@ class KubeSim:
         self._runner = web.AppRunner(self.api.app, access_log=None, handle_signals=False,
                                      handler_cancellation=True)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock, shutdown_timeout=0.5).start()
+        # backlog: the accept queue for a burst of new connections (aiohttp defaults to 128; a dropped SYN
+        # costs the client a 1 s retransmit). The kernel caps it at net.core.somaxconn.
+        await web.SockSite(self._runner, sock, shutdown_timeout=0.5, backlog=4096).start()
         await self._start_cluster()
         self._ready.set()
         await self._stopped.wait()

@@ -5,6 +5,9 @@
 - `kubeconfig` (session): a kubeconfig file path for it.
 - `k8s`: a `kubernetes.client.ApiClient` for it; `k8s_async`: a `kubernetes_asyncio` ApiClient.
 - `async_api_client(url)`: an async context manager giving a `kubernetes_asyncio` ApiClient.
+- `kubesim_rbac_server` (session) / `kubesim_rbac` (function, reset, 403 log cleared): a KubeSim enforcing
+  RBAC (`authz="rbac"`); `sync_api_client(url, token="kubesim")` is its admin, a ServiceAccount's client comes
+  from `kubesim.authz.write_service_account_kubeconfig`.
 """
 from __future__ import annotations
 
@@ -17,10 +20,13 @@ import pytest
 from kubesim.server import KubeSim
 
 
-def sync_api_client(url: str):
+def sync_api_client(url: str, token: str | None = None):
     import kubernetes.client
     cfg = kubernetes.client.Configuration()
     cfg.host = url
+    if token:
+        cfg.api_key = {"BearerToken": token}
+        cfg.api_key_prefix = {"BearerToken": "Bearer"}
     return kubernetes.client.ApiClient(cfg)
 
 
@@ -96,3 +102,17 @@ def k8s(kubesim):
 async def k8s_async(kubesim):
     async with async_api_client(kubesim.url) as api:
         yield api
+
+
+@pytest.fixture(scope="session")
+def kubesim_rbac_server():
+    sim = KubeSim(authz="rbac").start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def kubesim_rbac(kubesim_rbac_server):
+    kubesim_rbac_server.reset()
+    kubesim_rbac_server.access.denials.clear()
+    yield kubesim_rbac_server

@@ -1,8 +1,9 @@
 """``DevInstanceOperator``: one action on one development instance, as an Airflow task.
 
-It resolves the owner from the run (``owners.py``), validates against the platform file, performs the action
-through the provider's KubernetesHook, logs what happened with the URLs and the ssh line (never the password)
-and returns the instance's view (XCom, without the password). The "JupyterLab" and "code-server" extra links
+It resolves the owner from the run (``owners.py``), validates against the platform file (catalogue, membership,
+volumes, quota), performs the action through Skiff's access layer (the provider's KubernetesHook), logs what
+happened with the URLs and the ssh line (never the password) and returns the instance's view (XCom, without the
+password). The "JupyterLab" and "code-server" extra links
 on the task point at the instance.
 """
 
@@ -56,7 +57,9 @@ def request_from_params(platform, owner: str, params: Mapping[str, Any]):
 
 
 class DevInstanceOperator(BaseOperator):
-    """Run ``action`` (create, start, stop, delete) on the instance the DAG run's params name."""
+    """Run ``action`` (create, start, stop, delete) on the instance the DAG run's params name.
+
+    ``kubernetes_conn_id``: None uses ``[skiff] kubernetes_conn_id`` (default ``kubernetes_default``)."""
 
     operator_extra_links = (JupyterLink(), CodeServerLink())
     ui_color = "#e3f1dc"
@@ -124,16 +127,12 @@ def _admission(platform, api):
     from kubernetes.client.rest import ApiException
 
     from operators.devinstances.lifecycle import InstanceError
-
-    try:
-        from operators.platform.admission import Request, VolumeRequest, check_request
-    except ImportError:  # the platform's admission check has not landed: the quota refuses the pod instead
-        log.warning("operators.platform.admission is not installed: the team's quota is not checked up front")
-        return None
+    from operators.platform.admission import Request, VolumeRequest, check_request
+    from operators.platform.model import QUOTA_NAME
 
     def admit(req) -> None:
         try:
-            live = client.CoreV1Api(api).read_namespaced_resource_quota("skiff-quota", req.namespace).status
+            live = client.CoreV1Api(api).read_namespaced_resource_quota(QUOTA_NAME, req.namespace).status
             status = {"hard": live.hard or {}, "used": live.used or {}} if live else None
         except ApiException as exc:
             if exc.status != 404:

@@ -44,7 +44,7 @@ class _Counted:
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def _count(self, verb: str, res: Resource) -> None:
+    def count(self, verb: str, res: Resource) -> None:
         with self._lock:
             self.requests[f"{verb} {res.plural}"] += 1
 
@@ -70,11 +70,11 @@ class Kube(_Counted):
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
-        self._count("list", res)
+        self.count("list", res)
         return self.request("GET", res.path(namespace), query=_query(label_selector, field_selector))["items"]
 
     def get(self, res: Resource, namespace: str | None, name: str) -> dict | None:
-        self._count("get", res)
+        self.count("get", res)
         try:
             return self.request("GET", res.path(namespace, name))
         except KubeError as e:
@@ -84,7 +84,7 @@ class Kube(_Counted):
 
     def create(self, res: Resource, namespace: str | None, body: dict) -> dict | None:
         """The created object, or None if one with that name already exists (409: someone else did it)."""
-        self._count("create", res)
+        self.count("create", res)
         try:
             return self.request("POST", res.path(namespace), body=body)
         except KubeError as e:
@@ -93,18 +93,18 @@ class Kube(_Counted):
             raise
 
     def replace(self, res: Resource, namespace: str | None, name: str, body: dict) -> dict:
-        self._count("update", res)
+        self.count("update", res)
         return self.request("PUT", res.path(namespace, name), body=body)
 
     def merge_patch(self, res: Resource, namespace: str | None, name: str, body: dict,
                     sub: str | None = None) -> dict:
-        self._count("patch" + (f"/{sub}" if sub else ""), res)
+        self.count("patch" + (f"/{sub}" if sub else ""), res)
         return self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=MERGE_PATCH)
 
     def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None,
                propagation: str = "Background") -> bool:
         """Delete (only that incarnation if ``uid`` is given); False if it was already gone."""
-        self._count("delete", res)
+        self.count("delete", res)
         try:
             self.request("DELETE", res.path(namespace, name), body=_delete_options(uid, propagation))
             return True
@@ -156,7 +156,7 @@ class AsyncKube(_Counted):
     async def list_with_version(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
                                 field_selector: str | None = None) -> tuple[list[dict], str]:
         """The items and the list's resourceVersion (where a watch starts)."""
-        self._count("list", res)
+        self.count("list", res)
         body = await self.request("GET", res.path(namespace), query=_query(label_selector, field_selector))
         return body.get("items") or [], body["metadata"]["resourceVersion"]
 
@@ -165,7 +165,7 @@ class AsyncKube(_Counted):
         return (await self.list_with_version(res, namespace, label_selector, field_selector))[0]
 
     async def get(self, res: Resource, namespace: str | None, name: str) -> dict | None:
-        self._count("get", res)
+        self.count("get", res)
         try:
             return await self.request("GET", res.path(namespace, name))
         except KubeError as e:
@@ -176,7 +176,7 @@ class AsyncKube(_Counted):
     async def delete(self, res: Resource, namespace: str | None, name: str, uid: str | None = None,
                      propagation: str = "Background") -> bool:
         """Delete (only that incarnation if ``uid`` is given); False if it was already gone."""
-        self._count("delete", res)
+        self.count("delete", res)
         try:
             await self.request("DELETE", res.path(namespace, name), body=_delete_options(uid, propagation))
             return True

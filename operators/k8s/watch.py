@@ -86,7 +86,7 @@ async def list_and_watch(api, res: Resource, namespace: str | None = None, *, la
 
 async def _open_watch(kube: AsyncKube, res: Resource, namespace: str | None, label_selector: str | None,
                       field_selector: str | None, rv: str, watch_seconds: int):
-    kube._count("watch", res)
+    kube.count("watch", res)
     query = _query(label_selector, field_selector, watch="true", resourceVersion=rv, allowWatchBookmarks="true",
                    timeoutSeconds=str(watch_seconds))
     # the client's own limit only backs up the server's timeoutSeconds; no read timeout: a quiet watch is fine

@@ -1,6 +1,6 @@
 """Install what the Sedna reconcile needs on a cluster: the 4 Sedna CRDs (``k8s_templates/sedna/crds``,
 unchanged from kubeedge/sedna, Apache-2.0) and the RBAC for the Airflow service account
-(``k8s_templates/sedna/rbac.yaml.j2``). ``kubectl apply -f`` on the same files does the same."""
+(``k8s_templates/rbac/sedna.yaml.j2``, also part of Skiff's whole RBAC: ``operators.rbac``). ``kubectl apply -f`` on the same files does the same."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def crd_manifests() -> list[dict]:
 
 
 def rbac_manifests(namespace: str = "airflow", service_account: str = "airflow") -> list[dict]:
-    return render("sedna/rbac.yaml.j2", namespace=namespace, service_account=service_account)
+    return render("rbac/sedna.yaml.j2", namespace=namespace, service_account=service_account)
 
 
 def install_crds(api: ApiClient, timeout: float = 10.0) -> list[str]:

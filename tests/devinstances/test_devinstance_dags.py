@@ -120,7 +120,8 @@ def test_refused_runs_fail_with_the_reason(bag, k8s, team, airflow_db, caplog, c
     refusals = (({"owner": None}, "pass owner in the run's conf"),
                 ({"team": "nlp"}, "home volume='alice-home': no such PersistentVolumeClaim in nlp"),
                 ({"team": "nlp", "owner": "bob"}, "'bob' is not a member of this team"),
-                ({"gpu": 1}, "image='tf2-cpu': is a CPU image"))
+                ({"gpu": 1}, "image='tf2-cpu': is a CPU image"),
+                ({"cpu": 9}, "CPU, quota 8"))  # recsys's quota in the platform file
     for conf, _ in refusals:
         assert run(bag, "create", **conf).state == "failed", conf
     assert run(bag, "stop", name="ghost").state == "failed"

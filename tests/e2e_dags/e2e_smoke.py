@@ -1,4 +1,4 @@
-"""E2E smoke DAG: a task reaches the cluster through ``kubernetes_default`` and leaves a ConfigMap there."""
+"""E2E smoke DAG: a task reaches the cluster through ``kubernetes_default`` and leaves an Event there."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ def touch_cluster(run_id: str | None = None) -> list[str]:
     from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 
     core = KubernetesHook().core_v1_client
-    cm = {"metadata": {"generateName": "e2e-smoke-", "labels": {"e2e": "smoke"}}, "data": {"run_id": run_id}}
-    core.create_namespaced_config_map("default", cm)
+    # an Event and a namespace list: writes and reads Skiff's own RBAC allows (the stack enforces it)
+    event = {"metadata": {"generateName": "e2e-smoke-", "labels": {"e2e": "smoke"}},
+             "involvedObject": {"kind": "Namespace", "name": "default", "apiVersion": "v1"},
+             "reason": "Smoke", "message": str(run_id), "type": "Normal", "source": {"component": "skiff"}}
+    core.create_namespaced_event("default", event)
     return [ns.metadata.name for ns in core.list_namespace().items]
 
 

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
+
+import pytest
 
 from tests.kubesim.conftest import configmap
 
@@ -94,3 +97,27 @@ def test_429_says_when_to_retry(apisim):
     assert info.value.code == 429 and info.value.headers["Retry-After"] == "1"
     body = json.loads(info.value.read())
     assert body["reason"] == "TooManyRequests" and body["details"]["retryAfterSeconds"] == 1
+
+
+async def test_extra_route_runs_behind_the_middleware(apisim):
+    """`ApiServer.routes` (kubesim's extension point, e.g. for a service proxy): a registered path is served
+    before the resource paths, counted in the stats, and subject to injected faults like any request."""
+    import re
+
+    from aiohttp import web
+
+    async def hello(request, match):
+        return web.Response(text=f"hello {match.group(1)}")
+
+    route = (re.compile(r"^/hello/(\w+)$"), hello)
+    apisim.api.routes.append(route)
+    try:
+        with urllib.request.urlopen(f"{apisim.url}/hello/skiff", timeout=10) as resp:
+            assert resp.read() == b"hello skiff"
+        assert apisim.stats()["by_path"]["GET /hello/skiff"] == 1
+        apisim.fail("get", r"^/hello/", status=503)
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"{apisim.url}/hello/skiff", timeout=10)
+        assert info.value.code == 503
+    finally:
+        apisim.api.routes.remove(route)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sedna_helpers import FL_SEL, NS, events_of, fl_sample, model, new_fl, pods_of
 
+from kubesim.testing import wait_until
 from operators.sedna.desired import CHILD_TEMPLATES, templates_digest
 from operators.sedna.kinds import FEDERATED_LEARNING
 from operators.sedna.kube import FL_JOBS, MODELS, SERVICES
@@ -100,7 +101,7 @@ def test_templates_digest_hashes_only_the_templates_that_shape_children(tmp_path
     shutil.copytree(root, copy)
     base = templates_digest.__wrapped__(copy)
     assert base == templates_digest.__wrapped__(root)
-    for name in ("rbac.yaml.j2", "event.yaml.j2"):  # even a real change there restarts nothing
+    for name in ("event.yaml.j2",):  # even a real change there restarts nothing (the RBAC lives in rbac/)
         (copy / name).write_text((copy / name).read_text() + "\n# edited\n")
     assert templates_digest.__wrapped__(copy) == base
     for name in CHILD_TEMPLATES:  # a comment in any child template rolls the children
@@ -112,3 +113,44 @@ def test_templates_digest_hashes_only_the_templates_that_shape_children(tmp_path
     source = (Path(__file__).parents[2] / "operators" / "sedna" / "desired.py").read_text()
     used = set(re.findall(r'render\(\s*"sedna/([^"]+)"', source))
     assert used and used <= set(CHILD_TEMPLATES), used - set(CHILD_TEMPLATES)
+
+
+def test_a_slow_cr_does_not_hold_up_the_others(k8s, kube, kubesim):
+    """Writes run on a bounded pool: while the API server holds job-0's status write, the other jobs get
+    their children and status (observed while that pass is still running)."""
+    import threading
+
+    for i in range(6):
+        new_fl(kube, f"job-{i}")
+    kubesim.add_latency(verb="patch", path="federatedlearningjobs/job-0/status", seconds=8, count=1)
+    done: list[dict] = []
+    run = threading.Thread(target=lambda: done.append(reconcile_federated_learning(k8s, concurrency=3)))
+    run.start()
+    try:
+        others = [f"job-{i}" for i in range(1, 6)]
+        wait_until(lambda: all((kube.get(FL_JOBS, NS, n).get("status") or {}).get("phase") == "Running"
+                               for n in others), timeout=7, what="the other jobs reconciled")
+        assert run.is_alive() and not done  # job-0's status write is still held
+    finally:
+        run.join()
+        kubesim.clear_faults()
+    assert done[0]["created"] == 24 and not done[0]["errors"]
+    assert kube.get(FL_JOBS, NS, "job-0")["status"]["phase"] == "Running"
+    assert reconcile_federated_learning(k8s, concurrency=3)["writes"] == 0
+
+
+def test_concurrency_one_and_many_make_the_same_children_once(k8s, kube):
+    for i in range(12):
+        new_fl(kube, f"job-{i:02d}")
+    first = reconcile_federated_learning(k8s, concurrency=1, namespaces=[NS])
+    names_1 = {n for i in range(12) for n in pods_of(kube, f"job-{i:02d}")}
+    for i in range(12):
+        kube.delete(FL_JOBS, NS, f"job-{i:02d}")
+    wait_until(lambda: not kube.list(SERVICES, NS, FL_SEL), what="children collected")
+    for i in range(12):
+        new_fl(kube, f"job-{i:02d}")
+    many = reconcile_federated_learning(k8s, concurrency=8)
+    assert first["created"] == many["created"] == 48
+    assert many["requests"] == first["requests"]  # the same requests, only overlapped
+    assert len({n for i in range(12) for n in pods_of(kube, f"job-{i:02d}")}) == 36 == len(names_1)
+    assert reconcile_federated_learning(k8s, concurrency=8)["writes"] == 0

@@ -379,7 +379,7 @@ def test_ji_hpa_follows_the_spec(k8s, kube):
 
 
 def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
-    """Every request a busy scenario makes is allowed by k8s_templates/sedna/rbac.yaml.j2, and every
+    """Every request a busy scenario makes is allowed by k8s_templates/rbac/sedna.yaml.j2, and every
     rule in it is used by the reconcile or the trigger (no spare verbs)."""
     from operators.sedna.install import rbac_manifests
     from operators.sedna.trigger import watched_resources

@@ -93,9 +93,10 @@ def _quota_used(k8s, resource: str) -> str:
 
 
 def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothing(stack, browser):
-    from operators.devinstances import naming
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
+
+    from operators.devinstances import naming
 
     k8s = stack.k8s()
     core = client.CoreV1Api(k8s)

@@ -1,0 +1,45 @@
+"""The stack under RBAC enforcement: kubesim started with ``--authz rbac``, Skiff's RBAC
+(``operators.rbac.install_manifests``) applied with the admin kubeconfig, and a kubeconfig for Skiff's
+ServiceAccount, which becomes Airflow's ``kubernetes_default`` (what in-cluster Airflow pods get). The harness
+keeps the admin kubeconfig for what a cluster admin does (CRDs, nodes, team set-up, ingress-nginx's port map)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from operators.rbac import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, apply_manifests, install_manifests
+
+
+def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAULT_NAMESPACE,
+                       service_account: str = DEFAULT_SERVICE_ACCOUNT) -> Path:
+    """Apply Skiff's RBAC as the admin; return the path of Skiff's ServiceAccount kubeconfig (written to ``out``)."""
+    from kubernetes import client, config
+
+    from kubesim.authz import write_service_account_kubeconfig
+
+    with config.new_client_from_config(str(admin_kubeconfig)) as admin:
+        try:
+            client.CoreV1Api(admin).create_namespace({"metadata": {"name": namespace}})
+        except client.exceptions.ApiException as e:
+            if e.status != 409:
+                raise
+        apply_manifests(admin, install_manifests(namespace, service_account))
+        _ingress_nginx_port_map(admin)
+        url = admin.configuration.host
+    return write_service_account_kubeconfig(url, namespace, service_account, out)
+
+
+def _ingress_nginx_port_map(admin) -> None:
+    """ingress-nginx's install creates its `tcp-services` ConfigMap; Skiff's RBAC may only read and update it."""
+    from kubernetes import client
+
+    from operators.devinstances.desired import tcp_services_configmap
+    from operators.devinstances.settings import Settings
+
+    settings = Settings.from_env()
+    try:
+        client.CoreV1Api(admin).create_namespaced_config_map(
+            settings.tcp_namespace, tcp_services_configmap(settings.tcp_namespace, settings.tcp_name))
+    except client.exceptions.ApiException as e:
+        if e.status != 409:
+            raise
