@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from operators.platform.model import home_pvc
-from operators.platform.quantity import parse_quantity
+from operators.platform.quantity import MAX_QUANTITY, parse_quantity
 from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
 SHELL = "/bin/bash"
@@ -159,6 +159,8 @@ def gpu_count(value: Any) -> int:
         raise _bad("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
     if value < 0:
         raise _bad("gpu", value, "must be >= 0")
+    if value > MAX_QUANTITY:
+        raise _bad("gpu", value, "is too large for Kubernetes (at most 2^63-1)")
     return value
 
 
@@ -184,7 +186,11 @@ def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: A
     work = _text("work_dir", work_dir)
     argv = exec_argv(exec_command)
     if entry_path is not None:
-        argv.append(f"{ROOT_MOUNT}/{_text('entry_path', entry_path)}")
+        entry = _text("entry_path", entry_path)
+        if entry.startswith("/") or ".." in entry.split("/"):
+            raise _bad("entry_path", entry_path, f"must be a path relative to {ROOT_MOUNT} without '..' (a file in "
+                                                 "the image: entry_path=None and name it in exec_command)")
+        argv.append(f"{ROOT_MOUNT}/{entry}")
     if isinstance(run_args, str | bytes) or not isinstance(run_args, Sequence):
         raise _bad("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
     argv.extend(_text(f"run_args[{i}]", a, allow_empty=True) for i, a in enumerate(run_args))
@@ -220,6 +226,9 @@ def image_ref(value: Any) -> str:
     return value
 
 
+VOLUME_KEYS = {"pvc", "mount_path", "read_only"}
+
+
 def mount_path(field: str, value: Any) -> str:
     """An absolute mount path, normalised before any rule looks at it (``//root``, ``/root/.`` and ``/root/``
     are ``/root``); ``..`` and ``:`` are refused, ``/`` itself too."""
@@ -242,6 +251,8 @@ def volumes(value: Any) -> tuple[Volume, ...]:
     out: list[Volume] = []
     paths = {ROOT_MOUNT}
     for i, item in enumerate(value):
+        if isinstance(item, Mapping) and (set(item) - VOLUME_KEYS or not {"pvc", "mount_path"} <= set(item)):
+            raise _bad(f"volumes[{i}]", item, "must have pvc and mount_path, and optionally read_only")
         vol = Volume(**item) if isinstance(item, Mapping) else item
         if not isinstance(vol, Volume):
             raise _bad(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")

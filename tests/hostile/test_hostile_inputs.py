@@ -1,6 +1,7 @@
 """The hostile-input catalogue (``hostile_cases.CASES``): every case against its real entry point.
 
-* training: ``TrainingJobOperator(...)`` — validated when the DAG file is parsed (pure: no cluster client
+* training: ``TrainingJobOperator(...)`` then ``build_manifest`` — validated when the DAG file is parsed or,
+  at the latest, when ``execute`` computes the manifest before its first request (pure: no cluster client
   exists yet, so a refusal is before any write by construction); accepted cases render the Job manifest and
   the hostile text must arrive verbatim in argv/env, never re-parsed.
 * devinstance: the create DAG's params through ``request_from_params`` with the example platform file.
@@ -51,9 +52,9 @@ def training_operator(**kw):
 def test_training_argument(case: Case):
     from operators.training.naming import TaskInstanceKey
 
-    if case.expect == "rejected":
+    if case.expect == "rejected":  # when the DAG is parsed, or at the latest when the manifest is computed
         with pytest.raises(ValueError) as info:
-            training_operator(**case.args)
+            training_operator(**case.args).build_manifest(TaskInstanceKey("d", "t", "r", 1))
         assert_names(case, str(info.value))
         return
     op = training_operator(**case.args)
