@@ -55,8 +55,9 @@ def short_repr(value: Any, limit: int = 80) -> str:
     text = repr(value)
     if len(text) <= limit:
         return text
-    size = len(value) if isinstance(value, str | bytes | list | tuple | dict) else len(text)
-    return f"{text[:limit]}... ({size} characters)"
+    if isinstance(value, list | tuple | dict):
+        return f"{text[:limit]}... ({len(value)} items)"
+    return f"{text[:limit]}... ({len(value) if isinstance(value, str | bytes) else len(text)} characters)"
 
 
 def _bad(field: str, value: Any, why: str) -> ValueError:

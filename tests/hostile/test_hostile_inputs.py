@@ -210,3 +210,13 @@ def test_plugin_api_body(case: Case, plugin_api, kubesim):
     assert_names(case, detail)
     writes = {k: v for k, v in kubesim.stats()["by_resource"].items() if k.split()[0] in WRITES}
     assert writes == {}, writes
+
+
+def test_the_doc_lists_every_case():
+    """docs/hostile-inputs.md carries the table generated from CASES: a case added, removed or changed without
+    regenerating the doc fails here."""
+    from hostile_cases import DOC, markdown_table
+
+    assert markdown_table() in DOC.read_text()
+    assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
+    assert len(CASES) >= 40
