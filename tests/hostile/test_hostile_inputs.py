@@ -220,3 +220,16 @@ def test_the_doc_lists_every_case():
     assert markdown_table() in DOC.read_text()
     assert len({c.id for c in CASES}) == len(CASES), "case ids must be unique"
     assert len(CASES) >= 40
+
+
+def test_a_new_instance_password_is_masked_by_airflows_secrets_masker():
+    """Defence in depth behind the leak search of tests/devinstances: a password Skiff generates is registered
+    with Airflow's secrets masker, so any log line or rendered value that would carry it shows ``***``."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    from operators.devinstances.lifecycle import PASSWORD_BYTES, new_password
+
+    password = new_password()
+    assert PASSWORD_BYTES * 8 >= 128 and len(password) >= 32
+    line = f"ApiException 422: Secret body {{'stringData': {{'password': '{password}'}}}}"
+    assert password not in redact(line) and "***" in redact(line)
