@@ -233,3 +233,11 @@ def test_a_new_instance_password_is_masked_by_airflows_secrets_masker():
     assert PASSWORD_BYTES * 8 >= 128 and len(password) >= 32
     line = f"ApiException 422: Secret body {{'stringData': {{'password': '{password}'}}}}"
     assert password not in redact(line) and "***" in redact(line)
+
+
+def test_jinja_in_a_run_time_value_is_not_rendered_again():
+    """A user's text that looks like a template (a DAG run param, a form value) reaches a templated field as
+    data: Airflow renders the DAG author's template once and never re-renders the values it substitutes."""
+    op = training_operator(run_args=["{{ params.x }}", "--n"])
+    hostile = "{{ conn.kubernetes_default.password }}{% raw %}{{ 7*7 }}"
+    assert op.render_template(op.run_args, {"params": {"x": hostile}}) == [hostile, "--n"]
