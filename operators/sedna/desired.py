@@ -11,10 +11,13 @@ differences that make a level-triggered, stateless reconcile safe:
   creating only what is missing. No "recently recreated" timer is needed. The uid is in the hash so a CR
   deleted and re-created under the same name never collides with its predecessor's terminating pods.
 * A spec-hash label (``skiff.io/spec-hash``) on every child: a hash of everything the child is rendered
-  from (the CR spec, the resolved Model/Dataset URLs, the templates). Drift is detected by comparing labels,
-  without rendering or diffing defaulted API objects, so a no-drift pass renders nothing. FL pods share the
-  job-wide hash (a federated round restarts as a whole when the job changes); JI Deployments, Services and
-  HPAs each carry their own, so editing the edge worker rolls only the edge Deployment.
+  from (the CR spec, the resolved Model/Dataset URLs and credentials, the child templates). A CR edit is
+  seen by comparing labels; a hand edit of a child by comparing it with its rendered manifest (``drift.py``).
+  FL pods share the job-wide hash (a federated round restarts as a whole when the job changes); JI
+  Deployments, Services and HPAs each carry their own, so editing the edge worker rolls only the edge one.
+
+Volumes, the storage initializer and S3 credentials are in ``storage.py``; the names Skiff derives are
+checked (``checked_names``) so that a CR whose children the API server would refuse gets none.
 
 Every child carries exactly one controller ownerReference to its CR, with the CR's Kind.
 """
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
@@ -31,6 +33,15 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
+from operators.sedna.storage import (
+    S3_ENDPOINT_ANNOTATION,
+    S3_SECRET_KEYS,
+    S3_USE_HTTPS_ANNOTATION,
+    Credential,
+    Mount,
+    inject_env,
+    inject_mounts,
+)
 from operators.templating import render
 from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
@@ -47,17 +58,6 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "skiff"}
 AGG_PORT = 7363
 BIG_MODEL_PORT = 5000
 DEFAULT_LC_SERVER = "http://localhost:9100"  # Sedna's default LocalController address
-
-# Sedna's URL handling (runtime/storage_initializer_injector.go)
-HOST_PATH_PREFIX = "/home/data"
-DOWNLOAD_PREFIX = "/downloads"
-DOWNLOAD_VOLUME = "sedna-storage-initializer"
-DOWNLOAD_SCHEMES = ("s3", "http", "https")
-# Sedna's S3 credentials (runtime/secret_injector.go): Secret data keys = env names, endpoint annotations
-S3_SECRET_KEYS = ("ACCESS_KEY_ID", "SECRET_ACCESS_KEY")
-S3_ENDPOINT_ENV = "S3_ENDPOINT_URL"
-S3_ENDPOINT_ANNOTATION = "s3-endpoint"
-S3_USE_HTTPS_ANNOTATION = "s3-usehttps"
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s utilrand.String's alphabet
 
@@ -151,126 +151,6 @@ def owner_reference(kind: str, name: str, uid: str) -> dict:
     return json.loads(_owner_reference_yaml(kind, name, uid))
 
 
-def convert_k8s_valid_name(name: str) -> str:
-    """runtime.ConvertK8SValidName: a DNS-1123 label made from a host path (Sedna's volume names)."""
-    fixed: list[str] = []
-    for c in name.lower():
-        if c.isascii() and (c.isalnum() or c == "-"):
-            fixed.append(c)
-        elif fixed and fixed[-1] != "-":
-            fixed.append("-")
-    fixed = fixed[:63]
-    if fixed and fixed[-1] == "-":
-        fixed[-1] = "z"
-    return "".join(fixed) or "sedna-default-volume-name"
-
-
-@dataclass(frozen=True)
-class Credential:
-    """S3 keys from a Secret (a Model's, Dataset's or transmitter's ``credentialName``), as Sedna reads them
-    (runtime/secret_injector.go): data keys ``ACCESS_KEY_ID`` and ``SECRET_ACCESS_KEY``, endpoint from the
-    Secret's ``s3-endpoint`` annotation (https unless ``s3-usehttps: "0"``). Only the Secret's name and the
-    endpoint are kept: the keys reach the containers through ``secretKeyRef``, never copied into the pod."""
-
-    secret: str
-    endpoint_url: str | None
-
-    def env(self) -> dict[str, str | dict]:
-        out: dict[str, str | dict] = {S3_ENDPOINT_ENV: self.endpoint_url} if self.endpoint_url else {}
-        for key in S3_SECRET_KEYS:
-            out[key] = {"secretKeyRef": {"name": self.secret, "key": key}}
-        return out
-
-
-@dataclass(frozen=True)
-class Mount:
-    """A Model/Dataset URL and the env var that tells the worker where it is (runtime.WorkerMount)."""
-
-    env_name: str
-    url: str
-    credential: Credential | None = None  # used for s3:// URLs, as in Sedna
-
-
-def _split_dir(path: str) -> str:
-    """Go's filepath.Split directory part: everything up to and including the last slash."""
-    return path[: path.rfind("/") + 1]
-
-
-def inject_mounts(pod_spec: dict, mounts: list[Mount]) -> dict[str, str]:
-    """runtime.InjectStorageInitializer, for URLs downloaded by the initializer (Sedna >= 0.4).
-
-    * a plain path ("/model/frozen.pb") is on the node: its directory is a hostPath volume mounted under
-      /home/data, and the env var points at /home/data/model/frozen.pb (plus DATA_PATH_PREFIX);
-    * s3:// and http(s):// URLs are fetched by the storage-initializer init container into an emptyDir
-      mounted read-only at /downloads; the env var points at /downloads/<host><path>;
-    * any other scheme is passed through unchanged in the env var (the worker reads it itself).
-    An s3:// URL with a credential gives the initializer and the worker ``S3_ENDPOINT_URL`` and the Secret's
-    ``ACCESS_KEY_ID`` / ``SECRET_ACCESS_KEY`` through ``secretKeyRef``.
-    Mutates ``pod_spec``; returns the env vars to inject.
-    """
-    env: dict[str, str] = {}
-    host_volumes: dict[str, str] = {}  # volume name -> host dir
-    host_mounts: list[tuple[str, str]] = []
-    downloads: list[str] = []
-    secret_env: dict[str, str | dict] = {}  # first credential wins per env name (runtime.MergeSecretEnvs)
-    for m in mounts:
-        u = urlsplit(m.url)
-        if m.credential and u.scheme == "s3":
-            secret_env = {**m.credential.env(), **secret_env}
-        if u.scheme in DOWNLOAD_SCHEMES:
-            container_path = posixpath.join(DOWNLOAD_PREFIX, u.netloc + u.path)
-            downloads += [m.url, _split_dir(container_path)]
-            env[m.env_name] = container_path
-        elif u.scheme == "":
-            host_dir = _split_dir(m.url)
-            container_path = posixpath.join(HOST_PATH_PREFIX, u.path.lstrip("/"))
-            volume = convert_k8s_valid_name(host_dir)
-            host_volumes.setdefault(volume, host_dir)
-            if (volume, _split_dir(container_path)) not in host_mounts:  # Model and Dataset in one dir
-                host_mounts.append((volume, _split_dir(container_path)))
-            env[m.env_name] = container_path
-        else:
-            env[m.env_name] = m.url
-    containers = pod_spec["containers"]
-    volumes = pod_spec.setdefault("volumes", [])
-    if downloads:
-        pod_spec.setdefault("initContainers", []).append(
-            render("sedna/storage-initializer.yaml.j2", args=downloads, secret_env=_env_list(secret_env))
-        )
-        volumes.append({"name": DOWNLOAD_VOLUME, "emptyDir": {}})
-        for c in containers:
-            c.setdefault("volumeMounts", []).append(
-                {"name": DOWNLOAD_VOLUME, "mountPath": DOWNLOAD_PREFIX, "readOnly": True}
-            )
-    for volume, host_dir in host_volumes.items():
-        volumes.append({"name": volume, "hostPath": {"path": host_dir, "type": "Directory"}})
-    for volume, mount_path in host_mounts:
-        for c in containers:
-            c.setdefault("volumeMounts", []).append({"name": volume, "mountPath": mount_path})
-    if host_mounts:
-        env["DATA_PATH_PREFIX"] = HOST_PATH_PREFIX
-    if not volumes:
-        del pod_spec["volumes"]
-    return {**env, **secret_env}  # the worker gets the keys too (it writes models / aggregation data)
-
-
-def _env_list(env: Mapping[str, str | dict]) -> list[dict]:
-    """Env entries: a str is a ``value``, a dict a ``valueFrom`` (a Secret's key, never its value)."""
-    return [{"name": k, "valueFrom": v} if isinstance(v, dict) else {"name": k, "value": str(v)}
-            for k, v in env.items()]
-
-
-def inject_env(pod_spec: dict, env: Mapping[str, str | dict]) -> None:
-    """Append the system env vars to every container, after the user's (runtime.injectWorkerParam).
-
-    A user env var with the same name as a system one is replaced: the system value wins, as in Sedna
-    (where the later duplicate wins in the container runtime), without sending duplicates to the API.
-    """
-    for c in pod_spec["containers"]:
-        user = [e for e in c.get("env") or [] if e.get("name") not in env]
-        c["env"] = user + _env_list(env)
-
-
 def _template(cr: dict, path: str) -> dict:
     """The pod template at spec.<path>, checked to be usable."""
     node: Any = cr.get("spec") or {}
@@ -313,7 +193,7 @@ def _resolve(kind: str, store: Mapping[str, dict], name: Any, field_path: str, n
 
 def _credential(secrets: Mapping[str, dict | None], secret: Any, field_path: str, ns: str) -> Credential | None:
     """The S3 credential named at ``field_path`` (a Secret in the CR's namespace), checked to hold both keys.
-    ``secrets``: name -> ``{"keys": [...], "annotations": {...}}`` (see ``secret_summary``), None if absent."""
+    ``secrets``: name -> ``{"keys": [...], "annotations": {...}}`` (see ``storage.secret_summary``), None if absent."""
     if secret in (None, ""):
         return None
     if not isinstance(secret, str):
@@ -330,20 +210,6 @@ def _credential(secrets: Mapping[str, dict | None], secret: Any, field_path: str
     if endpoint and "://" not in endpoint:
         endpoint = ("http://" if ann.get(S3_USE_HTTPS_ANNOTATION) == "0" else "https://") + endpoint
     return Credential(secret, endpoint or None)
-
-
-def secret_summary(secret: dict) -> dict:
-    """What the reconcile keeps of a Secret: its key names and the S3 endpoint annotations, never a value."""
-    ann = (secret.get("metadata") or {}).get("annotations") or {}
-    return {"keys": sorted({*(secret.get("data") or {}), *(secret.get("stringData") or {})}),
-            "annotations": {k: ann[k] for k in (S3_ENDPOINT_ANNOTATION, S3_USE_HTTPS_ANNOTATION) if k in ann}}
-
-
-def credential_names(obj: dict) -> list[str]:
-    """The Secrets a Model, Dataset or FederatedLearningJob names (spec.credentialName, transmitter.s3)."""
-    spec = obj.get("spec") or {}
-    names = [spec.get("credentialName"), ((spec.get("transmitter") or {}).get("s3") or {}).get("credentialName")]
-    return [n for n in names if isinstance(n, str) and n]
 
 
 def _source_mount(env_name: str, kind: str, obj: dict, secrets: Mapping[str, dict | None], ns: str) -> Mount:
@@ -391,7 +257,7 @@ def desired_federated_learning(
     secrets: Mapping[str, dict | None] | None = None,
 ) -> Desired:
     """Children of a FederatedLearningJob. ``models``/``datasets``/``secrets``: by name, in the job's
-    namespace (``secrets``: ``secret_summary`` of each Secret a credentialName names, None if absent)."""
+    namespace (``secrets``: ``storage.secret_summary`` of each Secret a credentialName names, None if absent)."""
     meta = job["metadata"]
     ns, name, uid = meta["namespace"], meta["name"], meta["uid"]
     secrets = secrets or {}

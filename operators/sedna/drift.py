@@ -6,8 +6,8 @@ value; fields the live object has and the desired one does not are the API serve
 are ignored. Lists of named items merge by key as a strategic-merge patch does (containers and env by
 ``name``, volume mounts by ``mountPath``, ports by port number), so the service-account token volume the
 API server adds to every pod is not drift, while a changed env value or image is. Empty desired values
-(``annotations: {}``) match a missing field (the API server drops them). Quantities compare by value
-(``1000m`` == ``1``), as the API server canonicalises them.
+(``annotations: {}``) match a missing field (the API server drops them). Quantities (container resources,
+HPA metric targets) compare by value (``1000m`` == ``1``), as the API server canonicalises them.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _compare_list(want: list, live: Any, path: str, out: list[str]) -> None:
 
 
 def _same_quantity(want: Any, live: Any, path: str) -> bool:
-    if ".resources." not in path or not isinstance(want, str | int | float) or not isinstance(live, str | int | float):
+    if not (".resources." in path or ".metrics[" in path) or not isinstance(want, str | int | float) or not isinstance(live, str | int | float):
         return False
     from kubernetes.utils import parse_quantity
 

@@ -29,7 +29,7 @@ class Sources:
 
     models: Mapping[str, dict]
     datasets: Mapping[str, dict]
-    secrets: Mapping[str, dict | None]  # desired.secret_summary of each Secret named; None = absent
+    secrets: Mapping[str, dict | None]  # storage.secret_summary of each Secret named; None = absent
 
 
 # status(cr, desired, children after this pass's actions, error, error reason, now) -> the new status

@@ -49,8 +49,6 @@ from operators.sedna.desired import (
     JI_KIND,
     Desired,
     SpecError,
-    credential_names,
-    secret_summary,
 )
 from operators.sedna.kinds import SOURCE_RESOURCES, KindSpec, Sources, kind_spec
 from operators.sedna.plan import (
@@ -61,6 +59,7 @@ from operators.sedna.plan import (
     status_event,
     updated_body,
 )
+from operators.sedna.storage import credential_names, secret_summary
 from operators.templating import render
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ def s3_secret(name="minio-creds", keys=("ACCESS_KEY_ID", "SECRET_ACCESS_KEY"), e
 
 
 def summary_of(secret: dict) -> dict:
-    from operators.sedna.desired import secret_summary
+    from operators.sedna.storage import secret_summary
 
     return secret_summary(secret)
 

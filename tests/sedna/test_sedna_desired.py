@@ -14,10 +14,10 @@ from operators.sedna.desired import (
     FL_KIND,
     JI_KIND,
     SPEC_HASH_LABEL,
-    convert_k8s_valid_name,
     desired_federated_learning,
     desired_joint_inference,
 )
+from operators.sedna.storage import convert_k8s_valid_name
 
 FL_NS = "team-a"
 MODEL = "surface-defect-detection-model"

@@ -30,6 +30,10 @@ def test_drift_is_what_kubectl_diff_shows_not_api_defaults():
     live["spec"].pop("annotations")
     live["spec"]["dnsPolicy"] = "ClusterFirst"
     assert drifted(want, live) == []
+    hpa = {"spec": {"maxReplicas": 3, "metrics": [{"type": "Pods", "pods": {"target": {"averageValue": "0.5"}}}]}}
+    hpa_live = json.loads(json.dumps(hpa))
+    hpa_live["spec"]["metrics"][0]["pods"]["target"]["averageValue"] = "500m"  # canonicalised
+    assert drifted(hpa, hpa_live) == []
     c["image"] = "a:2"
     c["env"][0]["value"] = "2"
     assert drifted(want, live) == ["spec.containers[main].image", "spec.containers[main].env[X].value"]
