@@ -25,7 +25,8 @@ def main(argv: list[str]) -> int:
     try:
         report = json.loads(run.stdout)
     except ValueError:
-        print(f"pip-audit failed (exit {run.returncode}); nothing was audited:\n{run.stderr.strip()}")
+        last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"pip-audit failed (exit {run.returncode}); nothing was audited: {last}")
         return 2
     deps = report.get("dependencies", [])
     skipped = [d for d in deps if d.get("skip_reason")]
