@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
+from operators.platform.quantity import parse_quantity
 from operators.training.naming import is_dns_label, is_dns_subdomain
 from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path, short_repr
 
@@ -83,8 +84,7 @@ def pick_image(catalogue: Sequence[Image], value: Any, default: str | None) -> I
 
 
 def bounded(field: str, text: str, top: float) -> str:
-    amount = float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    if amount > top:
+    if parse_quantity(text) > top:  # text is already checked: cpu cores ("500m") or a number of GiB
         raise _bad(field, text, f"must be at most {top:g}")
     return text
 
