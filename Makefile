@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser sshd code-server demo test bench lint clean
+.PHONY: venv browser services sshd code-server demo test bench lint clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,12 @@ browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
 
+# Debian's PostgreSQL and Redis for the production-profile tests (devstack/services.py starts private instances
+# on free ports when no local server answers; the binaries must be there).
+services:
+	@if [ -x /usr/bin/redis-server ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql, redis-server: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server; fi
+
 # Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances).
 sshd:
 	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
@@ -35,8 +41,10 @@ code-server:
 	mkdir -p .tools/code-server && cd .tools/code-server && \
 	  npm_config_unsafe_perm=true npm install --no-audit --no-fund code-server@4.96.4
 
-test: venv browser sshd
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+# A PostgreSQL / Redis already answering on 127.0.0.1 (the project's machines run both) is used through
+# SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
+test: venv browser sshd services
+	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: venv
 	$(BIN)/python -m benchmarks

@@ -26,6 +26,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "platform",
     "rbac",
     "ui",
+    "prod_profile",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

@@ -81,12 +81,28 @@ def _tail(log: Path, n: int = 30) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-n:]) if log.exists() else "(no output)"
 
 
+def _stop_all(procs: list[subprocess.Popen | None], sig: int, timeout: float = 30) -> None:
+    """Signal every process, then wait for each (SIGKILL to its session after ``timeout``)."""
+    live = [p for p in procs if p is not None and p.poll() is None]
+    for proc in live:
+        proc.send_signal(sig)
+    deadline = time.monotonic() + timeout
+    for proc in live:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 class Stack:
     """kubesim + SMTP sink + ``airflow standalone`` under ``workdir`` (kept between runs, reset by ``fresh``)."""
 
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
-                 fresh: bool = True, airflow_port: int | None = None, rbac: bool = False):
+                 fresh: bool = True, airflow_port: int | None = None, rbac: bool = False,
+                 airflow_settings: dict[str, str] | None = None):
         self.workdir = workdir.resolve()
+        self.airflow_settings = airflow_settings or {}  # AIRFLOW__* overrides, e.g. for a benchmark
         self.dags_dirs = dags_dirs or [REPO / "dags"]
         self.nodes_file = nodes_file
         self.fresh = fresh
@@ -142,6 +158,7 @@ class Stack:
             from devstack.rbac import install_skiff_rbac
 
             install_skiff_rbac(self.kubeconfig, self.skiff_kubeconfig)
+        self._install_cluster_prerequisites()
 
         dags = self.workdir / "dags"
         dags.mkdir(exist_ok=True)
@@ -153,16 +170,28 @@ class Stack:
             **base_env,
             **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
+            **self.airflow_settings,
         }
-        self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
+        self._start_airflow(logs)
         self._wait_healthy(timeout)
+
+    def _install_cluster_prerequisites(self) -> None:
+        """What a platform team installs before Airflow (docs/operations.md "Install"): Sedna's CRDs. Skiff's
+        platform DAGs start unpaused, so their watch triggers start with Airflow and find the CRDs served."""
+        from operators.sedna.install import install_crds
+
+        install_crds(self.k8s())
+
+    def _start_airflow(self, logs: Path) -> None:
+        """``airflow standalone``: every component in one process tree, SQLite (the production profile,
+        ``devstack.prod.ProdStack``, starts each component on its own instead)."""
+        self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
 
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last = "no answer"
         while time.monotonic() < deadline:
-            if self.procs["airflow"].poll() is not None:
-                raise RuntimeError(f"airflow standalone exited: {_tail(self.workdir / 'logs/airflow.log')}")
+            self._check_alive()
             try:
                 health = self._http.get(f"{self.airflow_url}/api/v2/monitor/health").json()
                 parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
@@ -174,19 +203,19 @@ class Stack:
             time.sleep(0.5)
         raise TimeoutError(f"airflow not healthy within {timeout}s: {last}")
 
+    def _check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited: {_tail(self.workdir / 'logs' / f'{name}.log')}")
+
+    def _stop_airflow(self) -> None:
+        """SIGINT: ``airflow standalone`` shuts its components down."""
+        _stop_all([self.procs.get("airflow")], signal.SIGINT)
+
     def stop(self) -> None:
-        """Stop Airflow first (SIGINT: it shuts its components down), then the sink and kubesim."""
-        order = ["airflow", "smtp", "kubesim"]
-        for name in order:
-            proc = self.procs.get(name)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGINT if name == "airflow" else signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        """Stop Airflow first, then the sink and kubesim."""
+        self._stop_airflow()
+        _stop_all([self.procs.get("smtp"), self.procs.get("kubesim")], signal.SIGTERM)
         for proc in self.procs.values():  # anything a component left behind in its session
             try:
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -49,6 +49,26 @@ def smtp_sink(monkeypatch):
     sink.stop()
 
 
+E2E_DAGS = [REPO / "dags", REPO / "tests" / "e2e_dags"]
+_running: dict[str, object] = {}  # profile -> its started stack, so that only one runs at a time
+
+
+def _start_stack(profile: str, tmp_path_factory):
+    """Start a stack of ``profile``, stopping the other profile's first (two full Airflows on a 2-core
+    machine slow both; the ``prod`` tests run last, see ``pytest_collection_modifyitems``)."""
+    from devstack.prod import make_stack
+
+    for other in [p for p in _running if p != profile]:
+        _running.pop(other).stop()
+    # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
+    # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
+    stack = make_stack(profile, tmp_path_factory.mktemp(profile), dags_dirs=E2E_DAGS,
+                       rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
+    stack.start(timeout=240)
+    _running[profile] = stack
+    return stack
+
+
 @pytest.fixture(scope="session")
 def airflow_stack(tmp_path_factory):
     """kubesim + SMTP sink + a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server),
@@ -56,22 +76,54 @@ def airflow_stack(tmp_path_factory):
 
     Each pytest session gets its own stack directory, so two sessions never share an Airflow home.
     """
-    from devstack.stack import Stack
-
-    # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
-    # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
-    stack = Stack(tmp_path_factory.mktemp("stack"), dags_dirs=[REPO / "dags", REPO / "tests" / "e2e_dags"],
-                  rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
-    stack.start()
+    stack = _start_stack("standalone", tmp_path_factory)
     yield stack
     stack.stop()
+
+
+@pytest.fixture(scope="session")
+def prod_stack(tmp_path_factory):
+    """The production profile (``devstack.prod``): PostgreSQL, CeleryExecutor on Redis, two schedulers, one
+    Celery worker, two triggerers, a dag-processor and the api-server, each its own process."""
+    stack = _start_stack("prod", tmp_path_factory)
+    yield stack
+    stack.stop()
+
+
+def _with_demo_team(stack):
+    from devstack.demo_setup import setup_demo
+
+    if not getattr(stack, "demo_team_ready", False):
+        setup_demo(stack)
+        stack.demo_team_ready = True
+    return stack
 
 
 @pytest.fixture(scope="session")
 def team_stack(airflow_stack):
     """The stack with the example platform file applied (teams ``recsys`` and ``nlp``: quotas, alice's and bob's
     home PVCs, pools ``skiff-<team>``), as in the demo."""
-    from devstack.demo_setup import setup_demo
+    return _with_demo_team(airflow_stack)
 
-    setup_demo(airflow_stack)
-    return airflow_stack
+
+@pytest.fixture(scope="session")
+def prod_team_stack(prod_stack):
+    """``team_stack`` on the production profile."""
+    return _with_demo_team(prod_stack)
+
+
+def profile_params() -> list:
+    """Parameters for a fixture that runs shared end-to-end scenarios on both profiles (``prod`` marked)."""
+    return ["standalone", pytest.param("prod", marks=pytest.mark.prod)]
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "prod: end-to-end tests on the production profile (PostgreSQL, Celery on Redis, 2 schedulers, "
+                   "2 triggerers); they run after every other test")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Run the ``prod`` tests last (stable order otherwise), so each profile's stack starts once."""
+    items.sort(key=lambda item: item.get_closest_marker("prod") is not None)

@@ -49,7 +49,12 @@ class Cache:
     def _bucket(self, rt) -> dict[Key, dict]:
         return self._by_kind.setdefault((rt.group, rt.plural), {})
 
+    # kinds no component reads from the cache: not kept (Events are most of a busy cluster's objects)
+    UNCACHED = frozenset({("", "events")})
+
     def observe(self, rt, obj: dict, deleted: bool = False) -> None:
+        if rt.storage_key in self.UNCACHED:
+            return
         bucket = self._bucket(rt)
         key = key_of(obj)
         if deleted:

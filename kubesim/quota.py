@@ -4,13 +4,13 @@ As in Kubernetes, pods in a terminal phase (Succeeded/Failed) use no quota; a qu
 memory refuses pods whose containers do not state the matching requests/limits.
 
 The "status unknown" window: kube-apiserver's quota admission works from each quota's *status*, which only the
-resourcequota controller writes. While `status.used` lacks a resource of the quota, a create it covers is refused
-with 403 `status unknown for quota: <name>, resources: <names>`. A brand-new quota's status is empty (the API
-clears it on create) until the controller's first sync; the real server does not enforce such a quota at all,
-so objects created in that window slip past it. kubesim refuses them ("status unknown") instead, so a client
-that does not wait for the quota's status fails visibly rather than silently. The window lasts
-`QuotaAdmission.status_lag` seconds after a quota's spec is written (default 0: the controller is instantaneous
-and the status is filled in the same write).
+resourcequota controller writes (the API clears a new quota's status on create). Admission enforces the
+resources in `status.hard`; a resource there that `status.used` lacks refuses the create with 403
+`status unknown for quota: <name>, resources: <names>`. A brand-new quota's status is empty until the
+controller's first sync, so in that window the real server does not enforce it at all: objects created then
+slip past it, and a client that needs the quota to hold (Skiff's platform sync, before it creates PVCs) must
+wait for the status. kubesim does the same. The window lasts `QuotaAdmission.status_lag` seconds after a
+quota's spec is written (default 0: the controller is instantaneous and the status is filled in the same write).
 """
 from __future__ import annotations
 
@@ -234,7 +234,10 @@ class QuotaAdmission:
                 requested[legacy] = Decimal(1)
         used: dict[str, Decimal] | None = None
         for quota in sorted(quotas, key=lambda q: q["metadata"]["name"]):
-            hard = {k: qty(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
+            status = quota.get("status") or {}
+            # as kube-apiserver: admission enforces what the controller published in status.hard (nothing
+            # before its first sync), not spec.hard
+            hard = {k: qty(v) for k, v in (status.get("hard") or {}).items()}
             qname = quota["metadata"]["name"]
             if rt.group == "" and rt.plural == "pods" and not terminal(obj):
                 why = missing_specs(obj, hard)
@@ -244,8 +247,7 @@ class QuotaAdmission:
             tracked = {k: v for k, v in requested.items() if k in hard}
             if not tracked:
                 continue
-            status = quota.get("status") or {}
-            unknown = sorted(k for k in tracked if k not in (status.get("hard") or {}) or k not in (status.get("used") or {}))
+            unknown = sorted(k for k in tracked if k not in (status.get("used") or {}))
             if unknown:
                 raise ApiError(403, f'{qualified} "{name}" is forbidden: status unknown for quota: {qname}, '
                                     f"resources: {','.join(unknown)}", "Forbidden", name=name, group=rt.group,

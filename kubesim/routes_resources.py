@@ -32,41 +32,50 @@ class ResourceRoutes:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
         if t.subresource and t.subresource not in rt.subresources:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
-        q = request.query
-        method = request.method
-        dry_run = q.get("dryRun") == "All"
+        dry_run = request.query.get("dryRun") == "All"
         ns = t.namespace
         if rt.namespaced and t.name is not None and ns is None:
             raise ApiError(404, "the server could not find the requested resource", "NotFound")
 
         if t.name is None:
-            if method == "GET":
-                if q.get("watch") in TRUE:
-                    return await self._watch(request, rt, ns)
-                return self._list(rt, ns, q)
-            if method == "POST":
-                if rt.namespaced and ns is None:
-                    raise ApiError(405, "the server does not allow this method on the requested resource",
-                                   "MethodNotAllowed")
-                body = await read_body(request)
-                if body is None:
-                    raise ApiError(400, "the body of the request is empty", "BadRequest")
-                obj = store.create(rt, ns, body, dry_run=dry_run)
-                return response(obj, 201)
-            if method == "DELETE":
-                opts = await read_body(request) or {}
-                items = store.delete_collection(rt, ns, q.get("labelSelector"), q.get("fieldSelector"),
-                                                propagation=self._propagation(q, opts), dry_run=dry_run)
-                return response({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                                  "metadata": {"resourceVersion": store.resource_version}, "items": items})
-            raise ApiError(405, "the server does not allow this method on the requested resource",
-                           "MethodNotAllowed")
+            return await self._collection(request, rt, ns, dry_run)
+        if t.subresource in ("log", "scale", "binding", "eviction"):
+            return await self._subresource(request, rt, ns, t.name, t.subresource, dry_run)
+        return await self._object(request, rt, ns, t.name, t.subresource, dry_run)
 
-        sub = t.subresource
+    async def _collection(self, request: web.Request, rt: ResourceType, ns: str | None, dry_run: bool):
+        """list, watch, create, deletecollection."""
+        store, q, method = self.store, request.query, request.method
+        if method == "GET":
+            if q.get("watch") in TRUE:
+                return await self._watch(request, rt, ns)
+            return self._list(rt, ns, q)
+        if method == "POST":
+            if rt.namespaced and ns is None:
+                raise ApiError(405, "the server does not allow this method on the requested resource",
+                               "MethodNotAllowed")
+            body = await read_body(request)
+            if body is None:
+                raise ApiError(400, "the body of the request is empty", "BadRequest")
+            obj = store.create(rt, ns, body, dry_run=dry_run)
+            return response(obj, 201)
+        if method == "DELETE":
+            opts = await read_body(request) or {}
+            items = store.delete_collection(rt, ns, q.get("labelSelector"), q.get("fieldSelector"),
+                                            propagation=self._propagation(q, opts), dry_run=dry_run)
+            return response({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                         "metadata": {"resourceVersion": store.resource_version}, "items": items})
+        raise ApiError(405, "the server does not allow this method on the requested resource",
+                       "MethodNotAllowed")
+
+    async def _subresource(self, request: web.Request, rt: ResourceType, ns: str | None, name: str, sub: str,
+                           dry_run: bool):
+        """pods/log, <workload>/scale, pods/binding, pods/eviction."""
+        store, method = self.store, request.method
         if sub == "log":
-            return await pod_log(self.store, request, ns, t.name)
+            return await pod_log(self.store, request, ns, name)
         if sub == "scale":
-            return await self._scale(request, rt, ns, t.name, dry_run)
+            return await self._scale(request, rt, ns, name, dry_run)
         if sub in ("binding", "eviction"):
             if method != "POST":
                 raise ApiError(405, "the server does not allow this method on the requested resource",
@@ -75,24 +84,29 @@ class ResourceRoutes:
             if sub == "binding":
                 target = body.get("target") or {}
                 if not target.get("name"):
-                    raise ApiError(422, f'Binding "{t.name}" is invalid: target.name: Required value', "Invalid")
-                store.bind(ns, t.name, target["name"], dry_run=dry_run)
+                    raise ApiError(422, f'Binding "{name}" is invalid: target.name: Required value', "Invalid")
+                store.bind(ns, name, target["name"], dry_run=dry_run)
             else:
                 opts = body.get("deleteOptions") or {}
-                store.delete(rt, ns, t.name, propagation=opts.get("propagationPolicy"),
+                store.delete(rt, ns, name, propagation=opts.get("propagationPolicy"),
                              preconditions=opts.get("preconditions"), dry_run=dry_run)
             return response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "code": 201}, 201)
+                         "code": 201}, 201)
+
+    async def _object(self, request: web.Request, rt: ResourceType, ns: str | None, name: str,
+                      sub: str | None, dry_run: bool):
+        """get, update, patch, delete of one object (or its status)."""
+        store, q, method = self.store, request.query, request.method
         if sub not in (None, "status"):
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")
         if method == "GET":
-            return response(store.get_bytes(rt, ns, t.name))
+            return response(store.get_bytes(rt, ns, name))
         if method == "PUT":
             body = await read_body(request)
             if not isinstance(body, dict):
                 raise ApiError(400, "the body of the request must be a JSON object", "BadRequest")
-            return response(store.update(rt, ns, t.name, body, subresource=sub, dry_run=dry_run))
+            return response(store.update(rt, ns, name, body, subresource=sub, dry_run=dry_run))
         if method == "PATCH":
             ptype = request.content_type
             if ptype not in patchmod.PATCH_TYPES:
@@ -102,20 +116,20 @@ class ResourceRoutes:
             existed = True
             if ptype == patchmod.APPLY:
                 try:
-                    store.get_bytes(rt, ns, t.name)
+                    store.get_bytes(rt, ns, name)
                 except ApiError:
                     existed = False
-            obj = store.patch(rt, ns, t.name, ptype, raw, subresource=sub, field_manager=q.get("fieldManager"),
+            obj = store.patch(rt, ns, name, ptype, raw, subresource=sub, field_manager=q.get("fieldManager"),
                               force=q.get("force") in TRUE, dry_run=dry_run)
             return response(obj, 200 if existed else 201)
         if method == "DELETE" and sub is None:
             opts = await read_body(request) or {}
-            obj = store.delete(rt, ns, t.name, propagation=self._propagation(q, opts),
+            obj = store.delete(rt, ns, name, propagation=self._propagation(q, opts),
                                preconditions=opts.get("preconditions"),
                                dry_run=dry_run or "All" in (opts.get("dryRun") or []),
                                grace_period_seconds=self._grace(q, opts))
             pending = bool(obj.get("metadata", {}).get("deletionTimestamp")) and \
-                self._exists(rt, ns, t.name)
+                self._exists(rt, ns, name)
             return response(obj, 202 if pending else 200)
         raise ApiError(405, "the server does not allow this method on the requested resource",
                        "MethodNotAllowed")

@@ -113,7 +113,9 @@ class KubeSim:
         self._runner = web.AppRunner(self.api.app, access_log=None, handle_signals=False,
                                      handler_cancellation=True)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock, shutdown_timeout=0.5).start()
+        # backlog: the accept queue for a burst of new connections (aiohttp defaults to 128; a dropped SYN
+        # costs the client a 1 s retransmit). The kernel caps it at net.core.somaxconn.
+        await web.SockSite(self._runner, sock, shutdown_timeout=0.5, backlog=4096).start()
         await self._start_cluster()
         self._ready.set()
         await self._stopped.wait()

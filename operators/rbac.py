@@ -12,7 +12,7 @@ from typing import Any
 
 from operators.templating import render
 
-FEATURES = ("training", "sedna", "platform", "devinstances")
+FEATURES = ("training", "sedna", "platform", "devinstances", "ui")
 DEFAULT_NAMESPACE = "airflow"
 DEFAULT_SERVICE_ACCOUNT = "skiff"
 DEFAULT_TCP_SERVICES = "kube-system/tcp-services"

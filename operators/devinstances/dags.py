@@ -79,6 +79,8 @@ def action_dag(action: str, doc_md: str) -> DAG:
         start_date=START,
         catchup=False,
         params=create_params() if action == "create" else identity_params(),
+        # platform DAGs users trigger: a paused one would queue their requests forever on a fresh deployment
+        is_paused_upon_creation=False,
         tags=TAGS,
         doc_md=doc_md,
     ) as dag:
@@ -94,6 +96,7 @@ def cull_dag(doc_md: str) -> DAG:
         start_date=START,
         catchup=False,
         max_active_runs=1,
+        is_paused_upon_creation=False,  # culling must run from a fresh deployment's first minute
         tags=TAGS,
         doc_md=doc_md,
     ) as dag:

@@ -184,7 +184,6 @@ def start(api_client, owner: str, team: str, name: str) -> Outcome:
         if exc.status != 409:
             raise
         core.replace_namespaced_secret(body["metadata"]["name"], team, body)
-    del body
     _scale(api_client, sts, 1, naming.ANN_STARTED)
     return Outcome("start", True, "starting with a new password")
 

@@ -85,6 +85,9 @@ def reconcile_dag(dag_id: str, kind: str, doc_md: str) -> DAG:
         start_date=datetime(2026, 11, 1),
         catchup=False,
         max_active_runs=1,
+        # a platform DAG: it must heal from the first minute of a fresh deployment, where Airflow's
+        # dags_are_paused_at_creation is true by default and nobody unpauses it by hand
+        is_paused_upon_creation=False,
         tags=["skiff", "sedna", "reconcile"],
         doc_md=doc_md,
     ) as dag:

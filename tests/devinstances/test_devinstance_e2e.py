@@ -1,19 +1,26 @@
-"""End to end under a real `airflow standalone`: alice, logged in, triggers dev_instance_create through the REST
-API; the scheduler runs it, the instance becomes Ready on kubesim and belongs to alice; bob cannot stop it."""
+"""End to end under a real Airflow (standalone, and the production profile marked ``prod``): alice, logged in,
+triggers dev_instance_create through the REST API; the scheduler runs it, the instance becomes Ready on kubesim
+and belongs to alice; bob cannot stop it."""
 
 from __future__ import annotations
 
 import pytest
 from devinstance_support import NS, sts_of
 
+from devstack.testing import profile_params
 from kubesim.testing import wait_until
 from operators.devinstances import inventory
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_logged_in_user_creates_an_instance_that_becomes_ready(team_stack):
-    stack = team_stack
+@pytest.fixture(params=profile_params())
+def stack(request):
+    """Each profile's stack with the example platform file applied (the prod one marked ``prod``)."""
+    return request.getfixturevalue("team_stack" if request.param == "standalone" else "prod_team_stack")
+
+
+def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
     k8s = stack.k8s()
     run_id = stack.trigger("dev_instance_create", {"name": "e2e", "team": NS, "cpu": 1, "memory": 2}, user="alice")
     assert stack.wait_run("dev_instance_create", run_id, timeout=150) == "success"

@@ -3,6 +3,8 @@
 ``training_e2e_crash``: each task's worker process dies (SIGKILL, no cleanup) on try 1, once after the Job id
 was saved in task_state_store and once in the gap between creating the Job and saving its id; try 2 must
 reattach to the same Job.  ``training_e2e_kill``: a long Job, for killing the deferred task from the API.
+``training_e2e_failover``: deferred Jobs of two lengths, for killing the triggerer that watches them (some end
+while no triggerer watches, some after another triggerer took over).
 """
 
 from __future__ import annotations
@@ -44,3 +46,10 @@ with DAG("training_e2e_kill", schedule=None, start_date=datetime(2026, 11, 1), c
          tags=["skiff-e2e"]):
     TrainingJobOperator(task_id="long_training", pod_annotations={"kubesim.io/duration": "600",
                                                                  "kubesim.io/log-lines": "600"}, **COMMON)
+
+with DAG("training_e2e_failover", schedule=None, start_date=datetime(2026, 11, 1), catchup=False,
+         tags=["skiff-e2e"]):
+    for i, seconds in enumerate((20, 20, 75, 75)):
+        TrainingJobOperator(task_id=f"deferred_{i}_{seconds}s",
+                            pod_annotations={"kubesim.io/duration": str(seconds), "kubesim.io/log-lines": "20"},
+                            **{**COMMON, "retries": 0})

@@ -332,4 +332,29 @@ def devinstances(env: Env) -> None:
     lifecycle.delete(api, "alice", TEAM, "nb", settings)
 
 
-SCENARIOS = {"training": training, "sedna": sedna, "platform": platform, "devinstances": devinstances}
+# ---- Skiff's page in the Airflow UI ---------------------------------------------------------------------
+
+def ui(env: Env) -> None:
+    """The page's data as the plugin reads it: team quotas, the training table, the Sedna table (with an FL
+    job and its children present), the instances' StatefulSets and pods."""
+    from operators.k8s import Kube
+    from operators.sedna.install import install_crds
+    from operators.sedna.kube import DATASETS, MODELS
+    from operators.sedna.kube import Kube as SednaKube
+    from operators.ui import sources
+    from tests.sedna.sedna_helpers import NS, dataset, model, new_fl
+
+    install_crds(env.admin)
+    admin = SednaKube(env.admin)
+    admin.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
+    for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
+        admin.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
+    new_fl(admin)
+    k = Kube(env.skiff)
+    sources.quotas(k, None)
+    sources.training(k, None)
+    assert sources.sedna(k)["installed"]
+    sources.list_all(k, "apps/v1", "statefulsets", labels="skiff.io/kind=dev-instance")
+
+
+SCENARIOS = {"training": training, "sedna": sedna, "platform": platform, "devinstances": devinstances, "ui": ui}

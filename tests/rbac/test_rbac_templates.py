@@ -19,7 +19,7 @@ def test_install_manifests_one_service_account_and_bindings_to_it():
     assert all(d["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "skiff"} for d in docs)
     assert {d["metadata"]["name"] for d in install_manifests(features=["training"])} == {"skiff", "skiff-training"}
     assert len(install_manifests()) == len({(d["kind"], d["metadata"]["name"]) for d in install_manifests()})
-    assert FEATURES == ("training", "sedna", "platform", "devinstances")
+    assert FEATURES == ("training", "sedna", "platform", "devinstances", "ui")
 
 
 @pytest.mark.parametrize("kwargs, message", [

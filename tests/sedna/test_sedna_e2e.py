@@ -1,5 +1,7 @@
-"""End to end under a real ``airflow standalone``: the AssetWatcher's trigger (in the triggerer) sees a pod
-deleted in kubesim and the reconcile DAG, run by the scheduler with no manual trigger, brings it back."""
+"""End to end under a real Airflow (standalone, and the production profile marked ``prod``): the AssetWatcher's
+trigger (in a triggerer) sees a pod deleted in kubesim and the reconcile DAG, run by the scheduler with no
+manual trigger, brings it back. Nobody unpauses the DAG: Airflow's ``dags_are_paused_at_creation`` is left at
+its default (true), as on a fresh deployment, and the platform DAG starts unpaused on its own."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import httpx
 import pytest
 from sedna_helpers import JOB, NS, dataset, fl_sample, model
 
+from devstack.testing import profile_params
 from kubesim.testing import wait_until
 from operators.sedna.install import install_crds
 from operators.sedna.kube import DATASETS, FL_JOBS, MODELS, PODS, Kube
@@ -31,15 +34,22 @@ def trainer_pods(kube) -> dict[str, str]:
             if "-train-" in p["metadata"]["name"] and not p["metadata"].get("deletionTimestamp")}
 
 
-def test_deleted_pod_comes_back_with_no_manual_trigger(airflow_stack):
-    stack = airflow_stack
+@pytest.fixture(params=profile_params())
+def stack(request):
+    return request.getfixturevalue("airflow_stack" if request.param == "standalone" else "prod_stack")
+
+
+def test_deleted_pod_comes_back_with_no_manual_trigger(stack):
+    # the stacks leave dags_are_paused_at_creation at Airflow's default, true
+    assert "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION" not in stack.env
     api = stack.k8s()
     install_crds(api)
     kube = Kube(api)
     kube.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         kube.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
-    stack.unpause(DAG_ID)  # no run is triggered by hand: the asset watcher and the scheduler do it
+    # not unpaused by hand, no run triggered by hand: the asset watcher and the scheduler do it
+    assert stack.wait_dag(DAG_ID)["is_paused"] is False
     wait_until(lambda: watching(stack), 120, 0.2, what="the Sedna watch trigger to start in the triggerer")
     kube.create(FL_JOBS, NS, fl_sample())
     first = wait_until(lambda: len(trainer_pods(kube)) == 2 and trainer_pods(kube), 90, 0.2, what="the job's pods")
@@ -48,7 +58,7 @@ def test_deleted_pod_comes_back_with_no_manual_trigger(airflow_stack):
     kube.delete(PODS, NS, name)
     back = wait_until(lambda: (trainer_pods(kube).get(name) or uid) != uid, 90, 0.2, what=f"{name} to come back")
     latency = time.monotonic() - t0
-    print(f"pod deleted -> recreated in {latency:.1f} s under airflow standalone")
+    print(f"pod deleted -> recreated in {latency:.1f} s on the {type(stack).__name__}")
     assert back and len(trainer_pods(kube)) == 2
     runs = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns")["dag_runs"]
     assert runs and all(r["run_type"] != "manual" for r in runs)

@@ -1,4 +1,8 @@
-"""End to end under a real ``airflow standalone`` (scheduler, triggerer, dag-processor, api-server) and kubesim."""
+"""End to end under a real Airflow (scheduler, triggerer, dag-processor, api-server) and kubesim.
+
+The pipeline, alert and crash scenarios run on both profiles: ``airflow standalone`` with SQLite, and the
+production profile (PostgreSQL, CeleryExecutor on Redis, two schedulers, two triggerers; marked ``prod``).
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,22 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from devstack.testing import profile_params
 from kubesim.testing import wait_until
 
 pytestmark = pytest.mark.e2e
 NAMESPACE = "recsys"
 
 
-@pytest.fixture(scope="module")
-def stack(team_stack):
-    """The shared stack with the demo team's ``recsys`` queue and alice's default PVC."""
-    return team_stack
+@pytest.fixture(scope="module", params=profile_params())
+def stack(request):
+    """The session's stack of each profile, with the demo team's ``recsys`` queue and alice's default PVC."""
+    return request.getfixturevalue("team_stack" if request.param == "standalone" else "prod_team_stack")
 
 
 def _jobs(stack, task_id: str) -> list:
     return [j for j in client.BatchV1Api(stack.k8s()).list_namespaced_job(NAMESPACE).items
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
-
-
 
 
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
@@ -54,7 +57,8 @@ def test_worker_crash_then_retry_reattaches_to_the_same_job(stack):
         assert jobs[0].metadata.name.endswith("-t1") and jobs[0].status.succeeded == 1
 
 
-def test_killing_the_deferred_task_deletes_the_job(stack):
+def test_killing_the_deferred_task_deletes_the_job(team_stack):
+    stack = team_stack
     run_id = stack.trigger("training_e2e_kill")
     k8s = stack.k8s()
 
