@@ -51,7 +51,7 @@ def _watch_completions(api, done: dict[str, float], stop: threading.Event) -> No
     while not stop.is_set():
         for ev in watch.Watch().stream(batch.list_namespaced_job, "bench", timeout_seconds=5):
             job = ev["object"]
-            conds = job.status.conditions or []
+            conds = (job.status.conditions if job.status else None) or []  # a new Job has no status yet
             task = (job.metadata.labels or {}).get("skiff.io/task-id")
             if task and task not in done and any(c.type == "Complete" and c.status == "True" for c in conds):
                 done[task] = time.time()
