@@ -55,5 +55,9 @@ def test_demo_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_path):
         assert "stopped." in rest
         assert not any(_accepts(u) for u in urls), f"still listening after Ctrl-C: {urls}"
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # a failed assertion: let the demo stop what it started (SIGKILL would orphan it)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
