@@ -252,8 +252,15 @@ class Stack:
         return {"Authorization": f"Bearer {self._tokens[user]}"}
 
     def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204), user: str = "admin"):
-        """A REST API call as ``user`` (logged in with their password)."""
-        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
+        """A REST API call as ``user`` (logged in with their password).
+
+        A 500 "Database error" is retried a few times: on SQLite the scheduler's writes hold the database lock and
+        the API server answers a concurrent write with that (rolled back, so a retry is safe)."""
+        for delay in (0.5, 1, 2, 4, 0):
+            r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
+            if not (r.status_code == 500 and "Database error" in r.text) or not delay:
+                break
+            time.sleep(delay)
         if r.status_code not in ok:
             raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
         return r.json() if r.content else {}
