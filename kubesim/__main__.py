@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--faults RATE --seed N]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -20,6 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--authz", choices=["none", "rbac"], default="none",
                         help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
+    parser.add_argument("--faults", type=float, default=0.0,
+                        help="fraction of API requests that fail (500/503/429/reset/slow) and resumed watches"
+                             " answered 410 Gone; watches are also cut every --cut-every seconds")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --faults random draws")
+    parser.add_argument("--cut-every", type=float, default=30.0, help="with --faults: cut open watches this often")
     args = parser.parse_args(argv)
 
     done = threading.Event()
@@ -32,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kubesim: error: {type(cause).__name__}: {cause}", file=sys.stderr, flush=True)
         return 2
     try:
+        if args.faults:
+            sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)
         sim.write_kubeconfig(args.kubeconfig)
         print(f"kubesim ready {sim.url}", flush=True)
         while not done.wait(0.5):
