@@ -1,0 +1,221 @@
+"""``make soak``: Skiff under sustained faults on the production profile, then an audit of its invariants.
+
+``python -m devstack.soak [--minutes 10] [--seed 1] [--faults 0.2] [--runs N] [--kill-every 60]``: starts
+kubesim + the production profile (``devstack.prod``: PostgreSQL, Celery worker, two schedulers, two triggerers
+as separate processes) with the example platform file, turns kubesim's rate-based faults on (``--faults`` of
+the requests fail 500/503/429/reset/slow, resumed watches get 410 Gone, watches are cut every 30 s), triggers
+``soak_training`` runs (``devstack/soak_dags``: 25 training tasks each, mixed outcomes) spread over the time
+and SIGKILLs the Celery worker or a triggerer every ``--kill-every`` s, restarting it at once. Then faults
+stop, the runs are let finish (bounded), and ``devstack.soak_audit`` checks what kubesim and Airflow's REST
+API show. The table goes to stdout and ``.artifacts/soak.md``; exit 1 if any invariant fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import random
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from devstack.airflow_env import REPO
+from devstack.soak_audit import Observed, TaskObs, audit, table
+
+DAG_ID = "soak_training"
+TASKS_PER_RUN = 25
+ARTIFACT = REPO / ".artifacts" / "soak.md"
+SETTINGS = {  # a SIGKILLed worker's tasks are noticed in seconds, not the defaults' minutes
+    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+    "AIRFLOW__SCHEDULER__TASK_QUEUED_TIMEOUT": "90",
+}
+
+
+@dataclass
+class SoakConfig:
+    minutes: float = 10.0
+    seed: int = 1
+    faults: float = 0.2
+    runs: int = 5                    # soak_training runs (25 tasks each)
+    kill_every: float = 60.0
+    settle_minutes: float = 10.0     # after the faults stop, how long the runs may take to finish
+    workdir: Path | None = None
+
+
+@dataclass
+class SoakResult:
+    config: SoakConfig
+    run_ids: list[str] = field(default_factory=list)
+    kills: list[str] = field(default_factory=list)
+    injected: dict[str, int] = field(default_factory=dict)
+    observed: Observed | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in audit(self.observed))
+
+    def markdown(self) -> str:
+        c = self.config
+        faults = ", ".join(f"{k} {v}" for k, v in sorted(self.injected.items())) or "none"
+        return (f"Seed {c.seed}; kubesim faults at {c.faults:.0%} of requests (500 / 503 / 429 + Retry-After /"
+                f" connection reset / 1 s slow, drawn evenly; resumed watches 410 Gone at the same rate) and every"
+                f" watch cut every 30 s; {c.minutes:g} min of faults on the production profile (PostgreSQL, Celery,"
+                f" 2 schedulers, 2 triggerers), {len(self.run_ids)} `soak_training` runs ="
+                f" {len(self.observed.tasks)} training tasks (ok / exit code 3 / OOMKilled / quota wait),"
+                f" {len(self.kills)} SIGKILLs + restarts ({_tally(self.kills)}); total {self.seconds / 60:.1f} min.\n\n"
+                f"Faults injected: {faults}.\n\n" + table(audit(self.observed)))
+
+
+def _tally(items: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for i in items:
+        counts[i] = counts.get(i, 0) + 1
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items())) or "none"
+
+
+def _post(url: str, body: dict | None, method: str = "POST") -> dict:
+    req = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+def _kill_and_restart(stack, victim: str) -> None:
+    stack.kill(victim)
+    if victim == "worker":
+        from devstack.prod import WORKER_CONCURRENCY
+        from devstack.stack import BIN
+
+        stack._component("worker", [str(BIN / "airflow"), "celery", "worker", "--concurrency",
+                                    str(WORKER_CONCURRENCY)], stack.workdir / "logs")
+    else:
+        stack.start_triggerer(victim)
+
+
+def _drive(stack, cfg: SoakConfig, result: SoakResult) -> None:
+    """Trigger the runs spread over the time and kill a component every ``kill_every`` s, until time is up."""
+    rng = random.Random(cfg.seed)
+    start = time.monotonic()
+    end = start + cfg.minutes * 60
+    next_kill = start + cfg.kill_every
+    victims = ["worker", "triggerer-1", "triggerer-2"]
+    while time.monotonic() < end:
+        now = time.monotonic()
+        due = min(cfg.runs, 1 + int((now - start) / (cfg.minutes * 60) * cfg.runs))
+        while len(result.run_ids) < due:
+            result.run_ids.append(stack.trigger(DAG_ID))
+        if now >= next_kill:
+            victim = rng.choice(victims)
+            _kill_and_restart(stack, victim)
+            result.kills.append(victim)
+            next_kill = time.monotonic() + cfg.kill_every
+        time.sleep(1)
+
+
+def _settle(stack, run_ids: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(stack.run_state(DAG_ID, r) in ("success", "failed") for r in run_ids):
+            return
+        time.sleep(5)
+
+
+def _items(api_client, path: str) -> list[dict]:
+    resp = api_client.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
+                               _return_http_data_only=True)
+    return json.loads(resp.data)["items"]
+
+
+def _secret_values(secrets: list[dict]) -> list[str]:
+    values = []
+    for s in secrets:
+        for v in (s.get("data") or {}).values():
+            text = base64.b64decode(v).decode(errors="replace")
+            if len(text) >= 8:
+                values.append(text)
+    return values
+
+
+def observe(stack, run_ids: list[str], pvcs_before: set[str]) -> Observed:
+    """The thin shell: read kubesim (admin) and Airflow's REST API into an ``Observed`` for the auditor."""
+    from devstack.soak_dags.soak_training import EXPECTED
+
+    obs = Observed(pvcs_before=pvcs_before)
+    texts = obs.texts
+    for run_id in run_ids:
+        for ti in stack.task_instances(DAG_ID, run_id):
+            kind = ti["task_id"].split("_")[0]
+            obs.tasks.append(TaskObs(DAG_ID, run_id, ti["task_id"], ti["state"], ti["try_number"], EXPECTED[kind],
+                                     ti.get("map_index", -1)))
+            for t in range(1, (ti["try_number"] or 0) + 1):
+                texts[f"log {run_id}/{ti['task_id']}/{t}"] = stack.task_log(DAG_ID, run_id, ti["task_id"], t)
+            xcoms = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{ti['task_id']}"
+                                     "/xcomEntries?deserialize=true", ok=(200, 404))
+            texts[f"xcom {run_id}/{ti['task_id']}"] = json.dumps(xcoms)
+    api = stack.k8s()
+    obs.jobs = [j for j in _items(api, "/apis/batch/v1/jobs")
+                if (j["metadata"].get("annotations") or {}).get("skiff.io/dag-id") == DAG_ID]
+    for ev in _items(api, "/api/v1/events"):
+        texts[f"event {ev['metadata']['namespace']}/{ev['metadata']['name']}"] = json.dumps(ev)
+    obs.passwords = _secret_values(_items(api, "/api/v1/secrets"))
+    obs.pvcs_after = _pvcs(api)
+    return obs
+
+
+def _pvcs(api) -> set[str]:
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in _items(api, "/api/v1/persistentvolumeclaims")}
+
+
+def run_soak(cfg: SoakConfig) -> SoakResult:
+    from devstack.demo_setup import setup_demo
+    from devstack.prod import ProdStack
+
+    t0 = time.monotonic()
+    result = SoakResult(cfg)
+    workdir = cfg.workdir or Path(tempfile.mkdtemp(prefix="soak-", dir=REPO / ".airflow"))
+    stack = ProdStack(workdir, dags_dirs=[REPO / "dags", REPO / "devstack" / "soak_dags"], rbac=True,
+                      airflow_settings=SETTINGS)
+    stack.start(timeout=300)
+    try:
+        setup_demo(stack)
+        stack.unpause(DAG_ID)
+        pvcs_before = _pvcs(stack.k8s())
+        _post(f"{stack.kubesim_url}/kubesim/chaos", {"rate": cfg.faults, "seed": cfg.seed, "cut_every": 30})
+        try:
+            _drive(stack, cfg, result)
+        finally:
+            result.injected = _post(f"{stack.kubesim_url}/kubesim/chaos", None, "GET").get("injected", {})
+            _post(f"{stack.kubesim_url}/kubesim/chaos", None, "DELETE")
+        _settle(stack, result.run_ids, cfg.settle_minutes * 60)
+        result.observed = observe(stack, result.run_ids, pvcs_before)
+    finally:
+        stack.stop()
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m devstack.soak", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--minutes", type=float, default=10.0, help="how long faults and kills last (default 10)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--faults", type=float, default=0.2, help="fraction of kubesim requests that fail (0.2)")
+    p.add_argument("--runs", type=int, default=None, help="soak_training runs of 25 tasks (default: 1 per 2 min)")
+    p.add_argument("--kill-every", type=float, default=60.0, help="seconds between SIGKILLs (60)")
+    a = p.parse_args(argv)
+    runs = a.runs if a.runs is not None else max(1, round(a.minutes / 2))
+    result = run_soak(SoakConfig(a.minutes, a.seed, a.faults, runs, a.kill_every))
+    text = "## Soak under faults\n\n" + result.markdown()
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    ARTIFACT.write_text(text)
+    print(text)
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
