@@ -32,13 +32,17 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: done.set())
     try:
         sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz).start()
+        if args.faults:
+            try:
+                sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)
+            except BaseException:
+                sim.stop()
+                raise
     except Exception as e:       # e.g. a bad --nodes file or a port in use: one clear line, exit 2
         cause = e.__cause__ or e
         print(f"kubesim: error: {type(cause).__name__}: {cause}", file=sys.stderr, flush=True)
         return 2
     try:
-        if args.faults:
-            sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)
         sim.write_kubeconfig(args.kubeconfig)
         print(f"kubesim ready {sim.url}", flush=True)
         while not done.wait(0.5):

@@ -114,3 +114,27 @@ def test_watches_are_cut_periodically_and_http_api(apisim):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(bad, timeout=10)
     assert err.value.code == 400 and "5" in json.loads(err.value.read())["message"]
+
+
+def test_process_flag_faults_and_seed(tmp_path):
+    """`python -m kubesim --faults RATE --seed N` starts with the rate-based faults on (GET /kubesim/chaos
+    reports them); a bad rate is one clear error line and exit 2, before the ready line."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.kubesim.test_api_process import start_process
+
+    proc, url, _ = start_process(tmp_path, "--faults", "1", "--seed", "5", "--cut-every", "60")
+    try:
+        chaos = json.loads(urllib.request.urlopen(f"{url}/kubesim/chaos", timeout=10).read())
+        assert (chaos["rate"], chaos["seed"], chaos["cut_every"]) == (1.0, 5, 60.0)
+        assert statuses(f"{url}/api/v1/namespaces", 5).count(200) == 5 - sum(
+            json.loads(urllib.request.urlopen(f"{url}/kubesim/chaos", timeout=10).read())["injected"].get(k, 0)
+            for k in ("500", "503", "429", "reset"))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    bad = subprocess.run([sys.executable, "-m", "kubesim", "--kubeconfig", str(tmp_path / "k2"), "--faults", "2"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "faults rate must be within [0, 1], got 2.0" in bad.stderr
