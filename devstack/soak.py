@@ -5,8 +5,9 @@ kubesim + the production profile (``devstack.prod``: PostgreSQL, Celery worker, 
 as separate processes) with the example platform file, turns kubesim's rate-based faults on (``--faults`` of
 the requests fail 500/503/429/reset/slow, resumed watches get 410 Gone, watches are cut every 30 s), triggers
 ``soak_training`` runs (``devstack/soak_dags``: 25 training tasks each, mixed outcomes) spread over the time
-and SIGKILLs the Celery worker or a triggerer every ``--kill-every`` s, restarting it at once. Then faults
-stop, the runs are let finish (bounded), and ``devstack.soak_audit`` checks what kubesim and Airflow's REST
+and SIGKILLs the Celery worker or a triggerer every ``--kill-every`` s, restarting it at once, while
+``--fl`` FederatedLearningJobs and ``--ji`` JointInferenceServices are edited and lose children once a second
+(``devstack.soak_sedna``). Then faults stop, the Sedna CRs are let converge (timed), the runs are let finish (bounded), and ``devstack.soak_audit`` checks what kubesim and Airflow's REST
 API show. The table goes to stdout and ``.artifacts/soak.md``; exit 1 if any invariant fails.
 """
 
@@ -23,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devstack import soak_sedna
 from devstack.airflow_env import REPO
 from devstack.soak_audit import Observed, TaskObs, audit, table
 
@@ -42,6 +44,8 @@ class SoakConfig:
     faults: float = 0.2
     runs: int = 5                    # soak_training runs (25 tasks each)
     kill_every: float = 60.0
+    fl_jobs: int = 50                # FederatedLearningJobs and JointInferenceServices edited / disturbed
+    ji_services: int = 20
     settle_minutes: float = 10.0     # after the faults stop, how long the runs may take to finish
     workdir: Path | None = None
 
@@ -51,6 +55,7 @@ class SoakResult:
     config: SoakConfig
     run_ids: list[str] = field(default_factory=list)
     kills: list[str] = field(default_factory=list)
+    sedna_actions: list[str] = field(default_factory=list)
     injected: dict[str, int] = field(default_factory=dict)
     observed: Observed | None = None
     seconds: float = 0.0
@@ -67,7 +72,10 @@ class SoakResult:
                 f" watch cut every 30 s; {c.minutes:g} min of faults on the production profile (PostgreSQL, Celery,"
                 f" 2 schedulers, 2 triggerers), {len(self.run_ids)} `soak_training` runs ="
                 f" {len(self.observed.tasks)} training tasks (ok / exit code 3 / OOMKilled / quota wait),"
-                f" {len(self.kills)} SIGKILLs + restarts ({_tally(self.kills)}); total {self.seconds / 60:.1f} min.\n\n"
+                f" {len(self.kills)} SIGKILLs + restarts ({_tally(self.kills)}); {c.fl_jobs} FederatedLearningJobs and"
+                f" {c.ji_services} JointInferenceServices disturbed {len(self.sedna_actions)} times"
+                f" ({_tally(self.sedna_actions)}); development instances not driven;"
+                f" total {self.seconds / 60:.1f} min.\n\n"
                 f"Faults injected: {faults}.\n\n" + table(audit(self.observed)))
 
 
@@ -103,6 +111,7 @@ def _drive(stack, cfg: SoakConfig, result: SoakResult) -> None:
     end = start + cfg.minutes * 60
     next_kill = start + cfg.kill_every
     victims = ["worker", "triggerer-1", "triggerer-2"]
+    api = stack.k8s()
     while time.monotonic() < end:
         now = time.monotonic()
         due = min(cfg.runs, 1 + int((now - start) / (cfg.minutes * 60) * cfg.runs))
@@ -113,6 +122,9 @@ def _drive(stack, cfg: SoakConfig, result: SoakResult) -> None:
             _kill_and_restart(stack, victim)
             result.kills.append(victim)
             next_kill = time.monotonic() + cfg.kill_every
+        if cfg.fl_jobs + cfg.ji_services:
+            result.sedna_actions.append(soak_sedna.disturb(api, rng, cfg.fl_jobs, cfg.ji_services,
+                                                           len(result.sedna_actions)))
         time.sleep(1)
 
 
@@ -183,6 +195,7 @@ def run_soak(cfg: SoakConfig) -> SoakResult:
     stack.start(timeout=300)
     try:
         setup_demo(stack)
+        soak_sedna.setup(stack.k8s(), cfg.fl_jobs, cfg.ji_services)
         stack.unpause(DAG_ID)
         pvcs_before = _pvcs(stack.k8s())
         _post(f"{stack.kubesim_url}/kubesim/chaos", {"rate": cfg.faults, "seed": cfg.seed, "cut_every": 30})
@@ -191,8 +204,11 @@ def run_soak(cfg: SoakConfig) -> SoakResult:
         finally:
             result.injected = _post(f"{stack.kubesim_url}/kubesim/chaos", None, "GET").get("injected", {})
             _post(f"{stack.kubesim_url}/kubesim/chaos", None, "DELETE")
+        # time to converge counts from the end of faults and disturbances
+        sedna, converge = soak_sedna.wait_converged(stack.k8s(), cfg.settle_minutes * 60)
         _settle(stack, result.run_ids, cfg.settle_minutes * 60)
         result.observed = observe(stack, result.run_ids, pvcs_before)
+        result.observed.sedna, result.observed.converge_seconds = sedna, converge
     finally:
         stack.stop()
     result.seconds = time.monotonic() - t0
@@ -207,9 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", type=float, default=0.2, help="fraction of kubesim requests that fail (0.2)")
     p.add_argument("--runs", type=int, default=None, help="soak_training runs of 25 tasks (default: 1 per 2 min)")
     p.add_argument("--kill-every", type=float, default=60.0, help="seconds between SIGKILLs (60)")
+    p.add_argument("--fl", type=int, default=50, help="FederatedLearningJobs (50)")
+    p.add_argument("--ji", type=int, default=20, help="JointInferenceServices (20)")
     a = p.parse_args(argv)
     runs = a.runs if a.runs is not None else max(1, round(a.minutes / 2))
-    result = run_soak(SoakConfig(a.minutes, a.seed, a.faults, runs, a.kill_every))
+    result = run_soak(SoakConfig(a.minutes, a.seed, a.faults, runs, a.kill_every, a.fl, a.ji))
     text = "## Soak under faults\n\n" + result.markdown()
     ARTIFACT.parent.mkdir(exist_ok=True)
     ARTIFACT.write_text(text)
