@@ -142,14 +142,30 @@ def _items(api_client, path: str) -> list[dict]:
     return json.loads(resp.data)["items"]
 
 
+SECRET_KEY_WORDS = ("password", "token", "secret", "key")
+
+
 def _secret_values(secrets: list[dict]) -> list[str]:
+    """The sensitive values the cluster's Secrets hold: values of password/token/key entries and the
+    password / auth of each registry in a pull secret (not, say, a user name or an endpoint, which may be
+    shown)."""
     values = []
     for s in secrets:
-        for v in (s.get("data") or {}).values():
+        for k, v in (s.get("data") or {}).items():
             text = base64.b64decode(v).decode(errors="replace")
-            if len(text) >= 8:
+            if k == ".dockerconfigjson":
+                auths = (json.loads(text) or {}).get("auths") or {}
+                values += [a[f] for a in auths.values() for f in ("password", "auth") if a.get(f)]
+            elif any(w in k.lower() for w in SECRET_KEY_WORDS) and len(text) >= 8:
                 values.append(text)
     return values
+
+
+def _log(stack, run_id: str, task_id: str, try_number: int) -> str:
+    try:
+        return stack.task_log(DAG_ID, run_id, task_id, try_number)
+    except RuntimeError as e:  # a try whose worker was killed before it wrote a log: nothing to leak
+        return str(e)
 
 
 def observe(stack, run_ids: list[str], pvcs_before: set[str]) -> Observed:
@@ -164,9 +180,9 @@ def observe(stack, run_ids: list[str], pvcs_before: set[str]) -> Observed:
             obs.tasks.append(TaskObs(DAG_ID, run_id, ti["task_id"], ti["state"], ti["try_number"], EXPECTED[kind],
                                      ti.get("map_index", -1)))
             for t in range(1, (ti["try_number"] or 0) + 1):
-                texts[f"log {run_id}/{ti['task_id']}/{t}"] = stack.task_log(DAG_ID, run_id, ti["task_id"], t)
+                texts[f"log {run_id}/{ti['task_id']}/{t}"] = _log(stack, run_id, ti["task_id"], t)
             xcoms = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{ti['task_id']}"
-                                     "/xcomEntries?deserialize=true", ok=(200, 404))
+                                     "/xcomEntries", ok=(200, 404))
             texts[f"xcom {run_id}/{ti['task_id']}"] = json.dumps(xcoms)
     api = stack.k8s()
     obs.jobs = [j for j in _items(api, "/apis/batch/v1/jobs")

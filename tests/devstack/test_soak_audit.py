@@ -116,3 +116,21 @@ def test_soak_dag_parses_with_its_outcome_mix():
     tasks = bag.dags["soak_training"].task_ids
     kinds = sorted({t.split("_")[0] for t in tasks})
     assert len(tasks) == 25 and kinds == sorted(EXPECTED)
+
+
+def test_secret_values_are_the_sensitive_entries_only():
+    """The soak looks for the values of password/token/key entries and a pull secret's registry password and
+    auth in every text; a user name or an endpoint (shown on purpose) is not counted as a leak."""
+    import base64
+    import json
+
+    from devstack.soak import _secret_values
+
+    def b(s: str) -> str:
+        return base64.b64encode(s.encode()).decode()
+
+    pull = json.dumps({"auths": {"registry.local": {"username": "bot", "password": "pw-123456", "auth": "Ym90OnB3"}}})
+    secrets = [{"data": {"password": b("hunter2-long"), "username": b("alice-long-name"),
+                         "endpoint": b("minio.storage:9000")}},
+               {"data": {".dockerconfigjson": b(pull)}}, {"metadata": {"name": "empty"}}]
+    assert sorted(_secret_values(secrets)) == ["Ym90OnB3", "hunter2-long", "pw-123456"]
