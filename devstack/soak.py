@@ -7,7 +7,8 @@ the requests fail 500/503/429/reset/slow, resumed watches get 410 Gone, watches 
 ``soak_training`` runs (``devstack/soak_dags``: 25 training tasks each, mixed outcomes) spread over the time
 and SIGKILLs the Celery worker or a triggerer every ``--kill-every`` s, restarting it at once, while
 ``--fl`` FederatedLearningJobs and ``--ji`` JointInferenceServices are edited and lose children once a second
-(``devstack.soak_sedna``). Then faults stop, the Sedna CRs are let converge (timed), the runs are let finish (bounded), and ``devstack.soak_audit`` checks what kubesim and Airflow's REST
+(``devstack.soak_sedna``) and alice creates / stops / deletes development instances every 20 s
+(``devstack.soak_devinstances``). Then faults stop, the Sedna CRs are let converge (timed), the runs are let finish (bounded), and ``devstack.soak_audit`` checks what kubesim and Airflow's REST
 API show. The table goes to stdout and ``.artifacts/soak.md``; exit 1 if any invariant fails.
 """
 
@@ -24,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack import soak_sedna
+from devstack import soak_devinstances, soak_sedna
 from devstack.airflow_env import REPO
 from devstack.soak_audit import Observed, TaskObs, audit, table
 
@@ -46,6 +47,7 @@ class SoakConfig:
     kill_every: float = 60.0
     fl_jobs: int = 50                # FederatedLearningJobs and JointInferenceServices edited / disturbed
     ji_services: int = 20
+    dev_every: float = 20.0          # seconds between development-instance actions (0: none)
     settle_minutes: float = 10.0     # after the faults stop, how long the runs may take to finish
     workdir: Path | None = None
 
@@ -56,6 +58,8 @@ class SoakResult:
     run_ids: list[str] = field(default_factory=list)
     kills: list[str] = field(default_factory=list)
     sedna_actions: list[str] = field(default_factory=list)
+    dev_actions: list[str] = field(default_factory=list)
+    dev_runs: list[tuple[str, str]] = field(default_factory=list)   # (dag id, run id) of dev_instance_* runs
     injected: dict[str, int] = field(default_factory=dict)
     observed: Observed | None = None
     seconds: float = 0.0
@@ -74,7 +78,8 @@ class SoakResult:
                 f" {len(self.observed.tasks)} training tasks (ok / exit code 3 / OOMKilled / quota wait),"
                 f" {len(self.kills)} SIGKILLs + restarts ({_tally(self.kills)}); {c.fl_jobs} FederatedLearningJobs and"
                 f" {c.ji_services} JointInferenceServices disturbed {len(self.sedna_actions)} times"
-                f" ({_tally(self.sedna_actions)}); development instances not driven;"
+                f" ({_tally(self.sedna_actions)}); {len(self.dev_actions)} development-instance actions"
+                f" ({_tally(self.dev_actions)});"
                 f" total {self.seconds / 60:.1f} min.\n\n"
                 f"Faults injected: {faults}.\n\n" + table(audit(self.observed)))
 
@@ -110,6 +115,7 @@ def _drive(stack, cfg: SoakConfig, result: SoakResult) -> None:
     start = time.monotonic()
     end = start + cfg.minutes * 60
     next_kill = start + cfg.kill_every
+    next_dev = start
     victims = ["worker", "triggerer-1", "triggerer-2"]
     api = stack.k8s()
     while time.monotonic() < end:
@@ -122,16 +128,19 @@ def _drive(stack, cfg: SoakConfig, result: SoakResult) -> None:
             _kill_and_restart(stack, victim)
             result.kills.append(victim)
             next_kill = time.monotonic() + cfg.kill_every
+        if cfg.dev_every and now >= next_dev:
+            result.dev_actions.append(soak_devinstances.step(stack, rng, result.dev_runs))
+            next_dev = now + cfg.dev_every
         if cfg.fl_jobs + cfg.ji_services:
             result.sedna_actions.append(soak_sedna.disturb(api, rng, cfg.fl_jobs, cfg.ji_services,
                                                            len(result.sedna_actions)))
         time.sleep(1)
 
 
-def _settle(stack, run_ids: list[str], timeout: float) -> None:
+def _settle(stack, runs: list[tuple[str, str]], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(stack.run_state(DAG_ID, r) in ("success", "failed") for r in run_ids):
+        if all(stack.run_state(dag, r) in ("success", "failed") for dag, r in runs):
             return
         time.sleep(5)
 
@@ -191,6 +200,7 @@ def observe(stack, run_ids: list[str], pvcs_before: set[str]) -> Observed:
         texts[f"event {ev['metadata']['namespace']}/{ev['metadata']['name']}"] = json.dumps(ev)
     obs.passwords = _secret_values(_items(api, "/api/v1/secrets"))
     obs.pvcs_after = _pvcs(api)
+    obs.tcp_services, obs.live_services = soak_devinstances.ports(api)
     return obs
 
 
@@ -222,7 +232,7 @@ def run_soak(cfg: SoakConfig) -> SoakResult:
             _post(f"{stack.kubesim_url}/kubesim/chaos", None, "DELETE")
         # time to converge counts from the end of faults and disturbances
         sedna, converge = soak_sedna.wait_converged(stack.k8s(), cfg.settle_minutes * 60)
-        _settle(stack, result.run_ids, cfg.settle_minutes * 60)
+        _settle(stack, [(DAG_ID, r) for r in result.run_ids] + result.dev_runs, cfg.settle_minutes * 60)
         result.observed = observe(stack, result.run_ids, pvcs_before)
         result.observed.sedna, result.observed.converge_seconds = sedna, converge
     finally:

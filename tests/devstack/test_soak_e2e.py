@@ -1,5 +1,5 @@
 """A short soak (devstack/soak.py, ≈2 minutes of faults, one run of 25 training tasks, 5 FederatedLearningJobs and 2
-JointInferenceServices edited and losing children): the same harness as
+JointInferenceServices edited and losing children, development instances created, stopped and deleted): the same harness as
 ``make soak`` on the production profile — kubesim failing 20 % of requests and cutting watches, the worker or a
 triggerer SIGKILLed and restarted every 40 s — and every invariant of the audit holds afterwards."""
 from __future__ import annotations
@@ -22,5 +22,6 @@ def test_short_soak_keeps_every_invariant(tmp_path):
     rows = audit(result.observed)
     assert len(result.observed.tasks) == 25
     assert result.kills and sum(result.injected.values()) > 0      # faults and kills really happened
+    assert len(result.dev_actions) >= 5 and result.observed.tcp_services is not None
     assert len(result.observed.sedna) == 7 and {"edit", "delete"} <= set(result.sedna_actions)
     assert [r.check for r in rows if not r.ok] == [], table(rows)
