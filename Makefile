@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser services sshd code-server demo test bench soak lint clean
+.PHONY: venv browser services sshd code-server demo test bench soak lint audit clean
 
 venv: $(STAMP)
 
@@ -59,6 +59,11 @@ soak: venv services
 
 lint: venv
 	$(BIN)/ruff check .
+
+# pip-audit over requirements.txt (needs PyPI's JSON API and api.osv.dev; not in `make test`). Exit 2 and
+# "incomplete" when any package could not be audited: never "no known vulnerabilities" for what was not looked up.
+audit: venv
+	$(BIN)/python tools/audit.py
 
 clean:
 	rm -rf .airflow .demo .pytest_cache

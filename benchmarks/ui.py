@@ -7,8 +7,8 @@ Seeded with Skiff's own code: the example platform file's queues, 50 instances c
 pods, 40 queued, 40 failed with failed Jobs), Jobs rendered by the operator itself. Then every endpoint the page
 polls is requested sequentially (first request separately: it fills the idle-time cache) and a whole page
 refresh (the five polls at once, as the page does every 4 s) is timed. Side by side: Airflow's own
-``GET /api/v2/dags/~/dagRuns/~/taskInstances`` for the same 200 task instances, which is what the Airflow UI's
-task list costs without the cluster join. Target (issue 10): page API p95 < 200 ms.
+``GET /api/v2/dags/~/dagRuns/~/taskInstances`` over the same task instances (capped at its maximum page size,
+100), which is what the Airflow UI's task list costs without the cluster join. Target (issue 10): page API p95 < 200 ms.
 """
 
 from __future__ import annotations
@@ -179,9 +179,10 @@ def run() -> str:
         with httpx.Client(timeout=60) as http:
             tokens = {u: http.post(f"{url}/auth/token", json={"username": u, "password": pw[u]}).json()[
                 "access_token"] for u in ("admin", "alice")}
-            wait_until(lambda: sum(1 for i in _time_requests(http, f"{url}/skiff/api/instances", {
-                "Authorization": f"Bearer {tokens['admin']}"}, 0)["rows"]["instances"]
-                if i["state"] == "Running") == N_INSTANCES, timeout=120, interval=1, what="50 instances Running")
+            admin = {"Authorization": f"Bearer {tokens['admin']}"}
+            wait_until(lambda: sum(i["state"] == "Running" for i in http.get(
+                f"{url}/skiff/api/instances", headers=admin).json()["instances"]) == N_INSTANCES,
+                timeout=120, interval=1, what="50 instances Running")
             return _measure(http, url, tokens, seed_s)
     finally:
         if proc is not None:
@@ -221,8 +222,9 @@ def _measure(http, url: str, tokens: dict, seed_s: float) -> str:
         "",
         f"- Whole page refresh (the 5 polls at once, as the page does every 4 s), alice: p50 "
         f"{refresh['p50'] * 1000:.0f} ms, p95 {refresh['p95'] * 1000:.0f} ms over {len(refresh['times'])} refreshes.",
-        f"- Training rows (200 task instances joined with 160 Jobs and their pods) vs Airflow's own task-instance "
-        f"list of the same 200: p95 {training['p95'] * 1000:.0f} ms vs {airflow['p95'] * 1000:.0f} ms "
+        f"- Training rows ({len(training['rows']['tasks'])} task instances joined with their Jobs and pods) vs "
+        f"Airflow's own task-instance list ({len(airflow['rows']['task_instances'])} rows: its maximum page size): "
+        f"p95 {training['p95'] * 1000:.0f} ms vs {airflow['p95'] * 1000:.0f} ms "
         f"(ratio {training['p95'] / airflow['p95']:.1f}x).",
         f"- Worst endpoint p95: {worst * 1000:.0f} ms (target < 200 ms): {'met' if worst < 0.2 else 'NOT met'}.",
     ])

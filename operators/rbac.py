@@ -30,7 +30,7 @@ _PATHS = {
 
 
 def _dns_label(field: str, value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.fullmatch(value):
         raise ValueError(f"{field}: {value!r} is not a valid name (DNS-1123 label, at most 63 characters)")
     return value
 

@@ -67,6 +67,8 @@ def _yaml_float(value: float) -> str:
 
 
 def _yaml_string(value: str) -> str:
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'  # the common case, nothing to escape (printable ASCII is 0x20-0x7E)
     out = ['"']
     for ch in value:
         code = ord(ch)

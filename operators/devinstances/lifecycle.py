@@ -43,7 +43,15 @@ def now_text() -> str:
 
 
 def new_password() -> str:
-    return secrets.token_urlsafe(PASSWORD_BYTES)
+    """192 random bits, registered with Airflow's secrets masker at once: should an API error echo the Secret
+    body into the task log (a 422 quotes the object), the masker prints ``***`` instead of the password."""
+    password = secrets.token_urlsafe(PASSWORD_BYTES)
+    try:
+        from airflow.sdk.log import mask_secret
+    except ImportError:  # outside an Airflow install (the kubesim-only tools): nothing logs through Airflow
+        return password
+    mask_secret(password)
+    return password
 
 
 def _api(api_client):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from operators.training.naming import is_dns_label
+from operators.training.spec import short_repr
 
 MANAGED_BY = "skiff"
 KIND = "dev-instance"
@@ -43,7 +44,7 @@ def owner_slug(owner: str) -> str:
 def check_name(owner: str, name: str) -> str:
     """``name`` must be a DNS label such that ``<owner>-<name>`` fits in 52 characters."""
     if not isinstance(name, str) or not is_dns_label(name):
-        raise ValueError(f"name={name!r}: must be a DNS label (lower-case letters, digits and '-', "
+        raise ValueError(f"name={short_repr(name)}: must be a DNS label (lower-case letters, digits and '-', "
                          "starting and ending with a letter or digit)")
     room = MAX_STS_NAME - len(owner_slug(owner)) - 1
     if len(name) > room:

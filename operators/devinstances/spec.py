@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
+from operators.platform.quantity import parse_quantity
 from operators.training.naming import is_dns_label, is_dns_subdomain
-from operators.training.spec import cpu_quantity, gpu_count, memory_gi
+from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path, short_repr
 
 HOME = "/root"
 # name -> container port; the order is the order of the Service's ports and of the tcp-services entries
@@ -69,7 +70,7 @@ class InstanceRequest:
 
 
 def _bad(field: str, value: Any, why: str) -> ValueError:
-    return ValueError(f"{field}={value!r}: {why}")
+    return ValueError(f"{field}={short_repr(value)}: {why}")
 
 
 def pick_image(catalogue: Sequence[Image], value: Any, default: str | None) -> Image:
@@ -83,8 +84,7 @@ def pick_image(catalogue: Sequence[Image], value: Any, default: str | None) -> I
 
 
 def bounded(field: str, text: str, top: float) -> str:
-    amount = float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    if amount > top:
+    if parse_quantity(text) > top:  # text is already checked: cpu cores ("500m") or a number of GiB
         raise _bad(field, text, f"must be at most {top:g}")
     return text
 
@@ -122,11 +122,9 @@ def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Mount, ...]
         pvc, path, read_only = item.get("pvc"), item.get("path"), item.get("read_only", True)
         if not isinstance(pvc, str) or not is_dns_subdomain(pvc):
             raise _bad(f"mounts[{i}].pvc", pvc, "is not a valid PVC name")
-        if not isinstance(path, str) or not path.startswith("/") or ":" in path or "\x00" in path:
-            raise _bad(f"mounts[{i}].path", path, "must be an absolute path without ':'")
-        norm = path.rstrip("/") or "/"
-        if norm in paths or norm == "/":
-            raise _bad(f"mounts[{i}].path", path, "is already mounted (/root is the home volume)")
+        norm = mount_path(f"mounts[{i}].path", path)
+        if norm in paths:
+            raise _bad(f"mounts[{i}].path", path, f"{norm} is already mounted (/root is the home volume)")
         if not isinstance(read_only, bool):
             raise _bad(f"mounts[{i}].read_only", read_only, "must be true or false")
         right = access(pvc)

@@ -38,10 +38,10 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _FORMATS = {
     "quantity": ("a quantity", is_quantity),
     "dns-label": ("a valid name (DNS-1123 label: a-z, 0-9, '-', at most 63)",
-                  lambda v: isinstance(v, str) and len(v) <= 63 and bool(_DNS_LABEL.match(v))),
+                  lambda v: isinstance(v, str) and len(v) <= 63 and bool(_DNS_LABEL.fullmatch(v))),
     "dns-subdomain": ("a valid name (DNS-1123 subdomain)",
-                      lambda v: isinstance(v, str) and len(v) <= 253 and bool(_DNS_SUBDOMAIN.match(v))),
-    "email": ("an e-mail address", lambda v: isinstance(v, str) and bool(_EMAIL.match(v))),
+                      lambda v: isinstance(v, str) and len(v) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(v))),
+    "email": ("an e-mail address", lambda v: isinstance(v, str) and bool(_EMAIL.fullmatch(v))),
 }
 Path = tuple[str | int, ...]
 

@@ -18,6 +18,8 @@ _SUFFIX = {
     "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
 }
 GI = _SUFFIX["Gi"]
+# kube-apiserver refuses quantities it cannot hold in an int64 ("9999Ei", "1e309"): refuse them here too
+MAX_QUANTITY = Decimal(2) ** 63 - 1
 
 
 def parse_quantity(value: object) -> Decimal:
@@ -28,16 +30,20 @@ def parse_quantity(value: object) -> Decimal:
         value = repr(value) if isinstance(value, float) else str(value)
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value.strip())
     if not match:
         raise ValueError(f"{value!r} is not a quantity")
     number, suffix = match.group(1), match.group(2) or ""
     try:
         if suffix[:1] in ("e", "E"):
-            return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
-        return Decimal(number) * _SUFFIX[suffix]
+            amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
+        else:
+            amount = Decimal(number) * _SUFFIX[suffix]
     except (InvalidOperation, OverflowError) as exc:
         raise ValueError(f"{value!r} is not a quantity") from exc
+    if abs(amount) > MAX_QUANTITY:
+        raise ValueError(f"{value!r} is too large for Kubernetes (at most 2^63-1)")
+    return amount
 
 
 def is_quantity(value: object) -> bool:

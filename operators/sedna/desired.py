@@ -364,6 +364,22 @@ def _service(prefix: str, ns: str, cr_name: str, uid: str, owner: dict, svc_name
 # ---------------------------------------------------------------- JointInferenceService
 
 
+def _check_hpa(path: str, hpa: Any) -> None:
+    """Bounds the HPA API does not check on create (kube-apiserver only checks them on the HPA itself, after the
+    Deployment exists): 1 <= minReplicas <= maxReplicas, integers. A bad one is this CR's condition."""
+    if hpa is None:
+        return
+    if not isinstance(hpa, dict):
+        raise SpecError("InvalidSpec", f"{path} must be an object, got {hpa!r}")
+    top, low = hpa.get("maxReplicas"), hpa.get("minReplicas", 1)
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise SpecError("InvalidSpec", f"{path}.maxReplicas={top!r}: must be an integer >= 1")
+    if isinstance(low, bool) or not isinstance(low, int) or low < 1:
+        raise SpecError("InvalidSpec", f"{path}.minReplicas={low!r}: must be an integer >= 1")
+    if low > top:
+        raise SpecError("InvalidSpec", f"{path}.minReplicas={low!r}: must not exceed maxReplicas={top!r}")
+
+
 def desired_joint_inference(
     svc: dict, models: Mapping[str, dict], lc_server: str = DEFAULT_LC_SERVER,
     secrets: Mapping[str, dict | None] | None = None,
@@ -387,9 +403,7 @@ def desired_joint_inference(
         if not isinstance(hem, dict) or not hem.get("name"):
             raise SpecError("InvalidSpec", f"spec.edgeWorker.hardExampleMining.name is required, got {hem!r}")
         for path, worker in (("cloudWorker", cloud), ("edgeWorker", edge)):
-            hpa = worker.get("hpa")
-            if hpa is not None and not (isinstance(hpa, dict) and isinstance(hpa.get("maxReplicas"), int)):
-                raise SpecError("InvalidSpec", f"spec.{path}.hpa.maxReplicas must be an integer, got {hpa!r}")
+            _check_hpa(f"spec.{path}.hpa", worker.get("hpa"))
     except SpecError as e:
         return Desired(JI_KIND, ns, name, uid, error=e)
 

@@ -21,6 +21,8 @@ TEMPLATE = "training/job.yaml.j2"
 
 def string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
     out: dict[str, str] = {}
+    if value is not None and not isinstance(value, Mapping):
+        raise ValueError(f"{field}={value!r}: must be a dict of key -> value")
     for key, val in (value or {}).items():
         label_key(field, key)
         if not isinstance(val, str) or (label_values and not is_label_value(val)):

@@ -28,15 +28,15 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 def is_dns_label(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value))
 
 
 def is_dns_subdomain(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
 
 
 def is_label_value(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.match(value))
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
 
 
 def label_value(raw: str) -> str:

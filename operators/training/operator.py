@@ -20,6 +20,7 @@ Crash safety (``ResumableJobMixin``) and the decision on reattaching:
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -60,8 +61,9 @@ def _seconds(field: str, value: timedelta | float | int | None, *, allow_none: b
             return None
         raise ValueError(f"{field}=None: a duration is required")
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-        raise ValueError(f"{field}={value!r}: must be a timedelta or seconds >= 0")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0 \
+            or not math.isfinite(seconds):  # nan and inf would make the task wait forever
+        raise ValueError(f"{field}={value!r}: must be a timedelta or a finite number of seconds >= 0")
     return float(seconds)
 
 

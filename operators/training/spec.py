@@ -19,13 +19,16 @@ split ONCE with ``shlex.split`` (``"python -u"`` -> ``["python", "-u"]``); it is
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from operators.platform.model import home_pvc
+from operators.platform.quantity import MAX_QUANTITY, parse_quantity
 from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
 SHELL = "/bin/bash"
@@ -33,14 +36,32 @@ SCRIPT = 'cd -- "$1" && shift && exec "$@"'
 ARGV0 = "skiff"  # $0 of the script, shows in bash error messages
 ROOT_MOUNT = "/root"
 
-_CPU = re.compile(r"^(\d+(\.\d+)?|\.\d+)m?$")
-_NUMBER = re.compile(r"^(\d+(\.\d+)?|\.\d+)$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_LABEL_KEY_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+_CPU = re.compile(r"(\d+(\.\d+)?|\.\d+)m?")
+_NUMBER = re.compile(r"(\d+(\.\d+)?|\.\d+)")
+# a C identifier: what every shell and ``os.environ`` user can read back ($NAME); Kubernetes allows more
+_ENV_NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+_LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
+# Linux refuses to exec an argument or env string longer than MAX_ARG_STRLEN (32 pages = 128 KiB, with its
+# NUL), and argv + envp together beyond ARG_MAX (2 MiB by default); a Job also must stay far below etcd's
+# 1.5 MiB request limit, so the whole command and env are held to 1 MiB.
+MAX_ARG_BYTES = 128 * 1024 - 1
+MAX_ARGV_BYTES = 1024 * 1024
+MILLI = Decimal("0.001")
+MIN_MEMORY_GI = Decimal(1) / 1024  # 1 MiB: less is no container and rounds to zero in the quota
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the full length, so a 1 MB value is not echoed."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, list | tuple | dict):
+        return f"{text[:limit]}... ({len(value)} items)"
+    return f"{text[:limit]}... ({len(value) if isinstance(value, str | bytes) else len(text)} characters)"
 
 
 def _bad(field: str, value: Any, why: str) -> ValueError:
-    return ValueError(f"{field}={value!r}: {why}")
+    return ValueError(f"{field}={short_repr(value)}: {why}")
 
 
 @dataclass(frozen=True)
@@ -78,45 +99,54 @@ def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
         raise _bad(field, value, "must not be empty")
     if "\x00" in text:
         raise _bad(field, value, "must not contain a NUL byte (it cannot be passed to a process)")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARG_BYTES:
+        raise _bad(field, value, f"is {size} bytes; Linux refuses to exec a single argument or environment "
+                                 f"value over {MAX_ARG_BYTES} bytes (MAX_ARG_STRLEN, 131072 with its NUL)")
     return text
 
 
-def _number_text(value: float | int) -> str:
-    if isinstance(value, int):
-        return str(value)
-    text = f"{value:.6f}".rstrip("0").rstrip(".")
-    return text or "0"
+def _amount(field: str, value: Any, plain: re.Pattern[str], unit: str) -> Decimal:
+    """A finite, positive, int64-sized amount from a number or a string matching ``plain`` (whole string)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad(field, value, f"must be a positive {unit}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad(field, value, "must be a finite number")
+    if isinstance(value, str) and not plain.fullmatch(value.strip()):
+        raise _bad(field, value, f"must be a positive {unit}")
+    try:
+        amount = parse_quantity(value)
+    except ValueError as exc:
+        raise _bad(field, value, str(exc).split(": ", 1)[-1]) from None
+    if amount <= 0:
+        raise _bad(field, value, f"must be a positive {unit}")
+    return amount
+
+
+def _decimal_text(amount: Decimal) -> str:
+    text = f"{amount.normalize():f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def cpu_quantity(value: Any) -> str:
-    """``2`` / ``0.5`` / ``"500m"`` -> a Kubernetes cpu quantity string; > 0."""
-    if isinstance(value, bool):
-        raise _bad("cpu", value, "must be a positive number of cores or a quantity like '500m'")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value <= 0:
-            raise _bad("cpu", value, "must be a positive number of cores")
-        return _number_text(value)
-    if isinstance(value, str) and _CPU.match(value.strip()):
-        text = value.strip()
-        if float(text.rstrip("m")) <= 0:
-            raise _bad("cpu", value, "must be positive")
-        return text
-    raise _bad("cpu", value, "must be a positive number of cores or a quantity like '500m'")
+    """``2`` / ``0.5`` / ``"500m"`` -> a Kubernetes cpu quantity string; at least 1m, whole millicores (a
+    finer value rounds to zero in the quota, so it could escape it)."""
+    cores = _amount("cpu", value, _CPU, "number of cores or a quantity like '500m'")
+    if cores < MILLI or cores % MILLI:
+        raise _bad("cpu", value, "must be a whole number of millicores (at least 1m): finer rounds to zero")
+    if isinstance(value, str):
+        return value.strip()
+    return _decimal_text(cores)
 
 
 def memory_gi(value: Any) -> str:
-    """Memory in GiB (``4``, ``0.5``, ``"16"``) -> the number as text (the template appends ``Gi``); > 0."""
-    if isinstance(value, bool):
-        raise _bad("memory", value, "must be a positive number of GiB")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value <= 0:
-            raise _bad("memory", value, "must be a positive number of GiB")
-        return _number_text(value)
-    if isinstance(value, str) and _NUMBER.match(value.strip()):
-        if float(value) <= 0:
-            raise _bad("memory", value, "must be a positive number of GiB")
-        return value.strip()
-    raise _bad("memory", value, "must be a positive number of GiB (e.g. 4 or '0.5')")
+    """Memory in GiB (``4``, ``0.5``, ``"16"``) -> the number as text (the template appends ``Gi``); >= 1 MiB."""
+    gib = _amount("memory", value, _NUMBER, "number of GiB (e.g. 4 or '0.5')")
+    if gib < MIN_MEMORY_GI:
+        raise _bad("memory", value, "must be at least 1 MiB (0.0009765625 GiB): less rounds to zero")
+    if gib * 2**30 > 2**63 - 1:
+        raise _bad("memory", value, "is too large for Kubernetes (at most 2^63-1 bytes)")
+    return value.strip() if isinstance(value, str) else _decimal_text(gib)
 
 
 def gpu_count(value: Any) -> int:
@@ -130,6 +160,8 @@ def gpu_count(value: Any) -> int:
         raise _bad("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
     if value < 0:
         raise _bad("gpu", value, "must be >= 0")
+    if value > MAX_QUANTITY:
+        raise _bad("gpu", value, "is too large for Kubernetes (at most 2^63-1)")
     return value
 
 
@@ -155,11 +187,20 @@ def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: A
     work = _text("work_dir", work_dir)
     argv = exec_argv(exec_command)
     if entry_path is not None:
-        argv.append(f"{ROOT_MOUNT}/{_text('entry_path', entry_path)}")
+        entry = _text("entry_path", entry_path)
+        if entry.startswith("/") or ".." in entry.split("/"):
+            raise _bad("entry_path", entry_path, f"must be a path relative to {ROOT_MOUNT} without '..' (a file in "
+                                                 "the image: entry_path=None and name it in exec_command)")
+        argv.append(f"{ROOT_MOUNT}/{entry}")
     if isinstance(run_args, str | bytes) or not isinstance(run_args, Sequence):
         raise _bad("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
     argv.extend(_text(f"run_args[{i}]", a, allow_empty=True) for i, a in enumerate(run_args))
-    return [SHELL, "-ic", SCRIPT, ARGV0, work, *argv]
+    command = [SHELL, "-ic", SCRIPT, ARGV0, work, *argv]
+    total = sum(len(a.encode("utf-8", "surrogatepass")) + 1 for a in command)
+    if total > MAX_ARGV_BYTES:
+        raise _bad("run_args", f"{len(run_args)} arguments", f"the command is {total} bytes; at most "
+                   f"{MAX_ARGV_BYTES} (Linux ARG_MAX, etcd's request limit)")
+    return command
 
 
 def env_vars(env: Any) -> dict[str, str]:
@@ -169,8 +210,9 @@ def env_vars(env: Any) -> dict[str, str]:
         raise _bad("env", env, "must be a dict of NAME -> value")
     out = {}
     for name, value in env.items():
-        if not isinstance(name, str) or not _ENV_NAME.match(name):
-            raise _bad("env", name, "is not a valid environment variable name")
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise _bad("env", name, "is not a valid environment variable name (letters, digits and '_', "
+                                    "not starting with a digit)")
         if value is None:
             raise _bad(f"env[{name}]", value, "must be a string")
         out[name] = _text(f"env[{name}]", value, allow_empty=True)
@@ -185,6 +227,23 @@ def image_ref(value: Any) -> str:
     return value
 
 
+VOLUME_KEYS = {"pvc", "mount_path", "read_only"}
+
+
+def mount_path(field: str, value: Any) -> str:
+    """An absolute mount path, normalised before any rule looks at it (``//root``, ``/root/.`` and ``/root/``
+    are ``/root``); ``..`` and ``:`` are refused, ``/`` itself too."""
+    path = _text(field, value)
+    if not path.startswith("/") or ":" in path or any(c in path for c in "\n\r\t"):
+        raise _bad(field, value, "must be an absolute path without ':' or control characters")
+    if ".." in path.split("/"):
+        raise _bad(field, value, "must not contain '..'")
+    norm = "/" + posixpath.normpath(path).lstrip("/")
+    if norm == "/":
+        raise _bad(field, value, "cannot mount over /")
+    return norm
+
+
 def volumes(value: Any) -> tuple[Volume, ...]:
     if value is None:
         return ()
@@ -193,20 +252,21 @@ def volumes(value: Any) -> tuple[Volume, ...]:
     out: list[Volume] = []
     paths = {ROOT_MOUNT}
     for i, item in enumerate(value):
+        if isinstance(item, Mapping) and (set(item) - VOLUME_KEYS or not {"pvc", "mount_path"} <= set(item)):
+            raise _bad(f"volumes[{i}]", item, "must have pvc and mount_path, and optionally read_only")
         vol = Volume(**item) if isinstance(item, Mapping) else item
         if not isinstance(vol, Volume):
             raise _bad(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")
         if not is_dns_subdomain(vol.pvc):
             raise _bad(f"volumes[{i}].pvc", vol.pvc, "is not a valid PVC name (DNS-1123 subdomain)")
-        path = _text(f"volumes[{i}].mount_path", vol.mount_path)
-        if not path.startswith("/") or ":" in path:
-            raise _bad(f"volumes[{i}].mount_path", path, "must be an absolute path without ':'")
-        if path.rstrip("/") in paths:
-            raise _bad(f"volumes[{i}].mount_path", path, "is already mounted (/root is the home PVC)")
-        paths.add(path.rstrip("/"))
+        path = mount_path(f"volumes[{i}].mount_path", vol.mount_path)
+        if path in paths:
+            raise _bad(f"volumes[{i}].mount_path", vol.mount_path, f"{path} is already mounted (/root is the "
+                                                                  "home PVC)")
+        paths.add(path)
         if not isinstance(vol.read_only, bool):
             raise _bad(f"volumes[{i}].read_only", vol.read_only, "must be true or false")
-        out.append(vol)
+        out.append(replace(vol, mount_path=path))
     return tuple(out)
 
 
@@ -220,7 +280,7 @@ def label_key(field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise _bad(field, value, "must be a label key like 'node.example.com/pool'")
     prefix, _, name = value.rpartition("/")
-    if (prefix and not is_dns_subdomain(prefix)) or len(name) > 63 or not _LABEL_KEY_NAME.match(name):
+    if (prefix and not is_dns_subdomain(prefix)) or len(name) > 63 or not _LABEL_KEY_NAME.fullmatch(name):
         raise _bad(field, value, "is not a valid label key")
     return value
 

@@ -159,7 +159,9 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
 
 
 def _cores(cpu: str) -> float:
-    return float(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+    from operators.platform.quantity import parse_quantity
+
+    return float(parse_quantity(cpu))
 
 
 def _find(caller: Caller, team: str, name: str) -> dict:

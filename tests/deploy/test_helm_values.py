@@ -13,8 +13,10 @@ import jsonschema
 import pytest
 import yaml
 
+from operators.rbac import DEFAULT_SERVICE_ACCOUNT
+
 HELM = Path(__file__).resolve().parents[2] / "deploy" / "helm"
-SERVICE_ACCOUNT = "skiff-airflow"  # the name k8s_templates/rbac/ is rendered with (README "Install")
+SERVICE_ACCOUNT = DEFAULT_SERVICE_ACCOUNT  # k8s_templates/rbac/ rendered with its default (README "Install")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,7 @@ def test_values_deploy_skiffs_production_shape(values):
     assert not values["postgresql"]["enabled"]  # an external, backed-up PostgreSQL
     # DAGs baked into the image: neither git-sync nor a DAGs volume
     assert not values["dags"]["gitSync"]["enabled"] and not values["dags"]["persistence"]["enabled"]
-    for component in ("workers", "triggerer"):  # the parts that reach Kubernetes run as Skiff's account
+    for component in ("workers", "triggerer", "apiServer"):  # the parts that reach Kubernetes: Skiff's account
         sa = values[component]["serviceAccount"]
         assert sa == {"create": False, "name": SERVICE_ACCOUNT}, component
     for component in ("scheduler", "workers", "triggerer", "dagProcessor", "apiServer", "pgbouncer"):

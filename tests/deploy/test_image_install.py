@@ -79,6 +79,8 @@ def test_image_install_imports_dags_plugins_and_triggers(image_root):
     assert report["dag_import_errors"] == {} and report["plugin_import_errors"] == {}
     assert {"reconcile_federated_learning", "reconcile_joint_inference",
             "training_recommendation_daily"} <= set(report["dag_ids"])
+    # the plugins folder baked into the image registers Skiff's plugin (its page)
+    assert "skiff" in report["plugins"], report["plugins"]
     assert {"operators.training.trigger.TrainingJobTrigger",
             "operators.sedna.trigger.SednaWatchTrigger"} <= set(report["triggers"])
     # the installed package, not the checkout, and no test tools in the image

@@ -42,8 +42,12 @@ def test_demo_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_path):
         assert re.search(r"train +success .* ran on node online-gpu-1", text), text  # GPU + online pool
         assert re.search(r"preprocess +success .* ran on node cpu-\d", text), text
         assert "[Skiff] training_failure_demo.train_too_big failed: OOMKilled" in text, text
-        urls = re.findall(r"(http://\S+:\d+)", text)
+        stack_part, _, instance_part = text.partition("creates a development instance")
+        urls = re.findall(r"(http://\S+:\d+)", stack_part)  # the UI and kubesim, which must answer
         assert len(urls) >= 2 and all(_accepts(u) for u in urls), urls
+        # alice's instance, with the addresses ingress-nginx would expose (kubesim runs no containers behind them)
+        assert re.search(r"alice's instance recsys/notebook: Running", instance_part), instance_part
+        assert re.search(r"ssh +ssh -p 2\d{4} root@", instance_part), instance_part
 
         proc.send_signal(signal.SIGINT)
         rest = proc.communicate(timeout=90)[0]
@@ -51,5 +55,9 @@ def test_demo_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_path):
         assert "stopped." in rest
         assert not any(_accepts(u) for u in urls), f"still listening after Ctrl-C: {urls}"
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # a failed assertion: let the demo stop what it started (SIGKILL would orphan it)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()

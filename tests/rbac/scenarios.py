@@ -336,7 +336,7 @@ def devinstances(env: Env) -> None:
 
 def ui(env: Env) -> None:
     """The page's data as the plugin reads it: team quotas, the training table, the Sedna table (with an FL
-    job and its children present), the instances' StatefulSets and pods."""
+    job and its children present), the instances' StatefulSets and pods, an instance's idleness and password."""
     from operators.k8s import Kube
     from operators.sedna.install import install_crds
     from operators.sedna.kube import DATASETS, MODELS
@@ -355,6 +355,23 @@ def ui(env: Env) -> None:
     sources.training(k, None)
     assert sources.sedna(k)["installed"]
     sources.list_all(k, "apps/v1", "statefulsets", labels="skiff.io/kind=dev-instance")
+    # an instance (made by the admin here): its idleness through the service proxy, its password to its owner
+    from operators.devinstances import idle, inventory, lifecycle
+    from operators.devinstances.settings import Settings
+    from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
+
+    settings = Settings(host="dev.example.com", idle_seconds=60)
+    core = kubernetes.client.CoreV1Api(env.admin)
+    core.create_namespaced_persistent_volume_claim(TEAM, {
+        "metadata": {"name": "alice-home"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    core.create_namespaced_config_map(settings.tcp_namespace, {"metadata": {"name": settings.tcp_name}})
+    lifecycle.create(env.admin, make_request(), settings)
+    wait_ready(env.admin, "alice", "nb")
+    script_activity(env.admin, "alice", "nb", 0.0)
+    last, why = idle.read_last_activity(env.skiff, TEAM, "alice-nb")
+    assert last is not None, why
+    assert inventory.password(env.skiff, "alice", TEAM, "nb", caller="alice")
 
 
 SCENARIOS = {"training": training, "sedna": sedna, "platform": platform, "devinstances": devinstances, "ui": ui}

@@ -66,14 +66,15 @@ NEEDED: dict[tuple, str] = {
         ("apps", "deployments"), ("apps", "statefulsets"), ("autoscaling", "horizontalpodautoscalers"),
         ("sedna.io", "federatedlearningjobs"), ("sedna.io", "jointinferenceservices"), ("sedna.io", "models"),
         ("sedna.io", "datasets"))},
+    **_each(U, "", "services/proxy", "get", "ui"),   # operators/ui/instances._last_activity
+    **_each(U, "", "secrets", "get", "ui"),          # operators/ui/instances.password
+    **_each(U, "apps", "statefulsets", "get", "ui"),
 }
 
 # callers that exist but that these scenarios do not reach, and why (each must name its caller)
 UNPROVEN: dict[tuple, str] = {
     **_each(T, "", "resourcequotas", "get", "operators/platform/admission.enforce_training: only with a platform file"),
     **_each(D, "", "resourcequotas", "get", "operators/devinstances/operator.py: the DAG operator's quota check"),
-    **_each(U, "", "services/proxy", "get", "operators/ui/instances._last_activity: a running instance's idleness"),
-    **_each(U, "", "secrets", "get", "operators/ui/instances.password: the owner's password reveal"),
     **_each(P, "", "serviceaccounts", "create", "operators/platform/sync.py applies the team's ServiceAccount "
             "`default`; on a new namespace the apply can come before the ServiceAccount controller made it"),
 }

@@ -31,8 +31,12 @@ def _jobs(stack, task_id: str) -> list:
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
     run_id = stack.trigger("training_recommendation_daily")
     assert stack.wait_run("training_recommendation_daily", run_id, timeout=240) == "success"
+    # the pod's lines, streamed by the trigger into its own log file beside the worker's (the triggerer may
+    # still be flushing that file when the run is marked successful: wait for them, do not read once)
+    wait_until(lambda: "line 12" in stack.task_log("training_recommendation_daily", run_id, "train"), 60,
+               what="the pod's log lines in the task log")
     log = stack.task_log("training_recommendation_daily", run_id, "train")
-    assert "line 1" in log and "line 12" in log  # the pod's lines, streamed by the trigger
+    assert "line 1" in log and "line 12" in log
     assert "Job recsys/" in log and "succeeded" in log
 
 

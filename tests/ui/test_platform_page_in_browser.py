@@ -101,7 +101,9 @@ def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothi
     k8s = stack.k8s()
     core = client.CoreV1Api(k8s)
     page = Page(browser, stack)
-    seed = {"metadata": {"name": "ui-quota-seed"}, "spec": {"containers": [{
+    # a pod that keeps running (kubesim's default container exits after 0.2 s, and a finished pod uses no quota)
+    seed = {"metadata": {"name": "ui-quota-seed", "annotations": {"kubesim.io/duration": "3600"}},
+            "spec": {"containers": [{
         "name": "c", "image": "busybox", "resources": {"requests": {"cpu": "2", "memory": "3Gi"},
                                                        "limits": {"cpu": "2", "memory": "3Gi"}}}]}}
     core.create_namespaced_pod("recsys", seed)

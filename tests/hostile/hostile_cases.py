@@ -1,0 +1,221 @@
+"""The hostile-input catalogue as data: one row per case, shared by the test and by docs/hostile-inputs.md.
+
+``expect`` is either ``"rejected"`` (the entry point refuses the input before anything is written, with a
+message naming ``field`` and containing ``value`` as written) or ``"accepted"`` (the input is legal and is
+carried safely: verbatim, quoted, never half-applied). ``value`` is the text the message must contain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MB = "x" * 1_000_000
+ARG_128K = "a" * (128 * 1024)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    entry: str  # training | devinstance | platform | sedna | ui
+    what: str  # one line for the docs table
+    args: dict[str, Any] = field(default_factory=dict)
+    expect: str = "rejected"
+    field: str = ""
+    value: str = ""  # a substring the message must carry (the offending value, as repr shows it)
+
+
+T, D, P, S, U = "training", "devinstance", "platform", "sedna", "ui"
+
+CASES: list[Case] = [
+    # ---- TrainingJobOperator arguments (validated when the DAG is parsed: no cluster, nothing written) ----
+    Case("train-cpu-submilli", T, "cpu '0.0001m' rounds to zero millicores", {"cpu": "0.0001m"}, field="cpu",
+         value="0.0001m"),
+    Case("train-cpu-float-tiny", T, "cpu 1e-7 (a float that prints as 0)", {"cpu": 1e-7}, field="cpu", value="1e-07"),
+    Case("train-cpu-negative", T, "cpu -1", {"cpu": -1}, field="cpu", value="-1"),
+    Case("train-cpu-1e309", T, "cpu 1e309 (float infinity)", {"cpu": 1e309}, field="cpu", value="inf"),
+    Case("train-cpu-nan", T, "cpu 'nan'", {"cpu": "nan"}, field="cpu", value="nan"),
+    Case("train-cpu-9999Ei", T, "cpu '9999Ei' (beyond any Kubernetes quantity)", {"cpu": "9999Ei"}, field="cpu",
+         value="9999Ei"),
+    Case("train-cpu-newline", T, "cpu '500m\\n' (trailing newline)", {"cpu": "500m\n"}, expect="accepted"),
+    Case("train-memory-tiny", T, "memory 1e-9 GiB (rounds to zero bytes)", {"memory": 1e-9}, field="memory",
+         value="1e-09"),
+    Case("train-memory-inf", T, "memory 'inf'", {"memory": "inf"}, field="memory", value="inf"),
+    Case("train-memory-9999Ei", T, "memory 1e30 GiB (beyond 2^63 bytes)", {"memory": 1e30}, field="memory",
+         value="1e+30"),
+    Case("train-gpu-half", T, "gpu 0.5", {"gpu": 0.5}, field="gpu", value="0.5"),
+    Case("train-namespace-unicode", T, "namespace 'équipe' (unicode)", {"namespace": "équipe"},
+         field="namespace", value="équipe"),
+    Case("train-namespace-long", T, "namespace of 64 characters", {"namespace": "n" * 64}, field="namespace",
+         value="nnnn"),
+    Case("train-namespace-newline", T, "namespace 'team\\n' through a `$` anchor", {"namespace": "team\n"},
+         field="namespace", value="'team\\n'"),
+    Case("train-pvc-newline", T, "pvc 'data\\n'", {"pvc": "data\n"}, field="pvc", value="'data\\n'"),
+    Case("train-pool-newline", T, "online_pool_value 'online\\n'", {"online_pool_value": "online\n"},
+         field="online_pool_value", value="'online\\n'"),
+    Case("train-pool-key-newline", T, "online_pool_key 'pool\\n'", {"online_pool_key": "pool\n"},
+         field="online_pool_key", value="'pool\\n'"),
+    Case("train-env-dash", T, "env name 'MY-VAR' (not a C identifier)", {"env": {"MY-VAR": "1"}}, field="env",
+         value="MY-VAR"),
+    Case("train-env-digit", T, "env name '1ST'", {"env": {"1ST": "1"}}, field="env", value="1ST"),
+    Case("train-env-newline", T, "env name 'PATH\\n'", {"env": {"PATH\n": "x"}}, field="env", value="'PATH\\n'"),
+    Case("train-env-value-shell", T, "env value '$(reboot); `id`\\n'", {"env": {"X": "$(reboot); `id`\n"}},
+         expect="accepted"),
+    Case("train-args-shell", T, "run_args with ; | & $() ` and newlines", {"run_args": ["; rm -rf /", "a|b&c",
+         "$(id)", "`id`", "line1\nline2"]}, expect="accepted"),
+    Case("train-args-10000", T, "run_args of 10,000 elements", {"run_args": [f"--a{i}" for i in range(10_000)]},
+         expect="accepted"),
+    Case("train-arg-128k", T, "one run_args element of 128 KiB (kernel MAX_ARG_STRLEN)", {"run_args": [ARG_128K]},
+         field="run_args[0]", value="131072"),
+    Case("train-arg-1mb", T, "a 1 MB entry_path", {"entry_path": MB}, field="entry_path", value="1000000"),
+    Case("train-argv-total", T, "20 arguments of 100 KiB (argv over 1 MiB)", {"run_args": ["b" * 100_000] * 20},
+         field="run_args", value="2000"),
+    Case("train-env-1mb", T, "an env value of 1 MB", {"env": {"BIG": MB}}, field="env[BIG]", value="1000000"),
+    Case("train-workdir-shell", T, "work_dir '/root/$(id);x'", {"work_dir": "/root/$(id);x"}, expect="accepted"),
+    Case("train-exec-unbalanced", T, "exec_command 'python \"-u' (unbalanced quote)", {"exec_command": 'python "-u'},
+         field="exec_command", value="python"),
+    Case("train-image-newline", T, "image 'repo/img:1\\n'", {"image": "repo/img:1\n"}, field="image",
+         value="'repo/img:1\\n'"),
+    Case("train-mount-double-slash", T, "volume mounted at '//root' (the home mount, not normalised)",
+         {"volumes": [{"pvc": "data", "mount_path": "//root"}]}, field="volumes[0].mount_path", value="//root"),
+    Case("train-mount-dot", T, "volume mounted at '/root/.'", {"volumes": [{"pvc": "data", "mount_path": "/root/."}]},
+         field="volumes[0].mount_path", value="/root/."),
+    Case("train-mount-dotdot", T, "volume mounted at '/data/../root'",
+         {"volumes": [{"pvc": "data", "mount_path": "/data/../root"}]}, field="volumes[0].mount_path",
+         value="/data/../root"),
+    Case("train-mount-duplicate", T, "two volumes at '/data' and '/data/'",
+         {"volumes": [{"pvc": "a", "mount_path": "/data"}, {"pvc": "b", "mount_path": "/data/"}]},
+         field="volumes[1].mount_path", value="/data/"),
+    Case("train-timeout-inf", T, "pod_discovery_timeout = inf (waits forever)",
+         {"pod_discovery_timeout": float("inf")}, field="pod_discovery_timeout", value="inf"),
+    Case("train-quota-wait-nan", T, "quota_wait = nan", {"quota_wait": float("nan")}, field="quota_wait",
+         value="nan"),
+    Case("train-label-newline", T, "a label value 'x\\n'", {"labels": {"team": "x\n"}}, field="labels",
+         value="'x\\n'"),
+    Case("train-volume-unknown-key", T, "a volume dict with an unknown key (was a raw TypeError)",
+         {"volumes": [{"pvc": "data", "mount_path": "/data", "mode": "rw"}]}, field="volumes[0]", value="mode"),
+    Case("train-volume-no-path", T, "a volume dict without mount_path (was a raw TypeError)",
+         {"volumes": [{"pvc": "data"}]}, field="volumes[0]", value="data"),
+    Case("train-labels-string", T, "labels given as a string (was a raw AttributeError)", {"labels": "team=x"},
+         field="labels", value="team=x"),
+    Case("train-gpu-huge", T, "gpu 10**30 (beyond int64)", {"gpu": 10**30}, field="gpu", value="1000000000"),
+    Case("train-entry-dotdot", T, "entry_path '../../etc/passwd'", {"entry_path": "../../etc/passwd"},
+         field="entry_path", value="../../etc/passwd"),
+    Case("train-entry-absolute", T, "entry_path '/opt/x.py' (would silently become /root//opt/x.py)",
+         {"entry_path": "/opt/x.py"}, field="entry_path", value="/opt/x.py"),
+    Case("train-ttl-inf", T, "ttl_seconds_after_finished = inf", {"ttl_seconds_after_finished": float("inf")},
+         field="ttl_seconds_after_finished", value="inf"),
+    Case("train-ttl-negative", T, "ttl_seconds_after_finished = -5", {"ttl_seconds_after_finished": -5},
+         field="ttl_seconds_after_finished", value="-5"),
+    # ---- development-instance parameters (the create DAG's params form; same checks as the UI) ----
+    Case("dev-port-0", D, "extra port 0", {"extra_ports": [0]}, field="extra_ports[0]", value="0"),
+    Case("dev-port-65536", D, "extra port 65536", {"extra_ports": [65536]}, field="extra_ports[0]", value="65536"),
+    Case("dev-port-string", D, "extra port '8080; id'", {"extra_ports": ["8080; id"]}, field="extra_ports[0]",
+         value="8080; id"),
+    Case("dev-port-duplicate", D, "extra ports [5000, 5000]", {"extra_ports": [5000, 5000]}, field="extra_ports[1]",
+         value="5000"),
+    Case("dev-name-unicode", D, "name 'ноутбук'", {"name": "ноутбук"}, field="name", value="ноутбук"),
+    Case("dev-name-long", D, "name of 60 characters (StatefulSet name over 52)", {"name": "n" * 60}, field="name",
+         value="nnnn"),
+    Case("dev-name-newline", D, "name 'nb\\n'", {"name": "nb\n"}, field="name", value="'nb\\n'"),
+    Case("dev-cpu-submilli", D, "cpu '0.0001m'", {"cpu": "0.0001m"}, field="cpu", value="0.0001m"),
+    Case("dev-memory-nan", D, "memory 'nan'", {"memory": "nan"}, field="memory", value="nan"),
+    Case("dev-mount-double-slash", D, "mount at '//root' over the home volume",
+         {"mounts": [{"pvc": "recsys-datasets", "path": "//root"}]}, field="mounts[0].path", value="//root"),
+    Case("dev-mount-dotdot", D, "mount at '/data/../root'",
+         {"mounts": [{"pvc": "recsys-datasets", "path": "/data/../root"}]}, field="mounts[0].path",
+         value="/data/../root"),
+    Case("dev-mount-duplicate", D, "the same path twice ('/data', '/data/.')",
+         {"mounts": [{"pvc": "recsys-datasets", "path": "/data"}, {"pvc": "recsys-datasets", "path": "/data/."}]},
+         field="mounts[1].path", value="/data/."),
+    Case("dev-mount-other-pvc", D, "mount of another user's home PVC", {"mounts": [{"pvc": "bob-home",
+         "path": "/bob"}]}, field="mounts[0].pvc", value="bob-home"),
+    Case("dev-team-traversal", D, "team '../kube-system'", {"team": "../kube-system"}, field="team",
+         value="../kube-system"),
+    # ---- the platform file ----
+    Case("platform-user-newline", P, "member user 'bob\\n' (through a `$`-anchored schema pattern)",
+         {"replace": ("user: bob,", 'user: "bob\\n",')}, field="members[1].user", value="'bob\\n'"),
+    Case("platform-image-newline", P, "image reference ending in a newline",
+         {"replace": ('image: "docker.io/tensorflow/tensorflow:1.15.5"',
+                      'image: "docker.io/tensorflow/tensorflow:1.15.5\\n"')}, field="images[2].image",
+         value="1.15.5\\n"),
+    Case("platform-quota-9999Ei", P, "quota memory '9999Ei'", {"replace": ("memory: 16Gi", "memory: 9999Ei")},
+         field="quota.memory", value="9999Ei"),
+    Case("platform-quota-1e309", P, "quota cpu 1e309", {"replace": ('cpu: "4"', "cpu: 1e309")},
+         field="quota.cpu", value="1e309"),
+    Case("platform-quota-negative", P, "quota gpu '-1'", {"replace": ('gpu: "1"', 'gpu: "-1"')}, field="quota.gpu",
+         value="-1"),
+    Case("platform-home-pvc-collision", P, "user 'Bob' and user '<slug-and-hash-of-Bob>' (same home volume name)",
+         {"collide": True}, field="user", value="Bob"),
+    # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
+    Case("sedna-hpa-min-over-max", S, "JointInferenceService hpa minReplicas 5 > maxReplicas 2",
+         {"hpa": {"minReplicas": 5, "maxReplicas": 2}}, field="spec.cloudWorker.hpa.minReplicas", value="5"),
+    Case("sedna-hpa-max-zero", S, "JointInferenceService hpa maxReplicas 0", {"hpa": {"maxReplicas": 0}},
+         field="spec.cloudWorker.hpa.maxReplicas", value="0"),
+    Case("sedna-model-url-unparseable", S, "Model spec.url 's3://[bucket/x' (urlsplit raises)",
+         {"model_url": "s3://[bucket/x"}, field="spec.url", value="s3://[bucket/x"),
+    Case("sedna-name-too-long", S, "JointInferenceService name of 63 characters (derived names too long)",
+         {"name": "j" * 63}, field="name", value="jjjj"),
+    # ---- the plugin's API bodies (POST /api/instances) ----
+    Case("ui-body-not-json", U, "body 'not json'", {"raw": b"not json"}, field="body", value="not JSON"),
+    Case("ui-body-array", U, "body '[1, 2]'", {"json": [1, 2]}, field="body", value="list"),
+    Case("ui-unknown-field", U, "unknown field 'command'", {"json": {"command": "id"}}, field="command", value="id"),
+    Case("ui-cpu-submilli", U, "cpu '0.0001m'", {"json": {"cpu": "0.0001m"}}, field="cpu", value="0.0001m"),
+    Case("ui-name-1mb", U, "name of 1 MB", {"json": {"name": MB}}, field="name", value="xxxx"),
+    Case("ui-port-out-of-range", U, "extra_ports [70000]", {"json": {"extra_ports": [70000]}},
+         field="extra_ports[0]", value="70000"),
+    Case("ui-mounts-not-list", U, "mounts as an object", {"json": {"mounts": {"pvc": "x"}}}, field="mounts",
+         value="pvc"),
+    Case("ui-gpu-bool", U, "gpu true", {"json": {"gpu": True}}, field="gpu", value="True"),
+    Case("ui-memory-infinity", U, "memory Infinity (Python's JSON parser accepts it)",
+         {"raw": b'{"name": "nb", "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": Infinity}'},
+         field="memory", value="inf"),
+    Case("ui-cpu-nan", U, "cpu NaN", {"raw": b'{"name": "nb", "team": "recsys", "image": "tf2-cpu", "cpu": NaN}'},
+         field="cpu", value="nan"),
+    Case("ui-ports-10000", U, "extra_ports of 10,000 elements", {"json": {"extra_ports": list(range(10_000))}},
+         field="extra_ports", value="10000"),
+    Case("ui-mount-double-slash", U, "a mount at '//root'", {"json": {"mounts": [{"pvc": "recsys-datasets",
+         "path": "//root"}]}}, field="mounts[0].path", value="//root"),
+    Case("ui-team-traversal", U, "team '../kube-system'", {"json": {"team": "../kube-system"}}, field="team",
+         value="../kube-system"),
+    Case("ui-name-shell", U, "name 'nb; rm -rf /'", {"json": {"name": "nb; rm -rf /"}}, field="name",
+         value="nb; rm -rf /"),
+]
+
+
+ENTRY_POINTS = {
+    T: "`TrainingJobOperator(...)` arguments",
+    D: "`dev_instance_create` params (DAG form)",
+    P: "platform file (`parse_platform`)",
+    S: "Sedna CR on kubesim (one reconcile pass)",
+    U: "plugin API `POST /api/instances`",
+}
+DOC = Path(__file__).parents[2] / "docs" / "hostile-inputs.md"
+BEGIN, END = "<!-- cases: generated by `python tests/hostile/hostile_cases.py` -->", "<!-- end of cases -->"
+
+
+def outcome(case: Case) -> str:
+    if case.expect == "accepted":
+        return "accepted; carried verbatim (argv word / env value), never re-parsed by a shell"
+    where = {S: "Failed condition + Warning Event on that CR only; no child of it; the other CR reconciled",
+             U: "HTTP 400; kubesim saw no write"}.get(case.entry, "ValueError before any write")
+    return f"rejected, names `{case.field}` and the value: {where}"
+
+
+def markdown_table() -> str:
+    rows = ["| # | case id | entry point | input | outcome |", "|---|---|---|---|---|"]
+    for i, c in enumerate(CASES, 1):
+        what = c.what.replace("|", "\\|")
+        rows.append(f"| {i} | `{c.id}` | {ENTRY_POINTS[c.entry]} | {what} | {outcome(c)} |")
+    return "\n".join([BEGIN, *rows, END])
+
+
+def write_doc() -> None:
+    text = DOC.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    DOC.write_text(text[:start] + markdown_table() + text[end:])
+
+
+if __name__ == "__main__":
+    write_doc()
