@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser services sshd code-server demo test bench lint audit clean
+.PHONY: venv browser services sshd code-server demo test bench soak lint audit clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,14 @@ test: venv browser sshd services
 
 bench: venv
 	$(BIN)/python -m benchmarks
+
+# Skiff under sustained faults, then an audit of its invariants (devstack/soak.py); SOAK_MINUTES / SOAK_SEED.
+# Writes .artifacts/soak.md; `python -m benchmarks soak --write` copies it into BENCHMARKS.md.
+SOAK_MINUTES ?= 10
+SOAK_SEED ?= 1
+soak: venv services
+	eval "$$($(BIN)/python -m devstack.services detect)" && \
+	  $(BIN)/python -m devstack.soak --minutes $(SOAK_MINUTES) --seed $(SOAK_SEED)
 
 lint: venv
 	$(BIN)/ruff check .

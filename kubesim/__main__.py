@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--faults RATE --seed N]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -20,6 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--authz", choices=["none", "rbac"], default="none",
                         help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
+    parser.add_argument("--faults", type=float, default=0.0,
+                        help="fraction of API requests that fail (500/503/429/reset/slow) and resumed watches"
+                             " answered 410 Gone; watches are also cut every --cut-every seconds")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the --faults random draws")
+    parser.add_argument("--cut-every", type=float, default=30.0, help="with --faults: cut open watches this often")
     args = parser.parse_args(argv)
 
     done = threading.Event()
@@ -27,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: done.set())
     try:
         sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz).start()
+        if args.faults:
+            try:
+                sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)
+            except BaseException:
+                sim.stop()
+                raise
     except Exception as e:       # e.g. a bad --nodes file or a port in use: one clear line, exit 2
         cause = e.__cause__ or e
         print(f"kubesim: error: {type(cause).__name__}: {cause}", file=sys.stderr, flush=True)

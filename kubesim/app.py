@@ -16,7 +16,7 @@ from aiohttp import web
 
 from kubesim import controls as kcontrols
 from kubesim.authz import Access, add_token_route
-from kubesim.errors import ApiError
+from kubesim.errors import REASONS, ApiError
 from kubesim.proxy import add_proxy_route
 from kubesim.routes_discovery import simple_get
 from kubesim.routes_resources import ResourceRoutes
@@ -57,6 +57,12 @@ class ApiServer:
         rule = self.controls.fault_for(verb, request.method, path)
         if rule is not None:
             return error(ApiError(rule.status, rule.message))
+        chaos = self.controls.chaos
+        kind = chaos.decide(verb, request.method, path, request.query) if chaos is not None else None
+        if kind is not None:
+            early = await self._chaos(kind, request, chaos.slow_seconds)
+            if early is not None:
+                return early
         try:
             await self.access.check(request)
             return await handler(request)
@@ -67,6 +73,21 @@ class ApiServer:
         except Exception as e:      # a kubesim bug: answer like the real server's 500, and log it
             log.exception("kubesim: %s %s failed", request.method, path)
             return error(ApiError(500, f"kubesim internal error: {type(e).__name__}: {e}", "InternalError"))
+
+    @staticmethod
+    async def _chaos(kind: str, request: web.Request, slow_seconds: float):
+        """Apply one rate-based fault: an answer to send instead, or None to go on serving the request."""
+        if kind == "slow":
+            await asyncio.sleep(slow_seconds)
+            return None
+        if kind == "gone":                  # the watch handler answers it as an ERROR event, like a compacted RV
+            request[kcontrols.EXPIRE] = True
+            return None
+        if kind == "reset":                 # a load balancer or apiserver dying mid-request: no answer at all
+            request.transport.close()
+            raise ConnectionResetError("kubesim: injected connection reset")
+        status = int(kind)
+        return error(ApiError(status, f"kubesim: injected fault ({status} {REASONS.get(status, 'Unknown')})"))
 
     async def _dispatch(self, request: web.Request):
         path = request.path.rstrip("/") or "/"

@@ -2,14 +2,16 @@
 that drives them (the same API `KubeSim.fail()`, `add_latency()`, `stats()`... offer in-process)."""
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from kubesim.errors import REASONS, ApiError
-from kubesim.wire import Target, response
+from kubesim.wire import Target, error, response
 
 
 @dataclass
@@ -25,12 +27,55 @@ class Rule:
         return self.verb in ("*", verb, method.lower(), method.upper()) and bool(self.path.search(path))
 
 
+EXPIRE = web.RequestKey("kubesim_expire", bool)   # set on a watch request the chaos answers 410 Gone
+CHAOS_KINDS = ("500", "503", "429", "reset", "slow")
+
+
+@dataclass
+class Chaos:
+    """Rate-based faults (a soak's weather): each matching request fails with probability ``rate``, with a
+    kind drawn evenly from ``kinds``; a resumed watch (resourceVersion given) is answered 410 Gone with the same
+    probability; open watches are cut every ``cut_every`` seconds. Seeded: the same seed and request sequence
+    give the same faults."""
+    rate: float
+    seed: int = 0
+    kinds: tuple[str, ...] = CHAOS_KINDS
+    verb: str = "*"
+    path: re.Pattern = field(default_factory=lambda: re.compile(".*"))
+    slow_seconds: float = 1.0
+    cut_every: float = 0.0
+    injected: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"faults rate must be within [0, 1], got {self.rate!r}")
+        bad = [k for k in self.kinds if k not in CHAOS_KINDS]
+        if bad or not self.kinds:
+            raise ValueError(f"fault kinds {list(self.kinds)!r}: expected a non-empty subset of {list(CHAOS_KINDS)}")
+        self.rng = random.Random(self.seed)
+
+    def decide(self, verb: str, method: str, path: str, query) -> str | None:
+        """The fault for this request ("500", "503", "429", "reset", "slow", "gone") or None."""
+        if not (self.verb in ("*", verb, method.lower()) and self.path.search(path)):
+            return None
+        if self.rng.random() >= self.rate:
+            return None
+        if verb == "watch" and query.get("resourceVersion") not in (None, "", "0"):
+            kind = "gone"
+        else:
+            kind = self.kinds[self.rng.randrange(len(self.kinds))]
+        self.injected[kind] = self.injected.get(kind, 0) + 1
+        return kind
+
+
 class TestControls:
     """Fault rules, latency rules and request counters (the /kubesim/ test API)."""
 
     def __init__(self):
         self.faults: list[Rule] = []
         self.latencies: list[Rule] = []
+        self.chaos: Chaos | None = None
+        self._cutter: asyncio.Task | None = None
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -42,10 +87,30 @@ class TestControls:
     def clear(self) -> None:
         self.faults.clear()
         self.latencies.clear()
+        self.set_chaos(None)
 
     def stats(self) -> dict:
         return {"total": self.total, "by_verb": dict(self.by_verb), "by_path": dict(self.by_path),
-                "by_resource": dict(self.by_resource)}
+                "by_resource": dict(self.by_resource), "chaos": self.chaos_stats()}
+
+    def chaos_stats(self) -> dict:
+        c = self.chaos
+        return {} if c is None else {"rate": c.rate, "seed": c.seed, "kinds": list(c.kinds),
+                                     "cut_every": c.cut_every, "injected": dict(c.injected)}
+
+    def set_chaos(self, chaos: Chaos | None, store=None) -> None:
+        """Install (or with None remove) rate-based faults; runs on kubesim's loop (it starts the watch cutter)."""
+        if self._cutter is not None:
+            self._cutter.cancel()
+            self._cutter = None
+        self.chaos = chaos
+        if chaos is not None and chaos.cut_every > 0 and store is not None:
+            self._cutter = asyncio.get_running_loop().create_task(self._cut_watches(chaos, store))
+
+    async def _cut_watches(self, chaos: Chaos, store) -> None:
+        while True:
+            await asyncio.sleep(chaos.cut_every)
+            chaos.injected["watch-cut"] = chaos.injected.get("watch-cut", 0) + store.close_watches()
 
     def count(self, verb: str, method: str, path: str, target: Target | None) -> None:
         self.total += 1
@@ -107,9 +172,28 @@ async def handle(controls: TestControls, store, request: web.Request, path: str)
         c.add_latency(body.get("verb", "*"), body.get("path", ".*"), float(body.get("seconds", 0.1)),
                       body.get("count"))
         return response({"ok": True})
-    if path in ("/kubesim/faults", "/kubesim/latency") and m == "DELETE":
+    if path == "/kubesim/chaos" and m == "POST":
+        try:
+            c.set_chaos(chaos_from(body), store)
+        except ApiError as e:
+            return error(e)
+        return response({"ok": True, **c.chaos_stats()})
+    if path == "/kubesim/chaos" and m == "GET":
+        return response(c.chaos_stats())
+    if path in ("/kubesim/faults", "/kubesim/latency", "/kubesim/chaos") and m == "DELETE":
         c.clear()
         return response({"ok": True})
     if path == "/kubesim/watches/cut" and m == "POST":
         return response({"closed": store.close_watches()})
     raise ApiError(404, f"no kubesim test endpoint {m} {path}", "NotFound")
+
+
+def chaos_from(body: dict) -> Chaos:
+    """A Chaos from the JSON body of POST /kubesim/chaos (field names as Chaos's), a 400 naming a bad field."""
+    try:
+        return Chaos(rate=float(body.get("rate", 0.2)), seed=int(body.get("seed", 0)),
+                     kinds=tuple(body.get("kinds", CHAOS_KINDS)), verb=str(body.get("verb", "*")),
+                     path=re.compile(body.get("path", ".*")), slow_seconds=float(body.get("slow_seconds", 1.0)),
+                     cut_every=float(body.get("cut_every", 0.0)))
+    except (TypeError, ValueError, re.error) as e:
+        raise ApiError(400, f"kubesim: bad chaos body {body!r}: {e}", "BadRequest") from None

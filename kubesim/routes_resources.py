@@ -8,7 +8,8 @@ import asyncio
 from aiohttp import web
 
 from kubesim import patch as patchmod
-from kubesim.errors import ApiError
+from kubesim.controls import EXPIRE
+from kubesim.errors import ApiError, gone
 from kubesim.registry import ResourceType
 from kubesim.routes_logs import pod_log
 from kubesim.store import Store
@@ -183,6 +184,8 @@ class ResourceRoutes:
         resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         resp.enable_chunked_encoding()
         try:
+            if request.get(EXPIRE):   # injected by the chaos controls (controls.py)
+                raise gone(f"too old resource version: {q.get('resourceVersion')} (injected)")
             w = self.store.watch(rt, ns, q.get("resourceVersion"), q.get("labelSelector"), q.get("fieldSelector"))
         except ApiError as e:
             if e.code != 410:

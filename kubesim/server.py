@@ -182,6 +182,17 @@ class KubeSim:
         self.loop.call_soon_threadsafe(self.controls.add_latency, verb, path, seconds, count)
         self._sync()
 
+    def set_faults(self, rate: float, seed: int = 0, **kw) -> None:
+        """Rate-based faults (controls.Chaos: kinds, verb, path, slow_seconds, cut_every); rate 0 or
+        clear_faults() stops them."""
+        from kubesim.controls import Chaos, chaos_from
+
+        chaos = chaos_from({"rate": rate, "seed": seed, **kw})
+
+        async def install(c: Chaos):
+            self.controls.set_chaos(c, self.store)
+        self.run(install(chaos))
+
     def clear_faults(self) -> None:
         self.loop.call_soon_threadsafe(self.controls.clear)
         self._sync()
