@@ -10,7 +10,7 @@ from devstack.soak import SoakConfig, run_soak
 from devstack.soak_audit import audit, table
 from devstack.testing import _running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.prod]
+pytestmark = [pytest.mark.e2e, pytest.mark.prod, pytest.mark.soak]
 
 
 def test_short_soak_keeps_every_invariant(tmp_path):
