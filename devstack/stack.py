@@ -256,7 +256,7 @@ class Stack:
 
         A 500 "Database error" is retried a few times: on SQLite the scheduler's writes hold the database lock and
         the API server answers a concurrent write with that (rolled back, so a retry is safe)."""
-        for delay in (0.5, 1, 2, 4, 0):
+        for delay in (0.5, 1, 2, 4, 8, 0):
             r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
             if not (r.status_code == 500 and "Database error" in r.text) or not delay:
                 break

@@ -9,6 +9,7 @@ A pool the file no longer lists is reported as orphaned, never deleted (it may h
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,13 @@ class AirflowPools:
         return cls(base)
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        r = self.http.request(method, path, json=body)
+        # On a SQLite metadata DB (airflow standalone) a write can meet the scheduler's lock; the API server
+        # rolls it back and answers 500 "Database error": retry a few times with back-off.
+        for delay in (0.5, 1, 2, 4, 8, 0):
+            r = self.http.request(method, path, json=body)
+            if not (r.status_code == 500 and "Database error" in r.text) or not delay:
+                break
+            time.sleep(delay)
         if r.status_code >= 300:
             raise RuntimeError(f"Airflow API {method} {path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json() if r.content else {}
