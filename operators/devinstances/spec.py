@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
+from operators.platform.model import Image  # one entry of the platform's image catalogue
 from operators.platform.quantity import parse_quantity
 from operators.training.naming import is_dns_label, is_dns_subdomain
 from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path, short_repr
@@ -25,18 +26,6 @@ MAX_CPU = 64
 MAX_MEMORY_GI = 512
 MAX_GPU = 8
 DEFAULT_MAX_PER_OWNER = 3
-
-
-@dataclass(frozen=True)
-class Image:
-    """One entry of the platform's image catalogue (the fields of ``operators.platform.Image``): ``name`` is what
-    users pick, ``image`` the reference that is pulled."""
-
-    name: str
-    image: str
-    gpu: bool = False
-    description: str = ""
-    default: bool = False
 
 
 @dataclass(frozen=True)
