@@ -271,6 +271,13 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     # ---- results, kill, timeout -----------------------------------------------------------------------------
     def execute_complete(self, context, event: dict) -> dict:
         self._job_ref = {k: event.get(k) for k in ("namespace", "name", "uid")}
+        if event.get("status") == "success" and event.get("log_tail"):
+            # the trigger streamed the pods' lines live, but the triggerer can drop the last ones of a trigger
+            # that ends right after them (see TrainingJobTrigger.run): the end of the log, always, and folded
+            self.log.info("::group::Last %d log lines of the Job's pods", len(event["log_tail"]))
+            for line in event["log_tail"]:
+                self.log.info("%s", line)
+            self.log.info("::endgroup::")
         self._finish(event)
         return self.get_job_result(self._job_ref, context)
 

@@ -5,7 +5,8 @@ triggers following Jobs in one namespace share one Job watch and one pod watch, 
 watches grow with the namespaces, not the waiting tasks. Log streams stay one per pod, while it runs.
 
 Importable from the installed ``operators`` package (the triggerer imports triggers by class path).
-Log lines go through ``self.log``, which Airflow 3 writes into the task's log while the task is deferred.
+Log lines go through ``self.log``, which Airflow 3 writes into the task's log while the task is deferred
+(a file of its own beside the worker's); the last lines also travel in the event, for the worker to write.
 ``on_kill`` (Airflow 3.3: a user marked/cleared the deferred task) deletes the Job, propagation Background, so
 its pods go too; ``cleanup`` only releases local resources (it also runs on triggerer restarts, when the Job
 must keep running).  A trigger *timeout* (execution_timeout) is handled worker-side in
@@ -32,6 +33,8 @@ from operators.k8s.resource import JOBS
 from operators.k8s.rest import AsyncKube
 from operators.training.follow import FollowSettings, follow_job
 
+LOG_DRAIN_SECONDS = 1.0
+
 
 class TrainingJobTrigger(BaseTrigger):
     def __init__(self, *, namespace: str, name: str, uid: str | None = None,
@@ -55,16 +58,28 @@ class TrainingJobTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         self.log.info("Watching Job %s/%s and streaming its pods' logs", self.namespace, self.name)
+        last_line = 0.0  # monotonic time of the last pod line logged
+
+        def emit(line: str) -> None:
+            nonlocal last_line
+            last_line = time.monotonic()
+            self.log.info("%s", line)
+
         async with async_api_client(self.kubernetes_conn_id) as api:
-            result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings),
-                                      lambda line: self.log.info("%s", line), uid=self.uid,
-                                      informers=shared_informers(self.kubernetes_conn_id))
+            result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings), emit,
+                                      uid=self.uid, informers=shared_informers(self.kubernetes_conn_id))
         # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.
         if self.not_before and (hold := self.not_before - time.time()) > 0:
             self.log.info("Job finished early; resuming the task in %.1fs (Airflow defer-race guard)", hold)
             await asyncio.sleep(hold)
+        # The triggerer closes this trigger's log file as soon as it learns the trigger finished, and that news
+        # can overtake log lines still queued on its log socket (they then go to the triggerer's own log): a
+        # burst of pod lines right before the event loses its end. A short pause lets them drain; the worker
+        # also writes the pod's last lines into the task log from the event (TrainingJobOperator).
+        if (drain := LOG_DRAIN_SECONDS - (time.monotonic() - last_line)) > 0:
+            await asyncio.sleep(drain)
         yield TriggerEvent(result)
 
     async def on_kill(self) -> None:
