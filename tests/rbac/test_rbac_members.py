@@ -43,9 +43,9 @@ def team(rbac_sim, tmp_path):
     for owner in ("alice", "bob"):
         lifecycle.create(env.skiff, make_request(owner=owner), settings)
         wait_ready(env.admin, owner, "nb")
-        rbac_sim.access.add_user_token(f"{owner}-token", owner)
-    env.people = {o: sync_api_client(rbac_sim.url, token=f"{o}-token") for o in ("alice", "bob", "carol")}
-    rbac_sim.access.add_user_token("carol-token", "carol")
+    for person in ("alice", "bob", "carol"):                  # carol: nlp's admin, not in recsys
+        rbac_sim.access.add_user_token(f"{person}-token", person)
+    env.people = {p: sync_api_client(rbac_sim.url, token=f"{p}-token") for p in ("alice", "bob", "carol")}
     return env
 
 
