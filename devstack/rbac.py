@@ -1,13 +1,24 @@
 """The stack under RBAC enforcement: kubesim started with ``--authz rbac``, Skiff's RBAC
-(``operators.rbac.install_manifests``) applied with the admin kubeconfig, and a kubeconfig for Skiff's
-ServiceAccount, which becomes Airflow's ``kubernetes_default`` (what in-cluster Airflow pods get). The harness
-keeps the admin kubeconfig for what a cluster admin does (CRDs, nodes, team set-up, ingress-nginx's port map)."""
+(``operators.rbac.install_manifests``) applied with the admin kubeconfig, the example platform file's team
+namespaces with Skiff's RoleBindings in them (``platform_team_manifests``, a cluster admin's step for a new team)
+and in ``default`` (where the Sedna samples live), and a kubeconfig for Skiff's ServiceAccount, which becomes
+Airflow's ``kubernetes_default`` (what in-cluster Airflow pods get). The harness keeps the admin kubeconfig for
+what a cluster admin does (CRDs, nodes, team set-up, ingress-nginx's port map)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from operators.rbac import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, apply_manifests, install_manifests
+from operators.rbac import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE_ACCOUNT,
+    apply_manifests,
+    install_manifests,
+    platform_team_manifests,
+    team_manifests,
+)
+
+SEDNA_NAMESPACES = ["default"]     # the Sedna e2e samples' namespace, opted in by the admin
 
 
 def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAULT_NAMESPACE,
@@ -24,6 +35,10 @@ def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAU
             if e.status != 409:
                 raise
         apply_manifests(admin, install_manifests(namespace, service_account))
+        from operators.platform import example_path, load_platform
+
+        apply_manifests(admin, platform_team_manifests(load_platform(example_path()), namespace, service_account))
+        apply_manifests(admin, team_manifests(SEDNA_NAMESPACES, namespace, service_account))
         _ingress_nginx_port_map(admin)
         url = admin.configuration.host
     return write_service_account_kubeconfig(url, namespace, service_account, out)

@@ -10,7 +10,9 @@ role needs `escalate` or every permission it grants.
 Identities: the admin token (`ADMIN_TOKEN`, what `write_kubeconfig` puts in kubesim's own kubeconfig) is a
 member of `system:masters`; ServiceAccount tokens come from the TokenRequest API
 (`POST .../serviceaccounts/<name>/token`, as `kubectl create token`) and stop working when that
-ServiceAccount is deleted or the token expires. Controllers inside kubesim call the store directly and are
+ServiceAccount is deleted or the token expires; people (RBAC `User` subjects) have static tokens, as with
+kube-apiserver's `--token-auth-file` (`add_user_token`, `load_token_auth_file`: `token,user,uid,"group1,group2"`
+lines), each also in `system:authenticated`. Controllers inside kubesim call the store directly and are
 not subject to authorization (like the real controller-manager's super-user-ish roles).
 
 Not simulated: client certificates, impersonation, SubjectAccessReview APIs, aggregated ClusterRoles,
@@ -25,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
-from kubesim.errors import ApiError
+from kubesim.errors import ApiError, not_found
 from kubesim.rbac import (
     ANONYMOUS,
     MASTERS,
@@ -67,6 +69,34 @@ class Access:
         self.denials: list[Attributes] = []     # every 403 answered (tests: which permission was missing)
         self._policies: dict[str, Policy] = {}    # namespace -> Policy, valid at store resourceVersion _policy_rv
         self._policy_rv: str | None = None
+        self._static: dict[str, User] = {}     # --token-auth-file: token -> user
+
+    # ---- static tokens (kube-apiserver --token-auth-file) -------------------------------------------------
+
+    def add_user_token(self, token: str, name: str, groups: tuple[str, ...] | list[str] = (), uid: str = "") -> User:
+        """A person's bearer token, as one line of a token auth file; the user is also `system:authenticated`
+        (the apiserver adds it to every authenticated user)."""
+        if not token or not name:
+            raise ValueError("a static token needs a token and a user name")
+        user = User(name, tuple(dict.fromkeys([*groups, "system:authenticated"])), uid)
+        with self._lock:
+            self._static[token] = user
+        return user
+
+    def load_token_auth_file(self, path) -> list[User]:
+        """`--token-auth-file`: CSV lines `token,user,uid[,"group1,group2"]`, as kube-apiserver reads them."""
+        import csv
+        from pathlib import Path
+
+        users = []
+        for i, row in enumerate(csv.reader(Path(path).read_text().splitlines()), 1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) < 3:
+                raise ValueError(f"{path}:{i}: want token,user,uid[,groups], got {len(row)} field(s)")
+            groups = [g.strip() for g in row[3].split(",") if g.strip()] if len(row) > 3 else []
+            users.append(self.add_user_token(row[0], row[1], groups, row[2]))
+        return users
 
     # ---- TokenRequest ---------------------------------------------------------------------------------
 
@@ -103,7 +133,10 @@ class Access:
         if scheme.lower() == "bearer" and token == ADMIN_TOKEN:
             return ADMIN
         with self._lock:
+            static = self._static.get(token) if scheme.lower() == "bearer" else None
             issued = self._tokens.get(token) if scheme.lower() == "bearer" else None
+        if static is not None:
+            return static
         if issued is not None and issued.expires > self.store.clock.now():
             try:
                 sa = self.store.get(self._rt("", "serviceaccounts"), issued.namespace, issued.name)
@@ -191,7 +224,11 @@ class Access:
                                   namespace=ns, name=ref.get("name") or "")
             policy = self.policy(ns)
             if allows(policy, can_bind):
-                return
+                return                            # the role need not exist (nor be read) then
+            if not policy.has_role(ref, ns):
+                # GetRoleReferenceRules: without `bind`, the rules must be read, and a missing role is a 404
+                rt = self._rt(RBAC_GROUP, plural)
+                raise not_found(rt, ref.get("name") or "")
             granted = policy.role_rules(ref, ns)
         elif attrs.resource in _ROLES:
             can_escalate = Attributes(attrs.user, "escalate", api_group=RBAC_GROUP, resource=attrs.resource,

@@ -115,6 +115,11 @@ class Policy:
     role_bindings: list[dict] = field(default_factory=list)        # of the request's namespace
     cluster_role_bindings: list[dict] = field(default_factory=list)
 
+    def has_role(self, ref: dict, namespace: str) -> bool:
+        if ref.get("kind") == "ClusterRole":
+            return ref.get("name") in self.cluster_roles
+        return (namespace, ref.get("name")) in self.roles
+
     def role_rules(self, ref: dict, namespace: str) -> list[dict]:
         if ref.get("kind") == "ClusterRole":
             role = self.cluster_roles.get(ref.get("name"))

@@ -767,6 +767,10 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
     elif kind == ("", "services"):
         if old is not None and old_spec.get("clusterIP") and spec.get("clusterIP") != old_spec.get("clusterIP"):
             causes.invalid("spec.clusterIP", spec.get("clusterIP"), "field is immutable")
+    elif kind in (("rbac.authorization.k8s.io", "rolebindings"), ("rbac.authorization.k8s.io", "clusterrolebindings")):
+        # ValidateRoleBindingUpdate: a binding's role is fixed for its life (delete and recreate to change it)
+        if old is not None and obj.get("roleRef") != old.get("roleRef"):
+            causes.invalid("roleRef", obj.get("roleRef"), "cannot change roleRef")
     elif kind == ("apiextensions.k8s.io", "customresourcedefinitions"):
         for i, ver in enumerate(spec.get("versions") or []):
             if isinstance(ver, dict) and not ((ver.get("schema") or {}).get("openAPIV3Schema")):

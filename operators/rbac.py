@@ -1,8 +1,15 @@
 """Skiff's RBAC: the ServiceAccount its Airflow components run as and, per feature, exactly the permissions
 that feature's code uses (``k8s_templates/rbac/``; each rule there names its caller).
 
-``install_manifests`` renders it (a cluster admin applies it once, like the CRDs: ``apply_manifests`` with an
-admin client, or ``kubectl apply`` on the rendered YAML).
+Two steps, both a cluster admin's (``apply_manifests`` with an admin client, or ``kubectl apply`` on the YAML
+``python -m operators.rbac`` prints):
+
+* ``install_manifests``, once, like the CRDs: the ServiceAccount, every ClusterRole, and the ClusterRoleBindings
+  of the read-only ``skiff.io/bound-in: cluster`` roles (lists and watches across namespaces);
+* ``team_manifests``, when a team is added: in its namespace, a RoleBinding to each ``team-namespaces`` role
+  (everything that acts: pods, Jobs, Secrets by name, the team's objects). Skiff cannot do this step itself:
+  the right to bind its roles in a namespace that does not exist yet would be the right to bind them in
+  kube-system too (docs/security.md).
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ _PATHS = {
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "Namespace": ("/api/v1", "namespaces", False),
 }
+BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (the label on each ClusterRole)
 
 
 def _dns_label(field: str, value: Any) -> str:
@@ -35,15 +44,21 @@ def _dns_label(field: str, value: Any) -> str:
     return value
 
 
-def install_manifests(namespace: str = DEFAULT_NAMESPACE, service_account: str = DEFAULT_SERVICE_ACCOUNT,
-                      features: tuple[str, ...] | list[str] = FEATURES,
-                      tcp_services: str = DEFAULT_TCP_SERVICES) -> list[dict]:
-    """The ServiceAccount and the ClusterRoles/bindings of ``features`` (default: all of Skiff)."""
-    _dns_label("namespace", namespace)
-    _dns_label("service_account", service_account)
+def _check_features(features) -> None:
     unknown = [f for f in features if f not in FEATURES]
     if unknown:
         raise ValueError(f"features: {unknown!r} are not Skiff features (known: {', '.join(FEATURES)})")
+
+
+def install_manifests(namespace: str = DEFAULT_NAMESPACE, service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                      features: tuple[str, ...] | list[str] = FEATURES,
+                      tcp_services: str = DEFAULT_TCP_SERVICES) -> list[dict]:
+    """The cluster-wide part for ``features`` (default: all of Skiff): the ServiceAccount, the ClusterRoles,
+    the read-only roles' ClusterRoleBindings, ingress-nginx's port-map Role, and (with the platform feature)
+    ``skiff-member``, the role the sync binds team people to."""
+    _dns_label("namespace", namespace)
+    _dns_label("service_account", service_account)
+    _check_features(features)
     tcp_ns, _, tcp_name = tcp_services.partition("/")
     _dns_label("tcp_services namespace", tcp_ns)
     _dns_label("tcp_services name", tcp_name)
@@ -52,6 +67,45 @@ def install_manifests(namespace: str = DEFAULT_NAMESPACE, service_account: str =
     docs = _as_list(render("rbac/serviceaccount.yaml.j2", **values))
     for feature in features:
         docs += _as_list(render(f"rbac/{feature}.yaml.j2", **values))
+    if "platform" in features:
+        docs += _as_list(render("rbac/member.yaml.j2"))
+    return docs
+
+
+def team_roles(features: tuple[str, ...] | list[str] = FEATURES) -> list[str]:
+    """The ClusterRoles of ``features`` that are bound in each team namespace (label ``bound-in``)."""
+    return [d["metadata"]["name"] for d in install_manifests(features=features)
+            if d["kind"] == "ClusterRole" and d["metadata"]["labels"].get(BOUND_IN) == "team-namespaces"]
+
+
+def team_manifests(team_namespaces: list[str] | tuple[str, ...], namespace: str = DEFAULT_NAMESPACE,
+                   service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                   features: tuple[str, ...] | list[str] = FEATURES) -> list[dict]:
+    """Skiff's RoleBindings in each of ``team_namespaces`` (which must exist): one per team role of
+    ``features``. Also how a cluster admin lets the Sedna reconcile act in a namespace outside the platform file."""
+    _dns_label("namespace", namespace)
+    _dns_label("service_account", service_account)
+    _check_features(features)
+    roles = team_roles(features)
+    docs: list[dict] = []
+    for i, ns in enumerate(team_namespaces):
+        _dns_label(f"team_namespaces[{i}]", ns)
+        docs += _as_list(render("rbac/team-bindings.yaml.j2", team_namespace=ns, namespace=namespace,
+                                service_account=service_account, roles=roles))
+    return docs
+
+
+def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
+                            service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                            features: tuple[str, ...] | list[str] = FEATURES) -> list[dict]:
+    """For each team of a platform file: its Namespace (as the sync renders it, so the sync finds it in place)
+    and Skiff's RoleBindings in it. What a cluster admin applies when the file gains a team."""
+    from operators.platform.desired import desired_objects
+
+    docs: list[dict] = []
+    for team in desired_objects(platform):
+        docs.append(team.setup[0])
+        docs += team_manifests([team.namespace], namespace, service_account, features)
     return docs
 
 
@@ -72,3 +126,40 @@ def apply_manifests(api_client, docs: list[dict]) -> list[str]:
 
 def _as_list(docs) -> list[dict]:
     return docs if isinstance(docs, list) else [docs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m operators.rbac install`` | ``teams NS...`` | ``teams --platform FILE``: the YAML to apply."""
+    import argparse
+    import sys
+
+    import yaml
+
+    parser = argparse.ArgumentParser(prog="python -m operators.rbac", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="where Airflow runs (Skiff's ServiceAccount)")
+    parser.add_argument("--service-account", default=DEFAULT_SERVICE_ACCOUNT)
+    parser.add_argument("--tcp-services", default=DEFAULT_TCP_SERVICES, help="ingress-nginx's port map ns/name")
+    sub = parser.add_subparsers(dest="what", required=True)
+    sub.add_parser("install", help="cluster-wide, once")
+    teams = sub.add_parser("teams", help="Skiff's RoleBindings in team namespaces (when a team is added)")
+    teams.add_argument("team_namespaces", nargs="*")
+    teams.add_argument("--platform", help="a platform file: every team's Namespace and bindings")
+    args = parser.parse_args(argv)
+    try:
+        if args.what == "install":
+            docs = install_manifests(args.namespace, args.service_account, tcp_services=args.tcp_services)
+        elif args.platform:
+            from operators.platform import load_platform
+
+            docs = platform_team_manifests(load_platform(args.platform), args.namespace, args.service_account)
+        else:
+            docs = team_manifests(args.team_namespaces, args.namespace, args.service_account)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,7 +9,8 @@ so a hand edit of a field Skiff owns is taken back and its ownership moves to Sk
 Per team: Namespace and ResourceQuota first, then wait until the quota controller has filled in the quota's
 status (until then the API server refuses or, on a real cluster, does not count creates in the namespace),
 then the LimitRange, ServiceAccount, RoleBindings and PVCs. One object's failure is reported and the others go
-on (a team whose namespace or quota fails is skipped). Nothing is ever deleted: namespaces and PVCs that Skiff
+on (a team whose namespace or quota fails is skipped; a new team's namespace, with Skiff's RoleBindings in it,
+is made by a cluster admin: ``python -m operators.rbac teams``). Nothing is ever deleted: namespaces and PVCs that Skiff
 made and the file no longer lists are reported as orphaned, for a person to decide.
 """
 
@@ -26,6 +27,9 @@ from operators.platform.quantity import parse_quantity
 
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
+# Skiff may not create namespaces nor bind its roles outside its team namespaces (k8s_templates/rbac/platform.yaml.j2)
+NEW_TEAM = (" (a new team's namespace and Skiff's RoleBindings in it are a cluster admin's step: "
+            "python -m operators.rbac teams --platform FILE | kubectl apply -f -)")
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 # kind -> (resource, namespaced), in the access layer's terms (operators.k8s.Resource)
 KINDS = {
@@ -122,7 +126,8 @@ class ClusterSync:
         try:
             applied = apply_request(self.kube, doc)
         except KubeError as exc:
-            self.report.errors.append(f"{ref(doc)}: {exc}")
+            self.report.errors.append(f"{ref(doc)}: {exc}" + (NEW_TEAM if doc["kind"] == "Namespace" and
+                                                              exc.status == 403 else ""))
             return False
         self.live[key] = {**applied, "kind": doc["kind"]}
         self.report.applied.append(ref(doc))

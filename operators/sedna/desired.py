@@ -201,6 +201,10 @@ def _credential(secrets: Mapping[str, dict | None], secret: Any, field_path: str
     found = secrets.get(secret)
     if found is None:
         raise SpecError("SecretNotFound", f"Secret {secret!r} (named by {field_path}) not found in namespace {ns!r}")
+    if "forbidden" in found:
+        raise SpecError("Forbidden", f"Secret {secret!r} (named by {field_path}) may not be read by Skiff in "
+                                     f"namespace {ns!r}: Skiff acts only in namespaces it is bound in (team "
+                                     f"namespaces; python -m operators.rbac teams)")
     missing = [k for k in S3_SECRET_KEYS if k not in found["keys"]]
     if missing:
         raise SpecError("SecretKeyMissing", f"Secret {secret!r} (named by {field_path}) has no key "

@@ -32,8 +32,14 @@ def crd_manifests() -> list[dict]:
     return json.loads(_crd_json())
 
 
-def rbac_manifests(namespace: str = "airflow", service_account: str = "airflow") -> list[dict]:
-    return render("rbac/sedna.yaml.j2", namespace=namespace, service_account=service_account)
+def rbac_manifests(namespace: str = "airflow", service_account: str = "airflow",
+                   team_namespaces: tuple[str, ...] | list[str] = ()) -> list[dict]:
+    """The Sedna reconcile's ClusterRoles and the read-only one's binding, plus its RoleBindings in
+    ``team_namespaces`` (the only namespaces where it acts; operators.rbac.team_manifests)."""
+    from operators.rbac import team_manifests
+
+    docs = render("rbac/sedna.yaml.j2", namespace=namespace, service_account=service_account)
+    return docs + (team_manifests(team_namespaces, namespace, service_account, ["sedna"]) if team_namespaces else [])
 
 
 def install_crds(api: ApiClient, timeout: float = 10.0) -> list[str]:

@@ -183,7 +183,14 @@ class _Pass:
                        for name in credential_names(o)}
         secrets: dict[str, dict[str, dict | None]] = defaultdict(dict)
         for ns, name in sorted(wanted):
-            found = self.kube.get(k.SECRETS, ns, name)
+            try:
+                found = self.kube.get(k.SECRETS, ns, name)
+            except ApiException as e:
+                if e.status != 403:
+                    raise
+                # Skiff acts only where it is bound (team namespaces): that CR's error, not the pass's
+                secrets[ns][name] = {"forbidden": api_error_message(e)}
+                continue
             secrets[ns][name] = secret_summary(found) if found is not None else None
         return {ns: Sources(models.get(ns, {}), datasets.get(ns, {}), secrets.get(ns, {}))
                 for ns in {o["metadata"]["namespace"] for o in crs}}

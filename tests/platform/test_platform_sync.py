@@ -35,8 +35,9 @@ def test_first_sync_creates_the_teams_and_a_second_writes_nothing(kubesim, k8s):
         "regcred", "recsys-registry"]
     assert [s.name for s in core.read_namespaced_service_account("default", "nlp").image_pull_secrets] == ["regcred"]
     admins = rbac.read_namespaced_role_binding("skiff-admins", "recsys")
-    assert admins.role_ref.name == "admin" and [s.name for s in admins.subjects] == ["alice"]
-    assert [s.name for s in rbac.read_namespaced_role_binding("skiff-members", "recsys").subjects] == ["bob"]
+    assert admins.role_ref.name == "skiff-member" and [s.name for s in admins.subjects] == ["alice"]
+    members = rbac.read_namespaced_role_binding("skiff-members", "recsys")
+    assert members.role_ref.name == "skiff-member" and [s.name for s in members.subjects] == ["bob"]
     limits = core.read_namespaced_limit_range("skiff-defaults", "nlp").spec.limits[0]
     assert limits.default == {"cpu": "1", "memory": "1Gi"}
     assert len(report.applied) == 2 * 6 + 4 + 1    # per team ns, quota, lr, sa, 2 rb; 4 + 1 PVCs

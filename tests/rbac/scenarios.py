@@ -1,7 +1,9 @@
 """Skiff's key scenarios per feature, run as Skiff's ServiceAccount against an RBAC-enforcing kubesim.
 
 `skiff_env` installs Skiff's RBAC (all features, or some, optionally minus one permission) with the admin
-identity, writes the ServiceAccount's kubeconfig and points `kubernetes_default` at it; each scenario then
+identity, as a cluster admin does: the cluster-wide part, then Skiff's RoleBindings in the team namespace
+`recsys` and in `default` (where the Sedna samples live: a namespace an admin opted in), writes the
+ServiceAccount's kubeconfig and points `kubernetes_default` at it; each scenario then
 does what the feature does in production (the operator, the reconcile passes, the trigger's watches, the
 team set-up) through Skiff's own code. kubesim records every 403 (`sim.access.denials`).
 """
@@ -20,11 +22,13 @@ import kubernetes
 from devstack.airflow_env import kubernetes_connection_uri
 from kubesim.authz import ADMIN_TOKEN, write_service_account_kubeconfig
 from kubesim.testing import sync_api_client
-from operators.rbac import apply_manifests, install_manifests
+from operators.rbac import BOUND_IN, FEATURES, apply_manifests, install_manifests, team_manifests
 
 SKIFF_NS, SKIFF_SA = "airflow", "skiff"
 SKIFF_USER = f"system:serviceaccount:{SKIFF_NS}:{SKIFF_SA}"
 TEAM = "recsys"
+SEDNA_NS = "default"                      # tests/sedna's samples live there: bound like a team namespace
+BOUND = (TEAM, SEDNA_NS)
 RBAC = "rbac.authorization.k8s.io"
 
 Atom = tuple[str, str, str, str, str]   # (role, apiGroup, resource, verb, resourceName or "")
@@ -46,8 +50,9 @@ def atoms(docs: list[dict]) -> list[Atom]:
 
 
 def _is_skiffs(role: dict) -> bool:
-    """Roles granted to Skiff itself (all of the templates' roles are)."""
-    return role["metadata"]["labels"].get("app.kubernetes.io/managed-by") == "skiff"
+    """Roles granted to Skiff itself (all of the templates' roles but `skiff-member`, which is for people)."""
+    labels = role["metadata"]["labels"]
+    return labels.get("app.kubernetes.io/managed-by") == "skiff" and labels.get(BOUND_IN) != "team-people"
 
 
 def without(docs: list[dict], atom: Atom) -> list[dict]:
@@ -102,21 +107,29 @@ class Env:
     admin: object           # kubernetes.client.ApiClient as kubesim's admin (system:masters)
     skiff: object           # ... as Skiff's ServiceAccount
     kubeconfig: Path        # Skiff's ServiceAccount kubeconfig
+    features: tuple         # the features whose roles are installed (and bound in team namespaces)
+
+    def add_team_namespace(self, namespace: str) -> None:
+        """A cluster admin's step for a new team: its namespace and Skiff's RoleBindings there."""
+        kubernetes.client.CoreV1Api(self.admin).create_namespace({"metadata": {"name": namespace}})
+        apply_manifests(self.admin, team_manifests([namespace], SKIFF_NS, SKIFF_SA, self.features))
 
 
-def skiff_env(sim, tmp_path: Path, docs: list[dict] | None = None) -> Env:
-    """Install `docs` (default: all of Skiff's RBAC) as admin, then a client acting as Skiff."""
+def skiff_env(sim, tmp_path: Path, docs: list[dict] | None = None, features: tuple | list = FEATURES) -> Env:
+    """Install `docs` (default: the RBAC of `features`, all of Skiff's by default) as admin, bind Skiff's team
+    roles of `features` in `BOUND`, then a client acting as Skiff."""
     admin = sync_api_client(sim.url, token=ADMIN_TOKEN)
     core = kubernetes.client.CoreV1Api(admin)
     for ns in (SKIFF_NS, TEAM):
         core.create_namespace({"metadata": {"name": ns}})
-    apply_manifests(admin, docs if docs is not None else install_manifests(SKIFF_NS, SKIFF_SA))
+    apply_manifests(admin, docs if docs is not None else install_manifests(SKIFF_NS, SKIFF_SA, features))
+    apply_manifests(admin, team_manifests(BOUND, SKIFF_NS, SKIFF_SA, features))
     if not _exists(core, SKIFF_NS, SKIFF_SA):     # a partial install still needs the identity
         core.create_namespaced_service_account(SKIFF_NS, {"metadata": {"name": SKIFF_SA}})
     path = write_service_account_kubeconfig(sim.url, SKIFF_NS, SKIFF_SA, tmp_path / "skiff.kubeconfig")
     os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = kubernetes_connection_uri(path)
     sim.access.denials.clear()
-    return Env(sim, admin, kubernetes.config.new_client_from_config(str(path)), path)
+    return Env(sim, admin, kubernetes.config.new_client_from_config(str(path)), path, tuple(features))
 
 
 def _exists(core, ns, name) -> bool:
@@ -284,20 +297,15 @@ def _sedna_watches(env: Env) -> None:
 # ---- platform file: sync and usage --------------------------------------------------------------------
 
 def platform(env: Env) -> None:
-    """The example platform file synced twice (first run applies every team object, second only lists),
-    then a user dropped from it (RoleBinding re-applied), and the usage report (quotas, finished Jobs)."""
+    """The example platform file synced twice as Skiff (first run applies every team object in the two team
+    namespaces a cluster admin made and bound Skiff in, the Namespaces' labels included; the second only
+    lists), and the usage report (quotas, finished Jobs)."""
     from operators.platform import load_platform
     from operators.platform.sync import sync_cluster
     from operators.platform.usage import usage
 
     example = load_platform(Path(__file__).resolve().parents[2] / "operators" / "platform" / "example.yaml")
-    rbac = kubernetes.client.RbacAuthorizationV1Api(env.admin)
-    for role, verbs in (("admin", ["*"]), ("edit", ["get", "list", "watch", "create", "update", "patch", "delete"])):
-        # the user-facing roles every cluster has (bootstrap policy), abridged: members are bound to them
-        rbac.create_cluster_role({"metadata": {"name": role}, "rules": [
-            {"apiGroups": ["", "apps", "batch"], "resources": ["pods", "services", "configmaps", "secrets",
-                                                             "persistentvolumeclaims", "jobs", "statefulsets"],
-             "verbs": verbs}]})
+    env.add_team_namespace("nlp")              # recsys: bound by skiff_env
     env.sim.cluster.quota.status_lag = 0.3     # the quota controller takes a moment, as on a real cluster
     first = sync_cluster(env.skiff, example, quota_timeout=10)
     assert first.applied and not first.errors, first.errors

@@ -21,6 +21,7 @@ from tests.rbac.scenarios import (
 )
 
 T, S, P, D, U = "skiff-training", "skiff-sedna-reconcile", "skiff-platform", "skiff-devinstances", "skiff-ui"
+SO, PO, DO, UO = "skiff-sedna-observe", "skiff-platform-observe", "skiff-devinstances-observe", "skiff-ui-observe"
 RBAC = "rbac.authorization.k8s.io"
 
 
@@ -34,34 +35,42 @@ NEEDED: dict[tuple, str] = {
     **_each(T, "", "pods/log", "get", "training"),
     **_each(T, "", "events", "list", "training"),
     **_each(T, "", "persistentvolumeclaims", "get", "training"),
-    **_each(S, "sedna.io", "federatedlearningjobs", "get list watch", "sedna"),
-    **_each(S, "sedna.io", "jointinferenceservices", "get list watch", "sedna"),
+    **_each(S, "sedna.io", "federatedlearningjobs", "get", "sedna"),
+    **_each(S, "sedna.io", "jointinferenceservices", "get", "sedna"),
     **_each(S, "sedna.io", "federatedlearningjobs/status", "patch", "sedna"),
     **_each(S, "sedna.io", "jointinferenceservices/status", "patch", "sedna"),
-    **_each(S, "sedna.io", "models", "list watch", "sedna"),
-    **_each(S, "sedna.io", "datasets", "list watch", "sedna"),
-    **_each(S, "", "pods", "get list watch create delete patch", "sedna"),
-    **_each(S, "", "services", "get list watch create update patch delete", "sedna"),
-    **_each(S, "apps", "deployments", "get list watch create update patch delete", "sedna"),
-    **_each(S, "autoscaling", "horizontalpodautoscalers", "get list watch create update patch delete", "sedna"),
+    **_each(S, "", "pods", "get create delete patch", "sedna"),
+    **_each(S, "", "services", "get create update patch delete", "sedna"),
+    **_each(S, "apps", "deployments", "get create update patch delete", "sedna"),
+    **_each(S, "autoscaling", "horizontalpodautoscalers", "get create update patch delete", "sedna"),
     **_each(S, "", "events", "create", "sedna"),
     **_each(S, "", "secrets", "get", "sedna"),
-    **{(P, "", res, v, ""): "platform" for res in ("namespaces", "resourcequotas", "limitranges", "serviceaccounts",
-                                                   "persistentvolumeclaims") for v in ("list", "create", "patch")
+    **{(SO, "sedna.io", res, v, ""): "sedna" for res in ("federatedlearningjobs", "jointinferenceservices", "models",
+                                                         "datasets") for v in ("list", "watch")},
+    **{(SO, g, res, v, ""): "sedna" for g, res in (("", "pods"), ("", "services"), ("apps", "deployments"),
+                                                   ("autoscaling", "horizontalpodautoscalers"))
+       for v in ("list", "watch")},
+    **_each(P, "", "namespaces", "patch", "platform"),
+    **{(P, "", res, v, ""): "platform" for res in ("resourcequotas", "limitranges", "serviceaccounts",
+                                                   "persistentvolumeclaims") for v in ("create", "patch")
        if (res, v) != ("serviceaccounts", "create")},
-    **_each(P, RBAC, "rolebindings", "list create patch", "platform"),
+    **_each(P, RBAC, "rolebindings", "create patch", "platform"),
     **_each(P, "", "resourcequotas", "get", "platform"),
-    **{(P, RBAC, "clusterroles", "bind", n): "platform" for n in ("admin", "edit")},
-    **_each(P, "batch", "jobs", "list", "platform"),
-    **_each(D, "apps", "statefulsets", "get list create patch delete", "devinstances"),
+    **_each(P, RBAC, "clusterroles", "bind", "platform", name="skiff-member"),
+    **{(PO, "", res, "list", ""): "platform" for res in ("namespaces", "resourcequotas", "limitranges",
+                                                         "serviceaccounts", "persistentvolumeclaims")},
+    **_each(PO, RBAC, "rolebindings", "list", "platform"),
+    **_each(PO, "batch", "jobs", "list", "platform"),
+    **_each(D, "apps", "statefulsets", "get create patch delete", "devinstances"),
     **_each(D, "", "services", "create delete", "devinstances"),
     **_each(D, "", "configmaps", "create delete", "devinstances"),
     **_each(D, "", "secrets", "get create update delete", "devinstances"),
-    **_each(D, "", "pods", "list", "devinstances"),
     **_each(D, "", "services/proxy", "get", "devinstances"),
     **_each(D, "", "persistentvolumeclaims", "get", "devinstances"),
+    **_each(DO, "apps", "statefulsets", "list", "devinstances"),
+    **_each(DO, "", "pods", "list", "devinstances"),
     **_each("skiff-tcp-services", "", "configmaps", "get update", "devinstances", name="tcp-services"),
-    **{(U, g, res, "list", ""): "ui" for g, res in (
+    **{(UO, g, res, "list", ""): "ui" for g, res in (
         ("", "resourcequotas"), ("", "pods"), ("", "services"), ("", "events"), ("batch", "jobs"),
         ("apps", "deployments"), ("apps", "statefulsets"), ("autoscaling", "horizontalpodautoscalers"),
         ("sedna.io", "federatedlearningjobs"), ("sedna.io", "jointinferenceservices"), ("sedna.io", "models"),
@@ -78,7 +87,8 @@ UNPROVEN: dict[tuple, str] = {
     **_each(P, "", "serviceaccounts", "create", "operators/platform/sync.py applies the team's ServiceAccount "
             "`default`; on a new namespace the apply can come before the ServiceAccount controller made it"),
 }
-FEATURE_OF_ROLE = {T: "training", S: "sedna", P: "platform", D: "devinstances", "skiff-tcp-services": "devinstances", U: "ui"}
+FEATURE_OF_ROLE = {T: "training", S: "sedna", SO: "sedna", P: "platform", PO: "platform", D: "devinstances",
+                   DO: "devinstances", "skiff-tcp-services": "devinstances", U: "ui", UO: "ui"}
 
 
 def test_the_table_covers_every_permission_once():
@@ -97,7 +107,7 @@ def test_removing_the_permission_gets_a_403(rbac_sim, tmp_path, atom):
     feature = FEATURE_OF_ROLE[atom[0]]
     docs = without(install_manifests(SKIFF_NS, SKIFF_SA, features=[feature]), atom)
     assert set(atoms(docs)) == {a for a in atoms(install_manifests(SKIFF_NS, SKIFF_SA, features=[feature]))} - {atom}
-    env = skiff_env(rbac_sim, tmp_path, docs)
+    env = skiff_env(rbac_sim, tmp_path, docs, [feature])
     try:
         SCENARIOS[scenario](env)
     except Exception:          # the scenario may stop at the 403 (or carry on past a refused write)
