@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
+from operators.platform.admission import Volume  # a mount, as training steps ask for theirs
 from operators.platform.model import Image  # one entry of the platform's image catalogue
 from operators.platform.quantity import parse_quantity
 from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path
@@ -29,13 +30,6 @@ DEFAULT_MAX_PER_OWNER = 3
 
 
 @dataclass(frozen=True)
-class Mount:
-    pvc: str
-    path: str
-    read_only: bool = True
-
-
-@dataclass(frozen=True)
 class InstanceRequest:
     """A validated request: everything the manifests need besides the password and the external ports."""
 
@@ -47,7 +41,7 @@ class InstanceRequest:
     memory_gi: str
     gpu: int
     home_pvc: str
-    mounts: tuple[Mount, ...]
+    mounts: tuple[Volume, ...]
     extra_ports: tuple[int, ...]
     service_account: str | None = None
     pull_secrets: tuple[str, ...] = ()
@@ -93,13 +87,13 @@ def extra_ports(value: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
-def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Mount, ...]:
+def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Volume, ...]:
     """Validate ``[{pvc, path, read_only}]``; ``access(pvc)`` is the owner's right on it: "rw", "ro" or None."""
     if value in (None, ""):
         return ()
     if isinstance(value, str | Mapping) or not isinstance(value, Sequence):
         raise invalid("mounts", value, "must be a list of {pvc, path, read_only}")
-    out: list[Mount] = []
+    out: list[Volume] = []
     paths = {HOME}
     for i, item in enumerate(value):
         if not isinstance(item, Mapping) or set(item) - {"pvc", "path", "read_only"}:
@@ -118,7 +112,7 @@ def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Mount, ...]
         if right == "ro" and not read_only:
             raise invalid(f"mounts[{i}].read_only", read_only, f"{pvc} is shared with you read-only")
         paths.add(norm)
-        out.append(Mount(pvc, norm, read_only))
+        out.append(Volume(pvc, norm, read_only))
     return tuple(out)
 
 

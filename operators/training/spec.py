@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
+from operators.platform.admission import Volume  # noqa: F401 (also ``from operators import Volume``)
 from operators.platform.model import home_pvc
 from operators.platform.quantity import MAX_QUANTITY, parse_quantity
 from operators.validation import invalid, is_dns_label, is_dns_subdomain, is_label_value
@@ -48,15 +49,6 @@ MAX_ARG_BYTES = 128 * 1024 - 1
 MAX_ARGV_BYTES = 1024 * 1024
 MILLI = Decimal("0.001")
 MIN_MEMORY_GI = Decimal(1) / 1024  # 1 MiB: less is no container and rounds to zero in the quota
-
-
-@dataclass(frozen=True)
-class Volume:
-    """An extra PVC mounted into the training container (read-only unless ``read_only=False``)."""
-
-    pvc: str
-    mount_path: str
-    read_only: bool = True
 
 
 @dataclass(frozen=True)
