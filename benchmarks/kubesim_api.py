@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import aiohttp
 
-from devstack.stack import _spawn, _wait_for_line, free_port
+from benchmarks.kubesim_proc import get_rate, kubesim_process
 
 N_GET = 6000
 CONCURRENCY = 16
@@ -32,24 +28,6 @@ def _pod(i: int) -> dict:
         # bound to a node that does not exist: no scheduler or kubelet work skews the API figures
         "spec": {"nodeName": "bench-node", "containers": [{"name": "c", "image": "busybox:1.36"}]},
     }
-
-
-async def _gets(url: str, n: int, concurrency: int) -> float:
-    async with aiohttp.ClientSession() as s:
-        target = f"{url}/api/v1/namespaces/default/pods/bench-0000"
-        left = n
-
-        async def worker():
-            nonlocal left
-            while left > 0:
-                left -= 1
-                async with s.get(target) as r:
-                    await r.read()
-                    assert r.status == 200, r.status
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return n / (time.perf_counter() - t0)
 
 
 async def _list_ms(url: str, runs: int = 30) -> list[float]:
@@ -67,19 +45,15 @@ async def _list_ms(url: str, runs: int = 30) -> list[float]:
 def run() -> str:
     from kubernetes import client, config
 
-    work = Path(tempfile.mkdtemp(prefix="kubesim-bench-"))
-    log, kubeconfig = work / "kubesim.log", work / "kubeconfig"
-    proc = _spawn([sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(kubeconfig)],
-                  log, {"PATH": str(Path(sys.executable).parent)})
-    try:
-        url = _wait_for_line(proc, log, r"kubesim ready (\S+)", 30).group(1)
-        api = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
+    with kubesim_process() as sim:
+        url = sim.url
+        api = client.CoreV1Api(config.new_client_from_config(str(sim.kubeconfig)))
         t0 = time.perf_counter()
         for i in range(N_PODS):
             api.create_namespaced_pod("default", _pod(i))
         create_rate = N_PODS / (time.perf_counter() - t0)
 
-        raw_rate = asyncio.run(_gets(url, N_GET, CONCURRENCY))
+        raw_rate = asyncio.run(get_rate(f"{url}/api/v1/namespaces/default/pods/bench-0000", N_GET, CONCURRENCY))
         t0 = time.perf_counter()
         for _ in range(500):
             api.read_namespaced_pod("bench-0000", "default")
@@ -94,10 +68,6 @@ def run() -> str:
         for _ in range(50):
             assert len(api.list_namespaced_pod("default", label_selector="shard=3").items) == N_PODS // 10
         selector_list = (time.perf_counter() - t0) * 20
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        subprocess.run(["rm", "-rf", str(work)], check=False)
 
     p50 = statistics.median(raw_list)
     p95 = sorted(raw_list)[int(len(raw_list) * 0.95) - 1]

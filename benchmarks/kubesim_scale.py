@@ -19,15 +19,13 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import aiohttp
 
-from devstack.stack import _spawn, _wait_for_line, free_port
+from benchmarks.kubesim_proc import KUBESIM, kubesim_process
 
 N_NS = 10
 N_JOBS = 1000
@@ -231,25 +229,10 @@ async def _scenario(url: str, proc: Proc) -> dict:
     return f
 
 
-def _start(work: Path, profile: str | None):
-    log, kubeconfig = work / "kubesim.log", work / "kubeconfig"
-    argv = [sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(kubeconfig)]
-    if profile:
-        argv = [sys.executable, "-m", "benchmarks.kubesim_scale", "--serve-profiled", profile, *argv[3:]]
-    proc = _spawn(argv, log, {"PATH": str(Path(sys.executable).parent)})
-    url = _wait_for_line(proc, log, r"kubesim ready (\S+)", 60).group(1)
-    return proc, url
-
-
 def measure(profile: str | None = None) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="kubesim-scale-"))
-    proc, url = _start(work, profile)
-    try:
-        return asyncio.run(_scenario(url, Proc(proc.pid)))
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-        subprocess.run(["rm", "-rf", str(work)], check=False)
+    command = (sys.executable, "-m", "benchmarks.kubesim_scale", "--serve-profiled", profile) if profile else KUBESIM
+    with kubesim_process(command=command, ready_s=60) as sim:
+        return asyncio.run(_scenario(sim.url, Proc(sim.proc.pid)))
 
 
 def report(f: dict) -> str:

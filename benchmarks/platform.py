@@ -7,13 +7,9 @@ kubesim runs as its own process (as in the demo); writes are counted by kubesim'
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-from devstack.stack import _spawn, _wait_for_line, free_port
+from benchmarks.kubesim_proc import kubesim_process
 
 TEAMS, USERS = 50, 20
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -57,13 +53,9 @@ def run() -> str:
     from operators.platform.sync import apply_request, sync_cluster
 
     platform = parse_platform(platform_text(), "bench-platform.yaml")
-    work = Path(tempfile.mkdtemp(prefix="platform-bench-"))
-    log, kubeconfig = work / "kubesim.log", work / "kubeconfig"
-    proc = _spawn([sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig", str(kubeconfig)],
-                  log, {"PATH": str(Path(sys.executable).parent)})
-    try:
-        url = _wait_for_line(proc, log, r"kubesim ready (\S+)", 30).group(1)
-        api = config.new_client_from_config(str(kubeconfig))
+    with kubesim_process() as sim:
+        url = sim.url
+        api = config.new_client_from_config(str(sim.kubeconfig))
         http = httpx.Client(timeout=60)
         reports = []
         first = _timed(http, url, lambda: reports.append(sync_cluster(api, platform)))
@@ -77,10 +69,6 @@ def run() -> str:
                 apply_request(kube, doc)
 
         blind = _timed(http, url, blind_apply)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        subprocess.run(["rm", "-rf", str(work)], check=False)
     n = len(objects)
     return f"""## platform_sync ({TEAMS} teams x {USERS} users)
 

@@ -10,6 +10,10 @@ import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# SQLite has one writer at a time (Airflow already sets WAL, so readers never wait): a writer waits this long for
+# the lock instead of pysqlite's 5 s. The dag-processor holds it for seconds at start-up; at 5 s the API server
+# answered 500 "Database error" and the triggerer and scheduler crashed on "database is locked".
+SQLITE_BUSY_TIMEOUT_S = 60
 STACK_USERS = {"admin": "admin", "alice": "user", "bob": "user", "carol": "viewer"}  # user -> simple auth role
 
 
@@ -35,7 +39,7 @@ def airflow_env(
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or REPO / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout={SQLITE_BUSY_TIMEOUT_S}",
         # New DAG files are picked up within seconds, not the default 5 minutes.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",

@@ -56,7 +56,7 @@ def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int
         memory_gi=req.memory_gi,
         gpu=req.gpu,
         home_pvc=req.home_pvc,
-        mounts=[{"name": f"mount-{i}", "claim": m.pvc, "path": m.path, "read_only": m.read_only}
+        mounts=[{"name": f"mount-{i}", "claim": m.pvc, "path": m.mount_path, "read_only": m.read_only}
                 for i, m in enumerate(req.mounts)],
         ports=req.ports,
         secret=naming.secret_name(req.owner, req.name),

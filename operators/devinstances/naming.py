@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 
-from operators.training.naming import is_dns_label
-from operators.training.spec import short_repr
+from operators.validation import invalid, is_dns_label
 
 MANAGED_BY = "skiff"
 KIND = "dev-instance"
@@ -44,8 +43,8 @@ def owner_slug(owner: str) -> str:
 def check_name(owner: str, name: str) -> str:
     """``name`` must be a DNS label such that ``<owner>-<name>`` fits in 52 characters."""
     if not isinstance(name, str) or not is_dns_label(name):
-        raise ValueError(f"name={short_repr(name)}: must be a DNS label (lower-case letters, digits and '-', "
-                         "starting and ending with a letter or digit)")
+        raise invalid("name", name, "must be a DNS label (lower-case letters, digits and '-', "
+                      "starting and ending with a letter or digit)")
     room = MAX_STS_NAME - len(owner_slug(owner)) - 1
     if len(name) > room:
         raise ValueError(f"name={name!r}: at most {room} characters for owner {owner!r}")

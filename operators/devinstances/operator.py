@@ -127,7 +127,7 @@ def _admission(platform, api):
     from kubernetes.client.rest import ApiException
 
     from operators.devinstances.lifecycle import InstanceError
-    from operators.platform.admission import Request, VolumeRequest, check_request
+    from operators.platform.admission import Request, check_request
     from operators.platform.model import QUOTA_NAME
 
     def admit(req) -> None:
@@ -140,7 +140,7 @@ def _admission(platform, api):
             status = None
         decision = check_request(platform, Request(
             team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi", gpu=req.gpu,
-            home=req.home_pvc, volumes=tuple(VolumeRequest(m.pvc, m.path, m.read_only) for m in req.mounts)), status)
+            home=req.home_pvc, volumes=req.mounts), status)
         if decision.wait:
             raise InstanceError(f"not enough free quota to start it now: {decision.wait}")
 

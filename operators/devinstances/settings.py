@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from operators.devinstances.ports import PortRange
 from operators.devinstances.spec import DEFAULT_MAX_PER_OWNER
-from operators.training.naming import is_dns_label, is_dns_subdomain
+from operators.validation import is_dns_label, is_dns_subdomain
 
 DEFAULT_TCP_SERVICES = "kube-system/tcp-services"
 DEFAULT_IDLE_HOURS = 8.0

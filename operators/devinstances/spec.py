@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
+from operators.platform.admission import Volume  # a mount, as training steps ask for theirs
 from operators.platform.model import Image  # one entry of the platform's image catalogue
 from operators.platform.quantity import parse_quantity
-from operators.training.naming import is_dns_label, is_dns_subdomain
-from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path, short_repr
+from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path
+from operators.validation import invalid, is_dns_label, is_dns_subdomain
 
 HOME = "/root"
 # name -> container port; the order is the order of the Service's ports and of the tcp-services entries
@@ -26,13 +27,6 @@ MAX_CPU = 64
 MAX_MEMORY_GI = 512
 MAX_GPU = 8
 DEFAULT_MAX_PER_OWNER = 3
-
-
-@dataclass(frozen=True)
-class Mount:
-    pvc: str
-    path: str
-    read_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ class InstanceRequest:
     memory_gi: str
     gpu: int
     home_pvc: str
-    mounts: tuple[Mount, ...]
+    mounts: tuple[Volume, ...]
     extra_ports: tuple[int, ...]
     service_account: str | None = None
     pull_secrets: tuple[str, ...] = ()
@@ -58,10 +52,6 @@ class InstanceRequest:
         return {**BUILTIN_PORTS, **{f"port-{p}": p for p in self.extra_ports}}
 
 
-def _bad(field: str, value: Any, why: str) -> ValueError:
-    return ValueError(f"{field}={short_repr(value)}: {why}")
-
-
 def pick_image(catalogue: Sequence[Image], value: Any, default: str | None) -> Image:
     """The catalogue entry named ``value`` (``None``/empty: the default entry)."""
     wanted = value if value not in (None, "") else default
@@ -69,12 +59,12 @@ def pick_image(catalogue: Sequence[Image], value: Any, default: str | None) -> I
         if image.name == wanted:
             return image
     names = ", ".join(i.name for i in catalogue) or "(the catalogue is empty)"
-    raise _bad("image", value, f"is not in the platform's image catalogue: {names}")
+    raise invalid("image", value, f"is not in the platform's image catalogue: {names}")
 
 
 def bounded(field: str, text: str, top: float) -> str:
     if parse_quantity(text) > top:  # text is already checked: cpu cores ("500m") or a number of GiB
-        raise _bad(field, text, f"must be at most {top:g}")
+        raise invalid(field, text, f"must be at most {top:g}")
     return text
 
 
@@ -82,47 +72,47 @@ def extra_ports(value: Any) -> tuple[int, ...]:
     if value in (None, ""):
         return ()
     if isinstance(value, str | Mapping) or not isinstance(value, Sequence):
-        raise _bad("extra_ports", value, "must be a list of port numbers, e.g. [5000, 7860]")
+        raise invalid("extra_ports", value, "must be a list of port numbers, e.g. [5000, 7860]")
     if len(value) > MAX_EXTRA_PORTS:
-        raise _bad("extra_ports", value, f"at most {MAX_EXTRA_PORTS} extra ports")
+        raise invalid("extra_ports", value, f"at most {MAX_EXTRA_PORTS} extra ports")
     out: list[int] = []
     for i, port in enumerate(value):
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-            raise _bad(f"extra_ports[{i}]", port, "must be a port number 1-65535")
+            raise invalid(f"extra_ports[{i}]", port, "must be a port number 1-65535")
         if port in BUILTIN_PORTS.values():
-            raise _bad(f"extra_ports[{i}]", port, "is already used by JupyterLab, code-server, ssh or TensorBoard")
+            raise invalid(f"extra_ports[{i}]", port, "is already used by JupyterLab, code-server, ssh or TensorBoard")
         if port in out:
-            raise _bad(f"extra_ports[{i}]", port, "is listed twice")
+            raise invalid(f"extra_ports[{i}]", port, "is listed twice")
         out.append(port)
     return tuple(out)
 
 
-def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Mount, ...]:
+def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Volume, ...]:
     """Validate ``[{pvc, path, read_only}]``; ``access(pvc)`` is the owner's right on it: "rw", "ro" or None."""
     if value in (None, ""):
         return ()
     if isinstance(value, str | Mapping) or not isinstance(value, Sequence):
-        raise _bad("mounts", value, "must be a list of {pvc, path, read_only}")
-    out: list[Mount] = []
+        raise invalid("mounts", value, "must be a list of {pvc, path, read_only}")
+    out: list[Volume] = []
     paths = {HOME}
     for i, item in enumerate(value):
         if not isinstance(item, Mapping) or set(item) - {"pvc", "path", "read_only"}:
-            raise _bad(f"mounts[{i}]", item, "must be {pvc, path, read_only}")
+            raise invalid(f"mounts[{i}]", item, "must be {pvc, path, read_only}")
         pvc, path, read_only = item.get("pvc"), item.get("path"), item.get("read_only", True)
         if not isinstance(pvc, str) or not is_dns_subdomain(pvc):
-            raise _bad(f"mounts[{i}].pvc", pvc, "is not a valid PVC name")
+            raise invalid(f"mounts[{i}].pvc", pvc, "is not a valid PVC name")
         norm = mount_path(f"mounts[{i}].path", path)
         if norm in paths:
-            raise _bad(f"mounts[{i}].path", path, f"{norm} is already mounted (/root is the home volume)")
+            raise invalid(f"mounts[{i}].path", path, f"{norm} is already mounted (/root is the home volume)")
         if not isinstance(read_only, bool):
-            raise _bad(f"mounts[{i}].read_only", read_only, "must be true or false")
+            raise invalid(f"mounts[{i}].read_only", read_only, "must be true or false")
         right = access(pvc)
         if right is None:
-            raise _bad(f"mounts[{i}].pvc", pvc, "is not yours and not shared with you")
+            raise invalid(f"mounts[{i}].pvc", pvc, "is not yours and not shared with you")
         if right == "ro" and not read_only:
-            raise _bad(f"mounts[{i}].read_only", read_only, f"{pvc} is shared with you read-only")
+            raise invalid(f"mounts[{i}].read_only", read_only, f"{pvc} is shared with you read-only")
         paths.add(norm)
-        out.append(Mount(pvc, norm, read_only))
+        out.append(Volume(pvc, norm, read_only))
     return tuple(out)
 
 
@@ -147,13 +137,13 @@ def build_request(
     owner_slug(owner)
     check_name(owner, name)
     if not isinstance(team, str) or not is_dns_label(team):
-        raise _bad("team", team, "is not a team queue (namespace)")
+        raise invalid("team", team, "is not a team queue (namespace)")
     picked = pick_image(catalogue, image, default_image)
     gpus = gpu_count(gpu)
     if gpus > MAX_GPU:
-        raise _bad("gpu", gpu, f"must be at most {MAX_GPU}")
+        raise invalid("gpu", gpu, f"must be at most {MAX_GPU}")
     if gpus and not picked.gpu:
-        raise _bad("image", picked.name, f"is a CPU image; pick a GPU image for gpu={gpus}")
+        raise invalid("image", picked.name, f"is a CPU image; pick a GPU image for gpu={gpus}")
     return InstanceRequest(
         owner=owner,
         name=name,

@@ -29,7 +29,10 @@ class AdmissionError(ValueError):
 
 
 @dataclass(frozen=True)
-class VolumeRequest:
+class Volume:
+    """An extra PVC mounted into the container (read-only unless ``read_only=False``): what a training step
+    (``TrainingJobOperator(volumes=...)``) or a development instance (``mounts``) asks, and what it is granted."""
+
     pvc: str
     mount_path: str
     read_only: bool = True
@@ -43,13 +46,13 @@ class Request:
     memory: str
     gpu: int = 0
     home: str | None = None       # PVC at /root (None: the user's home PVC)
-    volumes: tuple[VolumeRequest, ...] = ()
+    volumes: tuple[Volume, ...] = ()
     online: bool = False
 
 
 @dataclass(frozen=True)
 class Decision:
-    volumes: tuple[VolumeRequest, ...]
+    volumes: tuple[Volume, ...]
     wait: str | None = None       # None: fits what is free now
 
 
@@ -60,7 +63,7 @@ def _resources(platform: Platform, req: Request) -> list[tuple[str, str, Decimal
             ("memory", "requests.memory", parse_quantity(req.memory), True)]
 
 
-def _check_volumes(platform: Platform, req: Request, team: str) -> tuple[VolumeRequest, ...]:
+def _check_volumes(platform: Platform, req: Request, team: str) -> tuple[Volume, ...]:
     home = req.home or home_pvc(req.user)
     if platform.volume_access(req.user, team, home) != "rw":
         owner = next((u for u in platform.users() if home_pvc(u) == home), None)
@@ -123,8 +126,7 @@ def enforce_training(op, log) -> None:
         return
     asked = volumes(op.volumes)
     req = Request(team=op.namespace, user=op.owner, cpu=cpu_quantity(op.cpu), memory=memory_gi(op.memory) + "Gi",
-                  gpu=gpu_count(op.gpu), home=op.pvc, online=bool(op.online),
-                  volumes=tuple(VolumeRequest(v.pvc, v.mount_path, v.read_only) for v in asked))
+                  gpu=gpu_count(op.gpu), home=op.pvc, online=bool(op.online), volumes=asked)
     quota = Kube(api_client(op.kubernetes_conn_id)).get(Resource("v1", "resourcequotas"),
                                                         platform.team(op.namespace).namespace, QUOTA_NAME)
     quota_status = (quota or {}).get("status")
@@ -134,5 +136,5 @@ def enforce_training(op, log) -> None:
     for before, after in zip(asked, decision.volumes, strict=True):
         if after.read_only and not before.read_only:
             log.info("volume %s is shared read-only with %s: mounted read-only", after.pvc, op.owner)
-    op.volumes = [replace(v, read_only=d.read_only) for v, d in zip(asked, decision.volumes, strict=True)]
+    op.volumes = list(decision.volumes)
 

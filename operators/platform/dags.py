@@ -21,6 +21,7 @@ from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTrigg
 from operators.platform import platform_file, skiff_conf
 from operators.platform.pools import DEFAULT_API_CONN_ID
 from operators.platform.trigger import PlatformFileTrigger
+from operators.platform.usage import run_usage_report  # light: stdlib and the model; the cluster at run time
 
 log = logging.getLogger("skiff.platform")
 START = datetime(2026, 11, 1)
@@ -63,44 +64,35 @@ def run_platform_sync() -> dict:
     return report
 
 
-def platform_sync_dag(dag_id: str, doc_md: str) -> DAG:
+def _one_task_dag(dag_id: str, doc_md: str, *, description: str, schedule, task_id: str, run) -> DAG:
+    """Both platform DAGs: the one task ``run``, one run at a time, no catch-up, unpaused on creation."""
     with DAG(
         dag_id=dag_id,
+        description=description,
+        schedule=schedule,
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=False,
+        tags=["skiff", "platform"],
+        doc_md=doc_md,
+    ) as dag:
+        task(task_id=task_id, multiple_outputs=False)(run)()
+    return dag
+
+
+def platform_sync_dag(dag_id: str, doc_md: str) -> DAG:
+    return _one_task_dag(
+        dag_id, doc_md,
         description="Apply the platform file: namespaces, quotas, PVCs, pull secrets, RBAC, Airflow pools",
         schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("@hourly", timezone="UTC"),
                                      assets=platform_asset()),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        is_paused_upon_creation=False,
-        tags=["skiff", "platform"],
-        doc_md=doc_md,
-    ) as dag:
-        @task(task_id="sync", multiple_outputs=False)
-        def sync() -> dict:
-            return run_platform_sync()
-
-        sync()
-    return dag
+        task_id="sync", run=run_platform_sync)
 
 
 def usage_report_dag(dag_id: str, doc_md: str) -> DAG:
-    with DAG(
-        dag_id=dag_id,
+    return _one_task_dag(
+        dag_id, doc_md,
         description="Quota use per team and GPU/CPU-hours per user and DAG (for the Skiff UI page)",
         schedule=CronTriggerTimetable("@hourly", timezone="UTC"),
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        is_paused_upon_creation=False,
-        tags=["skiff", "platform"],
-        doc_md=doc_md,
-    ) as dag:
-        @task(task_id="report", multiple_outputs=False)
-        def report() -> dict:
-            from operators.platform.usage import run_usage_report
-
-            return run_usage_report()
-
-        report()
-    return dag
+        task_id="report", run=run_usage_report)

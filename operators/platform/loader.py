@@ -31,16 +31,13 @@ from operators.platform.model import (
     home_pvc,
 )
 from operators.platform.quantity import human, is_quantity, parse_quantity, quantity_text
+from operators.validation import is_dns_label, is_dns_subdomain
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _FORMATS = {
     "quantity": ("a quantity", is_quantity),
-    "dns-label": ("a valid name (DNS-1123 label: a-z, 0-9, '-', at most 63)",
-                  lambda v: isinstance(v, str) and len(v) <= 63 and bool(_DNS_LABEL.fullmatch(v))),
-    "dns-subdomain": ("a valid name (DNS-1123 subdomain)",
-                      lambda v: isinstance(v, str) and len(v) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(v))),
+    "dns-label": ("a valid name (DNS-1123 label: a-z, 0-9, '-', at most 63)", is_dns_label),
+    "dns-subdomain": ("a valid name (DNS-1123 subdomain)", is_dns_subdomain),
     "email": ("an e-mail address", lambda v: isinstance(v, str) and bool(_EMAIL.fullmatch(v))),
 }
 Path = tuple[str | int, ...]

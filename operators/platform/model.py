@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from operators.platform.quantity import parse_quantity
+from operators.validation import is_dns_label
 
 GPU_RESOURCE = "nvidia.com/gpu"
 TEAM_PREFIX = "team:"
 POOL_PREFIX = "skiff-"
 QUOTA_NAME = "skiff-quota"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # a DNS-safe name ending like a hashed one ("bob-1a2b3c4d") is hashed too, so the two forms never meet
 _HASHED = re.compile(r"-[0-9a-f]{8}\Z")
 
@@ -32,7 +32,7 @@ def home_pvc(user: str) -> str:
     normalised name plus a hash of the original, so "Bob.Smith" and "bob-smith" never share a volume. A DNS-safe
     name that ends like a hash ("bob-1a2b3c4d") takes the hashed form too, so no user's plain name can equal
     another user's hashed name (tests/hostile: ``platform-home-pvc-collision``)."""
-    if len(user) <= 58 and _DNS_LABEL.fullmatch(user) and not _HASHED.search(user):
+    if len(user) <= 58 and is_dns_label(user) and not _HASHED.search(user):
         return f"{user}-home"
     slug = re.sub(r"[^a-z0-9-]+", "-", user.lower()).strip("-")[:44].strip("-") or "user"
     digest = hashlib.sha256(user.encode("utf-8")).hexdigest()[:8]

@@ -9,7 +9,6 @@ A pool the file no longer lists is reported as orphaned, never deleted (it may h
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +43,8 @@ def plan_pools(desired: dict[str, dict[str, Any]], live: dict[str, dict[str, Any
 class AirflowPools:
     """Airflow's pools through its REST API (``httpx``, installed with Airflow)."""
 
-    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+    # a write may wait for the metadata DB's lock (SQLite: its busy timeout, 60 s in devstack) before answering
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 90.0) -> None:
         import httpx
 
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -71,13 +71,9 @@ class AirflowPools:
         return cls(base)
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        # On a SQLite metadata DB (airflow standalone) a write can meet the scheduler's lock; the API server
-        # rolls it back and answers 500 "Database error": retry a few times with back-off.
-        for delay in (0.5, 1, 2, 4, 8, 0):
-            r = self.http.request(method, path, json=body)
-            if not (r.status_code == 500 and "Database error" in r.text) or not delay:
-                break
-            time.sleep(delay)
+        # no retry of a 500 "Database error" (a SQLite write that met another's lock): a SQLite metadata DB
+        # needs a busy timeout longer than pysqlite's 5 s instead (``sqlite:///...?timeout=60``, as devstack's)
+        r = self.http.request(method, path, json=body)
         if r.status_code >= 300:
             raise RuntimeError(f"Airflow API {method} {path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json() if r.content else {}

@@ -15,6 +15,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+# the name rules live in operators.validation; still importable from here (operators.sedna.desired does)
+from operators.validation import is_dns_label, is_dns_subdomain, is_label_value  # noqa: F401
+
 MANAGED_BY = "skiff"
 APP_NAME = "skiff-training"
 
@@ -22,21 +25,6 @@ LABEL_TI_HASH = "skiff.io/ti-hash"
 LABEL_TRY = "skiff.io/try-number"
 LABEL_JOB = "skiff.io/job-name"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-
-def is_dns_label(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value))
-
-
-def is_dns_subdomain(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
-
-
-def is_label_value(value: str) -> bool:
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
 
 
 def label_value(raw: str) -> str:

@@ -27,9 +27,10 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
+from operators.platform.admission import Volume  # noqa: F401 (also ``from operators import Volume``)
 from operators.platform.model import home_pvc
 from operators.platform.quantity import MAX_QUANTITY, parse_quantity
-from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
+from operators.validation import invalid, is_dns_label, is_dns_subdomain, is_label_value
 
 SHELL = "/bin/bash"
 SCRIPT = 'cd -- "$1" && shift && exec "$@"'
@@ -48,29 +49,6 @@ MAX_ARG_BYTES = 128 * 1024 - 1
 MAX_ARGV_BYTES = 1024 * 1024
 MILLI = Decimal("0.001")
 MIN_MEMORY_GI = Decimal(1) / 1024  # 1 MiB: less is no container and rounds to zero in the quota
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters with the full length, so a 1 MB value is not echoed."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    if isinstance(value, list | tuple | dict):
-        return f"{text[:limit]}... ({len(value)} items)"
-    return f"{text[:limit]}... ({len(value) if isinstance(value, str | bytes) else len(text)} characters)"
-
-
-def _bad(field: str, value: Any, why: str) -> ValueError:
-    return ValueError(f"{field}={short_repr(value)}: {why}")
-
-
-@dataclass(frozen=True)
-class Volume:
-    """An extra PVC mounted into the training container (read-only unless ``read_only=False``)."""
-
-    pvc: str
-    mount_path: str
-    read_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,15 +71,15 @@ class TrainingJobSpec:
 
 def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _bad(field, value, "must be a string")
+        raise invalid(field, value, "must be a string")
     text = str(value)
     if not allow_empty and not text:
-        raise _bad(field, value, "must not be empty")
+        raise invalid(field, value, "must not be empty")
     if "\x00" in text:
-        raise _bad(field, value, "must not contain a NUL byte (it cannot be passed to a process)")
+        raise invalid(field, value, "must not contain a NUL byte (it cannot be passed to a process)")
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_ARG_BYTES:
-        raise _bad(field, value, f"is {size} bytes; Linux refuses to exec a single argument or environment "
+        raise invalid(field, value, f"is {size} bytes; Linux refuses to exec a single argument or environment "
                                  f"value over {MAX_ARG_BYTES} bytes (MAX_ARG_STRLEN, 131072 with its NUL)")
     return text
 
@@ -109,17 +87,17 @@ def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
 def _amount(field: str, value: Any, plain: re.Pattern[str], unit: str) -> Decimal:
     """A finite, positive, int64-sized amount from a number or a string matching ``plain`` (whole string)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise _bad(field, value, f"must be a positive {unit}")
+        raise invalid(field, value, f"must be a positive {unit}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(field, value, "must be a finite number")
+        raise invalid(field, value, "must be a finite number")
     if isinstance(value, str) and not plain.fullmatch(value.strip()):
-        raise _bad(field, value, f"must be a positive {unit}")
+        raise invalid(field, value, f"must be a positive {unit}")
     try:
         amount = parse_quantity(value)
     except ValueError as exc:
-        raise _bad(field, value, str(exc).split(": ", 1)[-1]) from None
+        raise invalid(field, value, str(exc).split(": ", 1)[-1]) from None
     if amount <= 0:
-        raise _bad(field, value, f"must be a positive {unit}")
+        raise invalid(field, value, f"must be a positive {unit}")
     return amount
 
 
@@ -133,7 +111,7 @@ def cpu_quantity(value: Any) -> str:
     finer value rounds to zero in the quota, so it could escape it)."""
     cores = _amount("cpu", value, _CPU, "number of cores or a quantity like '500m'")
     if cores < MILLI or cores % MILLI:
-        raise _bad("cpu", value, "must be a whole number of millicores (at least 1m): finer rounds to zero")
+        raise invalid("cpu", value, "must be a whole number of millicores (at least 1m): finer rounds to zero")
     if isinstance(value, str):
         return value.strip()
     return _decimal_text(cores)
@@ -143,25 +121,25 @@ def memory_gi(value: Any) -> str:
     """Memory in GiB (``4``, ``0.5``, ``"16"``) -> the number as text (the template appends ``Gi``); >= 1 MiB."""
     gib = _amount("memory", value, _NUMBER, "number of GiB (e.g. 4 or '0.5')")
     if gib < MIN_MEMORY_GI:
-        raise _bad("memory", value, "must be at least 1 MiB (0.0009765625 GiB): less rounds to zero")
+        raise invalid("memory", value, "must be at least 1 MiB (0.0009765625 GiB): less rounds to zero")
     if gib * 2**30 > 2**63 - 1:
-        raise _bad("memory", value, "is too large for Kubernetes (at most 2^63-1 bytes)")
+        raise invalid("memory", value, "is too large for Kubernetes (at most 2^63-1 bytes)")
     return value.strip() if isinstance(value, str) else _decimal_text(gib)
 
 
 def gpu_count(value: Any) -> int:
     if isinstance(value, bool):
-        raise _bad("gpu", value, "must be a whole number of GPUs >= 0")
+        raise invalid("gpu", value, "must be a whole number of GPUs >= 0")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if not isinstance(value, int):
-        raise _bad("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
+        raise invalid("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
     if value < 0:
-        raise _bad("gpu", value, "must be >= 0")
+        raise invalid("gpu", value, "must be >= 0")
     if value > MAX_QUANTITY:
-        raise _bad("gpu", value, "is too large for Kubernetes (at most 2^63-1)")
+        raise invalid("gpu", value, "is too large for Kubernetes (at most 2^63-1)")
     return value
 
 
@@ -170,13 +148,13 @@ def exec_argv(value: Any) -> list[str]:
         try:
             words = shlex.split(value)
         except ValueError as exc:
-            raise _bad("exec_command", value, f"cannot be split into words ({exc})") from exc
+            raise invalid("exec_command", value, f"cannot be split into words ({exc})") from exc
     elif isinstance(value, Sequence):
         words = [_text(f"exec_command[{i}]", w, allow_empty=True) for i, w in enumerate(value)]
     else:
-        raise _bad("exec_command", value, "must be a string like 'python -u' or a list of words")
+        raise invalid("exec_command", value, "must be a string like 'python -u' or a list of words")
     if not words or not words[0]:
-        raise _bad("exec_command", value, "must name a program")
+        raise invalid("exec_command", value, "must name a program")
     for word in words:
         _text("exec_command", word, allow_empty=True)
     return words
@@ -189,16 +167,16 @@ def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: A
     if entry_path is not None:
         entry = _text("entry_path", entry_path)
         if entry.startswith("/") or ".." in entry.split("/"):
-            raise _bad("entry_path", entry_path, f"must be a path relative to {ROOT_MOUNT} without '..' (a file in "
+            raise invalid("entry_path", entry_path, f"must be a path relative to {ROOT_MOUNT} without '..' (a file in "
                                                  "the image: entry_path=None and name it in exec_command)")
         argv.append(f"{ROOT_MOUNT}/{entry}")
     if isinstance(run_args, str | bytes) or not isinstance(run_args, Sequence):
-        raise _bad("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
+        raise invalid("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
     argv.extend(_text(f"run_args[{i}]", a, allow_empty=True) for i, a in enumerate(run_args))
     command = [SHELL, "-ic", SCRIPT, ARGV0, work, *argv]
     total = sum(len(a.encode("utf-8", "surrogatepass")) + 1 for a in command)
     if total > MAX_ARGV_BYTES:
-        raise _bad("run_args", f"{len(run_args)} arguments", f"the command is {total} bytes; at most "
+        raise invalid("run_args", f"{len(run_args)} arguments", f"the command is {total} bytes; at most "
                    f"{MAX_ARGV_BYTES} (Linux ARG_MAX, etcd's request limit)")
     return command
 
@@ -207,23 +185,23 @@ def env_vars(env: Any) -> dict[str, str]:
     if env is None:
         return {}
     if not isinstance(env, Mapping):
-        raise _bad("env", env, "must be a dict of NAME -> value")
+        raise invalid("env", env, "must be a dict of NAME -> value")
     out = {}
     for name, value in env.items():
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
-            raise _bad("env", name, "is not a valid environment variable name (letters, digits and '_', "
+            raise invalid("env", name, "is not a valid environment variable name (letters, digits and '_', "
                                     "not starting with a digit)")
         if value is None:
-            raise _bad(f"env[{name}]", value, "must be a string")
+            raise invalid(f"env[{name}]", value, "must be a string")
         out[name] = _text(f"env[{name}]", value, allow_empty=True)
     return out
 
 
 def image_ref(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _bad("image", value, "an image is required, e.g. 'registry/team/train:1.2'")
+        raise invalid("image", value, "an image is required, e.g. 'registry/team/train:1.2'")
     if value != value.strip() or any(c.isspace() for c in value):
-        raise _bad("image", value, "must not contain whitespace")
+        raise invalid("image", value, "must not contain whitespace")
     return value
 
 
@@ -235,12 +213,12 @@ def mount_path(field: str, value: Any) -> str:
     are ``/root``); ``..`` and ``:`` are refused, ``/`` itself too."""
     path = _text(field, value)
     if not path.startswith("/") or ":" in path or any(c in path for c in "\n\r\t"):
-        raise _bad(field, value, "must be an absolute path without ':' or control characters")
+        raise invalid(field, value, "must be an absolute path without ':' or control characters")
     if ".." in path.split("/"):
-        raise _bad(field, value, "must not contain '..'")
+        raise invalid(field, value, "must not contain '..'")
     norm = "/" + posixpath.normpath(path).lstrip("/")
     if norm == "/":
-        raise _bad(field, value, "cannot mount over /")
+        raise invalid(field, value, "cannot mount over /")
     return norm
 
 
@@ -248,24 +226,24 @@ def volumes(value: Any) -> tuple[Volume, ...]:
     if value is None:
         return ()
     if isinstance(value, Mapping | str) or not isinstance(value, Sequence):
-        raise _bad("volumes", value, "must be a list of Volume(pvc=..., mount_path=..., read_only=...)")
+        raise invalid("volumes", value, "must be a list of Volume(pvc=..., mount_path=..., read_only=...)")
     out: list[Volume] = []
     paths = {ROOT_MOUNT}
     for i, item in enumerate(value):
         if isinstance(item, Mapping) and (set(item) - VOLUME_KEYS or not {"pvc", "mount_path"} <= set(item)):
-            raise _bad(f"volumes[{i}]", item, "must have pvc and mount_path, and optionally read_only")
+            raise invalid(f"volumes[{i}]", item, "must have pvc and mount_path, and optionally read_only")
         vol = Volume(**item) if isinstance(item, Mapping) else item
         if not isinstance(vol, Volume):
-            raise _bad(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")
+            raise invalid(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")
         if not is_dns_subdomain(vol.pvc):
-            raise _bad(f"volumes[{i}].pvc", vol.pvc, "is not a valid PVC name (DNS-1123 subdomain)")
+            raise invalid(f"volumes[{i}].pvc", vol.pvc, "is not a valid PVC name (DNS-1123 subdomain)")
         path = mount_path(f"volumes[{i}].mount_path", vol.mount_path)
         if path in paths:
-            raise _bad(f"volumes[{i}].mount_path", vol.mount_path, f"{path} is already mounted (/root is the "
+            raise invalid(f"volumes[{i}].mount_path", vol.mount_path, f"{path} is already mounted (/root is the "
                                                                   "home PVC)")
         paths.add(path)
         if not isinstance(vol.read_only, bool):
-            raise _bad(f"volumes[{i}].read_only", vol.read_only, "must be true or false")
+            raise invalid(f"volumes[{i}].read_only", vol.read_only, "must be true or false")
         out.append(replace(vol, mount_path=path))
     return tuple(out)
 
@@ -278,10 +256,10 @@ def default_pvc(owner: str) -> str:
 
 def label_key(field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
-        raise _bad(field, value, "must be a label key like 'node.example.com/pool'")
+        raise invalid(field, value, "must be a label key like 'node.example.com/pool'")
     prefix, _, name = value.rpartition("/")
     if (prefix and not is_dns_subdomain(prefix)) or len(name) > 63 or not _LABEL_KEY_NAME.fullmatch(name):
-        raise _bad(field, value, "is not a valid label key")
+        raise invalid(field, value, "is not a valid label key")
     return value
 
 
@@ -304,13 +282,13 @@ def build_spec(
     pool_value: Any,
 ) -> TrainingJobSpec:
     if not is_dns_label(namespace):
-        raise _bad("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
+        raise invalid("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
     if not is_dns_subdomain(pvc):
-        raise _bad("pvc", pvc, "is not a valid PVC name (DNS-1123 subdomain)")
+        raise invalid("pvc", pvc, "is not a valid PVC name (DNS-1123 subdomain)")
     if not isinstance(online, bool):
-        raise _bad("online", online, "must be true or false")
+        raise invalid("online", online, "must be true or false")
     if not is_label_value(pool_value) or not pool_value:
-        raise _bad("online_pool_value", pool_value, "is not a valid label value")
+        raise invalid("online_pool_value", pool_value, "is not a valid label value")
     return TrainingJobSpec(
         image=image_ref(image),
         namespace=namespace,

@@ -55,7 +55,7 @@ def test_bad_input_names_the_field_and_value(field, value, text):
 def test_default_image_and_normalised_request():
     req = request(image=None, mounts_=[{"pvc": "datasets", "path": "/data/"}], extra_ports_=[5000])
     assert req.image.name == "tf2-cpu"
-    assert req.mounts[0].path == "/data" and req.mounts[0].read_only is True
+    assert req.mounts[0].mount_path == "/data" and req.mounts[0].read_only is True
     assert req.ports == {"jupyter": 8888, "code-server": 8080, "ssh": 22, "tensorboard": 6006, "port-5000": 5000}
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from platform_support import PLATFORM, platform
 
-from operators.platform.admission import AdmissionError, Request, VolumeRequest, check_request
+from operators.platform.admission import AdmissionError, Request, Volume, check_request
 from operators.platform.desired import desired_objects, desired_pools
 from operators.platform.pools import plan_pools
 from operators.platform.usage import summarise
@@ -28,7 +28,7 @@ FREE = {"hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "8", "requests.
     ({"memory": "64Gi"}, "team recsys asks 64Gi memory, quota 32Gi"),
     ({"user": "carol"}, "user 'carol' is not a member of team recsys"),
     ({"team": "nlp", "user": "carol", "online": True}, "online=True: team nlp may not use the online pool"),
-    ({"volumes": (VolumeRequest("carol-home", "/c"),)}, "volumes[0].pvc='carol-home': alice may not mount it"),
+    ({"volumes": (Volume("carol-home", "/c"),)}, "volumes[0].pvc='carol-home': alice may not mount it"),
     ({"user": "bob", "home": "alice-home"}, "pvc='alice-home': bob may not mount it at /root: it is alice's"),
 ])
 def test_never_fits_fails_naming_what(kw, message):
@@ -45,7 +45,7 @@ def test_fits_the_quota_but_not_the_free_part_waits_saying_for_what():
 
 
 def test_volume_grants():
-    ask = (VolumeRequest("datasets", "/data", read_only=False), VolumeRequest("scratch", "/s", read_only=False))
+    ask = (Volume("datasets", "/data", read_only=False), Volume("scratch", "/s", read_only=False))
     as_bob = check_request(platform(), req(user="bob", volumes=ask), None).volumes
     assert [v.read_only for v in as_bob] == [True, False]     # datasets: reader only; scratch: team volume
     as_alice = check_request(platform(), req(volumes=ask), None).volumes

@@ -1,0 +1,43 @@
+"""What every request check in Skiff shares (pure): Kubernetes' name rules and the one error shape.
+
+Training steps (``training.spec``), development instances (``devinstances.spec``) and the platform file
+(``platform.loader``) all refuse bad input with ``field=value: why`` before anything is written, and all test
+names against the same apiserver rules; these lived as copies in each before.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# kube-apiserver's IsDNS1123Label / IsDNS1123Subdomain / IsValidLabelValue
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_dns_label(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS_LABEL.fullmatch(value))
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.fullmatch(value))
+
+
+def is_label_value(value: str) -> bool:
+    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the full length, so a 1 MB value is not echoed."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, list | tuple | dict):
+        return f"{text[:limit]}... ({len(value)} items)"
+    return f"{text[:limit]}... ({len(value) if isinstance(value, str | bytes) else len(text)} characters)"
+
+
+def invalid(field: str, value: Any, why: str) -> ValueError:
+    """The error for a bad input: ``cpu='2x': must be a positive number...`` (raise it)."""
+    return ValueError(f"{field}={short_repr(value)}: {why}")
