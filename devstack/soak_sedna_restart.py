@@ -16,6 +16,7 @@ import random
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from devstack import soak_sedna
 from devstack.airflow_env import REPO
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=3)
     a = p.parse_args(argv)
-    stack = ProdStack(tempfile.mkdtemp(prefix="sedna-restart-", dir=REPO / ".airflow"), dags_dirs=[REPO / "dags"])
+    (REPO / ".airflow").mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="sedna-restart-", dir=REPO / ".airflow"))
+    stack = ProdStack(workdir, dags_dirs=[REPO / "dags"])
     stack.start(timeout=300)
     try:
         setup_demo(stack)
