@@ -22,14 +22,14 @@ from devstack import soak_sedna
 from devstack.airflow_env import REPO
 
 SEDNA_TRIGGERS = ("SELECT DISTINCT t.triggerer_id FROM trigger t JOIN asset_watcher w ON w.trigger_id = t.id "
-                  "WHERE t.classpath LIKE '%SednaWatchTrigger'")
+                  "WHERE t.classpath LIKE %s")
 
 
 def _sedna_triggerer(stack) -> str:
     """The process name of the triggerer holding the Sedna triggers (waits until they are assigned)."""
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        ids = {r[0] for r in stack.query(SEDNA_TRIGGERS)}
+        ids = {r[0] for r in stack.query(SEDNA_TRIGGERS, "%SednaWatchTrigger")}
         names = [n for n, job in stack.triggerer_jobs.items() if job in ids]
         if names and None not in ids:
             return names[0]
@@ -39,7 +39,7 @@ def _sedna_triggerer(stack) -> str:
 
 def _runs(stack) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in stack.query(
-        "SELECT dag_id, run_type FROM dag_run WHERE dag_id LIKE 'reconcile_%' ORDER BY id")]
+        "SELECT dag_id, run_type FROM dag_run WHERE dag_id LIKE %s ORDER BY id", "reconcile_%")]
 
 
 def trial(stack, rng: random.Random) -> tuple[float | None, str, list[tuple[str, str]]]:
