@@ -215,6 +215,8 @@ def run_soak(cfg: SoakConfig) -> SoakResult:
 
     t0 = time.monotonic()
     result = SoakResult(cfg)
+    if cfg.workdir is None:
+        (REPO / ".airflow").mkdir(exist_ok=True)  # a fresh clone has none yet
     workdir = cfg.workdir or Path(tempfile.mkdtemp(prefix="soak-", dir=REPO / ".airflow"))
     stack = ProdStack(workdir, dags_dirs=[REPO / "dags", REPO / "devstack" / "soak_dags"], rbac=True,
                       airflow_settings=SETTINGS)

@@ -63,16 +63,21 @@ class ApiServer:
             early = await self._chaos(kind, request, chaos.slow_seconds)
             if early is not None:
                 return early
+        lose = self.controls.lost_for(verb, request.method, path)
         try:
             await self.access.check(request)
-            return await handler(request)
+            answer = await handler(request)
         except ApiError as e:
-            return error(e)
+            answer = error(e)
         except (asyncio.CancelledError, ConnectionResetError, web.HTTPException):
             raise
         except Exception as e:      # a kubesim bug: answer like the real server's 500, and log it
             log.exception("kubesim: %s %s failed", request.method, path)
-            return error(ApiError(500, f"kubesim internal error: {type(e).__name__}: {e}", "InternalError"))
+            answer = error(ApiError(500, f"kubesim internal error: {type(e).__name__}: {e}", "InternalError"))
+        if lose is not None:        # done (committed), but the answer never arrives: a proxy dying mid-reply
+            request.transport.close()
+            raise ConnectionResetError("kubesim: injected lost answer")
+        return answer
 
     @staticmethod
     async def _chaos(kind: str, request: web.Request, slow_seconds: float):

@@ -1,4 +1,4 @@
-"""kubesim's test controls: fault and latency rules, request counters, and the `/kubesim/` HTTP test API
+"""kubesim's test controls: fault, lost-answer and latency rules, request counters, and the `/kubesim/` HTTP test API
 that drives them (the same API `KubeSim.fail()`, `add_latency()`, `stats()`... offer in-process)."""
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ class TestControls:
     def __init__(self):
         self.faults: list[Rule] = []
         self.latencies: list[Rule] = []
+        self.lost: list[Rule] = []     # served, then the connection closed before the answer
         self.chaos: Chaos | None = None
         self._cutter: asyncio.Task | None = None
         self.reset_stats()
@@ -87,6 +88,7 @@ class TestControls:
     def clear(self) -> None:
         self.faults.clear()
         self.latencies.clear()
+        self.lost.clear()
         self.set_chaos(None)
 
     def stats(self) -> dict:
@@ -138,6 +140,9 @@ class TestControls:
     def fault_for(self, verb, method, path) -> Rule | None:
         return self._take(self.faults, verb, method, path)
 
+    def lost_for(self, verb, method, path) -> Rule | None:
+        return self._take(self.lost, verb, method, path)
+
     def latency_for(self, verb, method, path) -> float:
         rule = self._take(self.latencies, verb, method, path)
         return rule.seconds if rule else 0.0
@@ -149,6 +154,9 @@ class TestControls:
 
     def add_latency(self, verb="*", path=".*", seconds=0.1, count=None) -> None:
         self.latencies.append(Rule(verb, re.compile(path), count, seconds=seconds))
+
+    def add_lost(self, verb="*", path=".*", count=1) -> None:
+        self.lost.append(Rule(verb, re.compile(path), count))
 
 
 async def handle(controls: TestControls, store, request: web.Request, path: str) -> web.Response:
@@ -168,6 +176,9 @@ async def handle(controls: TestControls, store, request: web.Request, path: str)
         c.add_fault(body.get("verb", "*"), body.get("path", ".*"), int(body.get("status", 500)),
                     body.get("count", 1), body.get("message"))
         return response({"ok": True})
+    if path == "/kubesim/lost" and m == "POST":
+        c.add_lost(body.get("verb", "*"), body.get("path", ".*"), body.get("count", 1))
+        return response({"ok": True})
     if path == "/kubesim/latency" and m == "POST":
         c.add_latency(body.get("verb", "*"), body.get("path", ".*"), float(body.get("seconds", 0.1)),
                       body.get("count"))
@@ -180,7 +191,7 @@ async def handle(controls: TestControls, store, request: web.Request, path: str)
         return response({"ok": True, **c.chaos_stats()})
     if path == "/kubesim/chaos" and m == "GET":
         return response(c.chaos_stats())
-    if path in ("/kubesim/faults", "/kubesim/latency", "/kubesim/chaos") and m == "DELETE":
+    if path in ("/kubesim/faults", "/kubesim/latency", "/kubesim/lost", "/kubesim/chaos") and m == "DELETE":
         c.clear()
         return response({"ok": True})
     if path == "/kubesim/watches/cut" and m == "POST":

@@ -182,6 +182,12 @@ class KubeSim:
         self.loop.call_soon_threadsafe(self.controls.add_latency, verb, path, seconds, count)
         self._sync()
 
+    def lose_answers(self, verb: str = "*", path: str = ".*", count: int | None = 1) -> None:
+        """Serve the next `count` matching requests (the write is committed), then close the connection
+        before the answer: what a client sees when a proxy or the API server dies mid-reply."""
+        self.loop.call_soon_threadsafe(self.controls.add_lost, verb, path, count)
+        self._sync()
+
     def set_faults(self, rate: float, seed: int = 0, **kw) -> None:
         """Rate-based faults (controls.Chaos: kinds, verb, path, slow_seconds, cut_every); rate 0 or
         clear_faults() stops them."""

@@ -4,18 +4,34 @@
 Objects stay dicts end to end: callers compare labels and build manifests as dicts, and deserialising
 thousands of objects into the clients' model classes costs more than the work itself. Both raise
 ``KubeError`` on any error answer and on no answer, with the same conveniences: ``get`` is
-None on 404, ``create`` None on 409 (someone else made it), ``delete`` False when already gone.
+None on 404, ``create`` None on 409 (it exists: someone else made it, or an earlier send of this very request
+whose answer was lost), ``delete`` False when already gone.
 Every request is counted by (verb, resource) so benchmarks and summaries can report them.
+
+``Kube`` retries transient failures (429, 5xx, no answer) through the one policy in ``operators.k8s.retry``:
+jittered back-off, at least the server's ``Retry-After``, and give-up once this ``Kube``'s requests have been
+failing for the policy's window with no success in between (so a pass of many requests over a cluster that
+is gone waits that long once, not once per request). ``AsyncKube`` does not: its callers (``list_and_watch``,
+the training trigger's follow loop) retry around it with the same policy.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
 import threading
+import time
 from collections import Counter
 
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import Resource
+from operators.k8s.retry import RETRY, RetryPolicy, classify, next_step, resendable
+
+log = logging.getLogger("skiff.k8s")
+DEFAULT_POLICY = RetryPolicy()  # a worker's task: ride out an API server restart, give up after 5 min
+# (connect, read) seconds: a request left unanswered (a hung connection) is a transient failure, not a hang
+REQUEST_TIMEOUT = (10.0, 120.0)
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -50,22 +66,60 @@ class _Counted:
 
 
 class Kube(_Counted):
-    """Sync, on a ``kubernetes.client.ApiClient``."""
+    """Sync, on a ``kubernetes.client.ApiClient``; thread-safe (one may serve a pool of threads)."""
+
+    def __init__(self, api, policy: RetryPolicy = DEFAULT_POLICY,
+                 timeout: float | tuple[float, float] = REQUEST_TIMEOUT) -> None:
+        super().__init__(api)
+        self.policy = policy
+        self.timeout = timeout
+        self.retried: Counter[str] = Counter()  # "<METHOD> <status or 'no answer'>" -> requests sent again
+        self._failing_since: float | None = None  # first failure since this Kube's last success
 
     def request(self, method: str, path: str, *, query: list | None = None, body: object = None,
                 content_type: str = JSON) -> dict | None:
+        """One request, sent again after a transient failure while the policy allows and it is safe."""
+        meta = (body.get("metadata") or {}) if isinstance(body, dict) else {}
+        named = bool(meta.get("name"))
+        failures = 0
+        while True:
+            try:
+                result = self._send(method, path, query, body, content_type)
+            except KubeError as exc:
+                if classify(exc.status) != RETRY:
+                    self._failing_since = None  # an answer (404, 409...): the server is there
+                    raise
+                failures += 1
+                with self._lock:
+                    now = time.monotonic()
+                    if self._failing_since is None:
+                        self._failing_since = now
+                    since = self._failing_since
+                action, wait = next_step(self.policy, exc.status, failures, since, now, random.random(),
+                                         exc.retry_after)
+                if action != RETRY or not resendable(method, exc.status, named):
+                    raise
+                with self._lock:
+                    self.retried[f"{method} {exc.status or 'no answer'}"] += 1
+                log.warning("%s %s: %s; sending it again in %.1f s (failure %d)", method, path, exc, wait, failures)
+                time.sleep(wait)
+                continue
+            self._failing_since = None  # a success ends the failing run (a plain store: no lock needed)
+            return result
+
+    def _send(self, method: str, path: str, query: list | None, body: object, content_type: str) -> dict | None:
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
         try:
             resp = self.api.call_api(path, method, query_params=query or [], header_params=_headers(body, content_type),
                                      body=body, auth_settings=["BearerToken"], _preload_content=False,
-                                     _return_http_data_only=True)
+                                     _return_http_data_only=True, _request_timeout=self.timeout)
+            data = resp.data  # read here: a connection dropped in the middle of the body is no answer too
         except ApiException as exc:
             raise KubeError.from_exception(exc) from None
         except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
             raise KubeError.transport(exc) from exc
-        data = resp.data
         return json.loads(data) if data else None
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,

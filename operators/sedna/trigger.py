@@ -11,9 +11,12 @@ the Models (and, for FL, Datasets) through the access layer's ``list_and_watch``
 
 Each watch resumes from the last resourceVersion it saw; a dropped connection re-watches from there, and
 410 Gone (history compacted) re-lists and fires if anything differs from what was known, so no change is
-lost. Events are coalesced: after the first relevant change the trigger keeps collecting for as long as
-changes keep arriving within ``coalesce_seconds`` (bounded by ``max_batch_seconds``), then yields one
-event; an idle cluster costs nothing but open watch connections. The reconcile is level-triggered, so a
+lost. When it starts (a triggerer restarted, or a dead triggerer's triggers taken over), it fires once
+after its first listing: nothing watched while no trigger ran, so what changed meanwhile needs a run now,
+not at the next cron resync (as a controller reconciles everything its informers list at start). Events
+are coalesced: after the first relevant change the trigger keeps collecting for as long as changes keep
+arriving within ``coalesce_seconds`` (bounded by ``max_batch_seconds``), then yields one event; an idle
+cluster costs nothing but open watch connections. The reconcile is level-triggered, so a
 batch of changes needs one run.
 """
 
@@ -94,12 +97,14 @@ class SednaWatchTrigger(BaseEventTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         async with async_api_client(self.kubernetes_conn_id) as api:
-            async for event in self.events(api):
+            async for event in self.events(api, fire_on_start=True):
                 yield event
 
-    async def events(self, api, ready: asyncio.Event | None = None) -> AsyncIterator[TriggerEvent]:
+    async def events(self, api, ready: asyncio.Event | None = None, *,
+                     fire_on_start: bool = False) -> AsyncIterator[TriggerEvent]:
         """The trigger's events, given a kubernetes_asyncio ``ApiClient`` (tests drive this directly);
-        ``ready`` is set once every watch has listed (changes after that are seen)."""
+        ``ready`` is set once every watch has listed (changes after that are seen). ``fire_on_start``: the
+        first event comes once every watch has listed, for what changed while no trigger watched."""
         queue: asyncio.Queue[str] = asyncio.Queue()
         ready_events: list[asyncio.Event] = []
         tasks = []
@@ -112,6 +117,8 @@ class SednaWatchTrigger(BaseEventTrigger):
             await asyncio.gather(*(e.wait() for e in ready_events))  # every watch has listed once
             if ready is not None:
                 ready.set()
+            if fire_on_start:  # after the listing: a change the run's own reads miss is one the watches see
+                queue.put_nowait(f"STARTED {self.kind} watches (changes while no trigger watched)")
             loop = asyncio.get_running_loop()
             while True:
                 changes = [await queue.get()]

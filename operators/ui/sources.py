@@ -14,6 +14,7 @@ from functools import lru_cache
 from operators.k8s import KubeError, api_client, conn_id
 from operators.k8s.resource import DEPLOYMENTS, EVENTS, HPAS, JOBS, PODS, SERVICES, Resource
 from operators.k8s.rest import Kube
+from operators.k8s.retry import INTERACTIVE
 from operators.platform.model import QUOTA_NAME
 from operators.sedna.kube import DATASETS, FL_JOBS, JI_SERVICES, MODELS
 from operators.training import failure
@@ -34,7 +35,7 @@ def kube() -> Kube:
     conn = conn_id()
     with _kube_lock:
         if conn not in _kubes:
-            _kubes[conn] = Kube(api_client(conn))
+            _kubes[conn] = Kube(api_client(conn), policy=INTERACTIVE)  # a person waits: seconds, not minutes
         return _kubes[conn]
 
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from operators.k8s.errors import KubeError, api_error_message
-from operators.k8s.retry import NEVER_GIVE_UP, RAISE, RELIST, RETRY, RetryPolicy, classify, next_step
+from operators.k8s.retry import (
+    NEVER_GIVE_UP,
+    RAISE,
+    RELIST,
+    RETRY,
+    RetryPolicy,
+    classify,
+    next_step,
+    resendable,
+)
 
 
 @pytest.mark.parametrize(("status", "action"), [
@@ -70,3 +79,13 @@ def test_the_clients_exceptions_read_the_same():
         assert api_error_message(exc) == '404 NotFound: pods "p" not found'
     assert str(KubeError.transport(ConnectionRefusedError("refused"))) == "ConnectionRefusedError: refused"
     assert isinstance(KubeError(500), ApiException)  # code written against the typed client keeps working
+
+
+@pytest.mark.parametrize(("method", "status", "named", "resend"), [
+    ("GET", None, True, True), ("PUT", 503, True, True), ("PATCH", None, True, True), ("DELETE", 500, True, True),
+    ("POST", None, True, True), ("POST", 503, True, True),      # named: a second send meets 409 AlreadyExists
+    ("POST", None, False, False), ("POST", 500, False, False),  # generateName: a second send makes a second object
+    ("POST", 429, False, True),                                 # 429 is answered before anything is done
+])
+def test_resendable_only_where_a_second_send_is_harmless(method, status, named, resend):
+    assert resendable(method, status, named) is resend

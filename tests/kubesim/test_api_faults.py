@@ -43,6 +43,21 @@ async def test_fail_over_http_and_clear(kube, apisim):
     assert (await core.read_namespaced_config_map("x", "default")).metadata.name == "x"
 
 
+async def test_lost_answer_is_committed_but_never_arrives(kube, apisim):
+    """POST /kubesim/lost (lose_answers in-process): the request is served, then the connection closes before
+    the answer, as when a proxy dies mid-reply; the next one is answered."""
+    import aiohttp
+    import urllib3
+
+    core = kube.api("CoreV1Api")
+    post(f"{apisim.url}/kubesim/lost", {"verb": "create", "path": "/configmaps$", "count": 1})
+    with pytest.raises((aiohttp.ClientError, urllib3.exceptions.HTTPError)):  # the async client, the sync one
+        await core.create_namespaced_config_map("default", configmap("x"))
+    assert (await core.read_namespaced_config_map("x", "default")).metadata.name == "x"  # it was committed
+    status, err = await kube.error(core.create_namespaced_config_map("default", configmap("x")))
+    assert status == 409 and err["reason"] == "AlreadyExists"
+
+
 async def test_latency(kube, apisim):
     """add_latency delays matching requests only: a request that does not match leaves the rule in place,
     the matching one takes at least the latency and uses the rule up (count=1), so the next is not delayed."""

@@ -69,15 +69,16 @@ def test_any_exception_is_that_crs_condition_and_event_and_the_run_lists_it(k8s,
 def test_an_api_error_on_one_cr_does_not_stop_the_others(k8s, kube, kubesim):
     for name in ("job-a", "job-b"):
         new_fl(kube, name)
-    # the API server refuses every write about job-a's status
-    kubesim.fail(verb="patch", path="federatedlearningjobs/job-a/status", status=500, count=None)
+    # the API server refuses every write about job-a's status (422: not a transient error, which the access
+    # layer would send again)
+    kubesim.fail(verb="patch", path="federatedlearningjobs/job-a/status", status=422, count=None)
     try:
         summary = reconcile_federated_learning(k8s)
     finally:
         kubesim.clear_faults()
     assert len(pods_of(kube, "job-a")) == len(pods_of(kube, "job-b")) == 3
     assert [e.split(":")[0] for e in summary["errors"]] == [f"FederatedLearningJob {NS}/job-a"]
-    assert "500" in summary["errors"][0]
+    assert "422" in summary["errors"][0]
     assert kube.get(FL_JOBS, NS, "job-b")["status"]["phase"] == "Running"
     assert reconcile_federated_learning(k8s)["requests"].get("patch/status federatedlearningjobs") == 1
 

@@ -439,7 +439,8 @@ def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
 
 def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(k8s, kube, kubesim):
     new_fl(kube)
-    kubesim.fail(verb="create", path="/pods$", status=500, count=2)  # the API server fails two creates
+    # an admission webhook refuses two creates (403: not transient; the access layer sends a 500 again)
+    kubesim.fail(verb="create", path="/pods$", status=403, count=2)
     first = reconcile_federated_learning(k8s)
     assert first["created"] == 2 and len(first["errors"]) == 2
     failed = next(c for c in kube.get(FL_JOBS, NS, JOB)["status"]["conditions"] if c["type"] == "Failed")
@@ -450,6 +451,20 @@ def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(
     status = kube.get(FL_JOBS, NS, JOB)["status"]
     assert status["phase"] == "Running"
     assert next(c for c in status["conditions"] if c["type"] == "Failed")["status"] == "False"
+
+
+def test_a_pass_rides_out_transient_errors_and_lost_answers_without_duplicates(k8s, kube, kubesim):
+    """503s, a 429 and creates whose answers were lost after the API server committed them: the access
+    layer sends them again, a create that meets its own earlier send (409) is recognised as this CR's."""
+    new_fl(kube)
+    kubesim.fail(verb="create", path="/pods$", status=503, count=2)
+    kubesim.fail(verb="create", path="/services$", status=429, count=1)
+    kubesim.lose_answers(verb="create", path="/pods$", count=2)
+    first = reconcile_federated_learning(k8s)
+    assert not first["errors"] and len(pods_of(kube)) == 3
+    assert len(kube.list(SERVICES, NS, FL_SEL)) == 1
+    assert kube.get(FL_JOBS, NS, JOB)["status"]["phase"] == "Running"
+    assert reconcile_federated_learning(k8s)["writes"] == 0  # nothing left over for the next pass
 
 
 def test_a_pass_that_listed_an_old_spec_does_not_act_on_it(k8s, kube):

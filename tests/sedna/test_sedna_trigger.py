@@ -16,10 +16,10 @@ from operators.sedna.trigger import SednaWatchTrigger, fingerprint
 EVENT_TIMEOUT = 10
 
 
-async def started(trigger: SednaWatchTrigger, api):
+async def started(trigger: SednaWatchTrigger, api, fire_on_start: bool = False):
     """The trigger's event stream, once every watch has listed, and a helper to get its next event."""
     ready = asyncio.Event()
-    agen = trigger.events(api, ready)
+    agen = trigger.events(api, ready, fire_on_start=fire_on_start)
     pending = asyncio.ensure_future(agen.__anext__())
     await asyncio.wait_for(ready.wait(), EVENT_TIMEOUT)
 
@@ -54,6 +54,23 @@ async def test_fires_on_spec_edit_not_on_status_update(k8s, k8s_async, kube):
         payload = await next_event()
         assert payload["kind"] == "FederatedLearningJob"
         assert payload["sample"] == [f"MODIFIED CR {NS}/job-b"]
+    finally:
+        await close()
+
+
+async def test_fires_once_on_start_for_what_changed_while_no_trigger_watched(k8s, k8s_async, kube):
+    """A triggerer SIGKILLed: its triggers start again elsewhere ~30 s later. A child deleted meanwhile was
+    seen by no watch; the restarted trigger fires once after listing, so a run restores it now rather than
+    at the next cron resync (minutes)."""
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    name = sorted(pods_of(kube))[0]
+    kube.delete(PODS, NS, name)  # no trigger running
+    next_event, close = await started(SednaWatchTrigger(), k8s_async, fire_on_start=True)
+    try:
+        assert (await next_event())["sample"] == ["STARTED FederatedLearningJob watches (changes while no "
+                                                 "trigger watched)"]
+        assert reconcile_federated_learning(k8s)["created"] == 1 and name in pods_of(kube)
     finally:
         await close()
 
