@@ -13,6 +13,7 @@ from devstack.testing import _running
 pytestmark = [pytest.mark.e2e, pytest.mark.prod, pytest.mark.soak]
 
 
+@pytest.mark.timeout(900)  # ~4-5 min on the 2-core machine, up to 6 min of settling allowed: not the suite's 300 s
 def test_short_soak_keeps_every_invariant(tmp_path):
     for profile in list(_running):   # the soak starts its own stack: never two full Airflows on 2 cores
         _running.pop(profile).stop()
