@@ -9,7 +9,7 @@ the run validates the name against the catalogue).
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, Param, task
 
@@ -84,7 +84,11 @@ def action_dag(action: str, doc_md: str) -> DAG:
         tags=TAGS,
         doc_md=doc_md,
     ) as dag:
-        DevInstanceOperator(task_id=action, action=action, retries=0)  # connection: [skiff] kubernetes_conn_id
+        # stop, start and delete are idempotent (a second run finishes what a failed one left, e.g. the ports of
+        # a deleted Service after a 503): retried. create is not retried: it rolls back what it made and says why.
+        DevInstanceOperator(task_id=action, action=action,  # connection: [skiff] kubernetes_conn_id
+                            retries=0 if action == "create" else 3, retry_delay=timedelta(seconds=5),
+                            retry_exponential_backoff=2.0, max_retry_delay=timedelta(minutes=1))
     return dag
 
 

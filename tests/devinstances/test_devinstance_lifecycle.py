@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from devinstance_support import NS, make_request, sts_of, wait_no_pod, wait_ready
@@ -116,6 +117,25 @@ def test_delete_keeps_volumes_frees_ports_and_is_idempotent(k8s, team):
     assert ports_of(k8s, "alice", "nb") == {}
     again = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
     assert not again.changed and "nothing to do" in again.message
+
+
+def test_a_delete_cut_short_before_freeing_the_ports_is_finished_by_the_next(k8s, team, kubesim):
+    """The soak's leak: the Service is gone, then the API server fails the port map's update. The delete DAG's
+    task is retried, and a second delete frees the ports the first left behind."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    lifecycle.create(k8s, make_request(), SETTINGS)
+    wait_ready(k8s, "alice", "nb")
+    assert ports_of(k8s, "alice", "nb")
+    kubesim.fail(verb="update", path=f"configmaps/{SETTINGS.tcp_name}$", status=503, count=1)
+    with pytest.raises(ApiException) as info:
+        lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    assert info.value.status == 503
+    assert ports_of(k8s, "alice", "nb")  # left behind by the failed delete
+    outcome = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    assert outcome.changed and "freed ports" in outcome.message and ports_of(k8s, "alice", "nb") == {}
+    dags = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags")).dags
+    assert dags["dev_instance_delete"].get_task("delete").retries >= 1
 
 
 def test_create_is_idempotent(k8s, team):
