@@ -8,7 +8,8 @@ resource in the same namespace share one watch: each ``subscribe``s with a ``mat
 
 What a subscriber sees, in order:
 * on subscribing, an ``ADDED`` for each cached object it matches (absence means nothing: the cache may
-  not have caught up with an object created a moment ago);
+  not have caught up with an object created a moment ago); or, with ``snapshot=True``, one ``SYNC`` of them
+  if the informer has listed already (for a consumer that diffs later changes against "everything now");
 * every later ``ADDED`` / ``MODIFIED`` / ``DELETED`` of a matching object;
 * a ``SYNC`` (its matching objects, complete) whenever the server was listed (the first list, or a re-list
   after 410 Gone): absence from it means the object is gone.
@@ -69,6 +70,7 @@ class Informer:
         self.cache: dict[str, dict] = {}  # "namespace/name" -> object
         self.subscriptions: list[Subscription] = []
         self.error: BaseException | None = None
+        self.synced = False  # listed at least once: the cache is complete as of some resourceVersion
         self.task = asyncio.create_task(self._run(), name=f"informer {res.plural} {namespace} {label_selector}")
 
     async def _run(self) -> None:
@@ -85,6 +87,7 @@ class Informer:
     def _apply(self, ev: WatchEvent) -> None:
         if ev.type == "SYNC":
             self.cache = {_name(o): o for o in ev.items}
+            self.synced = True
         elif ev.type == "DELETED":
             self.cache.pop(_name(ev.object), None)
         else:
@@ -92,11 +95,14 @@ class Informer:
         for sub in list(self.subscriptions):
             sub.deliver(ev)
 
-    def add(self, match: Match, handler: Handler) -> Subscription:
+    def add(self, match: Match, handler: Handler, snapshot: bool = False) -> Subscription:
         sub = Subscription(self, match, handler)
         self.subscriptions.append(sub)
-        for obj in list(self.cache.values()):
-            sub.deliver(WatchEvent("ADDED", obj))
+        if snapshot and self.synced:
+            sub.deliver(WatchEvent("SYNC", items=list(self.cache.values())))
+        else:
+            for obj in list(self.cache.values()):
+                sub.deliver(WatchEvent("ADDED", obj))
         return sub
 
 
@@ -137,12 +143,12 @@ class Informers:
 
     @asynccontextmanager
     async def subscribe(self, res: Resource, namespace: str | None, label_selector: str | None, match: Match,
-                        handler: Handler) -> AsyncIterator[Subscription]:
+                        handler: Handler, snapshot: bool = False) -> AsyncIterator[Subscription]:
         key = (res, namespace, label_selector)
         informer = self.informers.get(key)
         if informer is None or informer.error is not None:
             informer = self.informers[key] = Informer(self.api, res, namespace, label_selector)
-        sub = informer.add(match, handler)
+        sub = informer.add(match, handler, snapshot)
         try:
             yield sub
         finally:
