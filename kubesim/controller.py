@@ -40,14 +40,13 @@ class Cache:
     """What the cluster's informers have seen: the latest committed object per kind and key.
 
     Objects are the store's notifications or the results of our own writes (newer resourceVersion wins);
-    they are shared, so treat them as read-only.
+    they are shared, so treat them as read-only. Kept per kind and namespace, with an index of labels, so
+    that a controller reading one namespace, or the pods a Service selects, does not scan the whole cluster.
     """
 
     def __init__(self) -> None:
-        self._by_kind: dict[tuple[str, str], dict[Key, dict]] = {}
-
-    def _bucket(self, rt) -> dict[Key, dict]:
-        return self._by_kind.setdefault((rt.group, rt.plural), {})
+        self._by_kind: dict[tuple[str, str], dict[str | None, dict[str, dict]]] = {}   # kind -> ns -> name -> obj
+        self._labels: dict[tuple[str, str], dict[tuple, set[str]]] = {}    # kind -> (ns, key, value) -> names
 
     # kinds no component reads from the cache: not kept (Events are most of a busy cluster's objects)
     UNCACHED = frozenset({("", "events")})
@@ -55,25 +54,57 @@ class Cache:
     def observe(self, rt, obj: dict, deleted: bool = False) -> None:
         if rt.storage_key in self.UNCACHED:
             return
-        bucket = self._bucket(rt)
-        key = key_of(obj)
+        kind = (rt.group, rt.plural)
+        ns, name = key_of(obj)
+        bucket = self._by_kind.setdefault(kind, {}).setdefault(ns, {})
+        cur = bucket.get(name)
         if deleted:
-            cur = bucket.get(key)
             if cur is not None and cur["metadata"].get("uid") == obj["metadata"].get("uid"):
-                del bucket[key]
+                del bucket[name]
+                self._index(kind, ns, name, cur, None)
             return
-        cur = bucket.get(key)
         if cur is None or cur["metadata"].get("uid") != obj["metadata"].get("uid") or rv_int(obj) >= rv_int(cur):
-            bucket[key] = obj
+            bucket[name] = obj
+            self._index(kind, ns, name, cur, obj)
+
+    def _index(self, kind, ns, name: str, before: dict | None, after: dict | None) -> None:
+        old = (before["metadata"].get("labels") or {}) if before is not None else {}
+        new = (after["metadata"].get("labels") or {}) if after is not None else {}
+        if old == new:
+            return
+        index = self._labels.setdefault(kind, {})
+        for k, v in old.items():
+            if new.get(k) != v and (names := index.get((ns, k, v))) is not None:
+                names.discard(name)
+                if not names:
+                    del index[(ns, k, v)]
+        for k, v in new.items():
+            if old.get(k) != v:
+                index.setdefault((ns, k, v), set()).add(name)
 
     def get(self, rt, namespace: str | None, name: str) -> dict | None:
-        return self._bucket(rt).get((namespace, name))
+        return self._by_kind.get((rt.group, rt.plural), {}).get(namespace, {}).get(name)
 
     def list(self, rt, namespace: str | None = None) -> list[dict]:
-        objs = self._bucket(rt).values()
+        by_ns = self._by_kind.get((rt.group, rt.plural), {})
         if namespace is None:
-            return list(objs)
-        return [o for o in objs if o["metadata"].get("namespace") == namespace]
+            return [o for bucket in by_ns.values() for o in bucket.values()]
+        return list(by_ns.get(namespace, {}).values())
+
+    def select(self, rt, namespace: str | None, labels: dict) -> list[dict]:
+        """The objects of the namespace whose labels hold every ``key: value`` of ``labels`` (a map selector,
+        as a Service's; an empty one selects everything)."""
+        if not labels:
+            return self.list(rt, namespace)
+        kind = (rt.group, rt.plural)
+        index, bucket = self._labels.get(kind, {}), self._by_kind.get(kind, {}).get(namespace, {})
+        sets = [index.get((namespace, k, v), ()) for k, v in labels.items()]
+        out = []
+        for name in min(sets, key=len):
+            obj = bucket.get(name)
+            if obj is not None and all((obj["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items()):
+                out.append(obj)
+        return out
 
 
 class WorkQueue:

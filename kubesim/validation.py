@@ -333,13 +333,28 @@ def _cr_validator(schema_json: str):
     return jsonschema.Draft4Validator(schema)
 
 
+# id(schema) -> (schema, validator): a CRD's schema object is reused for every write of its CRs, and
+# serialising it for the lru_cache key cost milliseconds per write (a CRD embedding a PodTemplateSpec)
+_BY_SCHEMA: dict[int, tuple[dict, object]] = {}
+
+
+def _validator_for(schema: dict):
+    hit = _BY_SCHEMA.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    validator = _cr_validator(json.dumps(schema, sort_keys=True))
+    if len(_BY_SCHEMA) >= 256:
+        _BY_SCHEMA.clear()
+    _BY_SCHEMA[id(schema)] = (schema, validator)  # holding the schema keeps its id from being reused
+    return validator
+
+
 def validate_custom(rt, obj: dict, causes: Causes) -> None:
     schema = rt.crd_schema
     if not schema:
         return     # (apiextensions/v1 refuses CRDs without a schema; nothing to check against)
     prune(obj, schema, root=True)
-    validator = _cr_validator(json.dumps(schema, sort_keys=True))
-    _schema_errors(validator, obj, causes)
+    _schema_errors(_validator_for(schema), obj, causes)
 
 
 # ---------------------------------------------------------------------------------------------------

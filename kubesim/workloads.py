@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from kubesim.clock import parse_time
 from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
-from kubesim.selectors import selector_from_map
 
 if TYPE_CHECKING:
     from kubesim.cluster import Cluster
@@ -716,18 +715,40 @@ class EndpointsController(Controller):
         self.svc_rt = cluster.rt("services")
         self.ep_rt = cluster.rt("endpoints")
         self.pods_rt = cluster.rt("pods")
+        # the Services with a selector, filed under one of its key=value pairs: a pod event looks up only the
+        # Services one of its labels could satisfy, not every Service of the namespace
+        self._by_pair: dict[tuple, dict[Key, dict]] = {}     # (ns, key, value) -> {service key: selector}
+        self._pair_of: dict[Key, tuple] = {}
+
+    def reset(self) -> None:
+        self._by_pair.clear()
+        self._pair_of.clear()
+
+    def _file_service(self, key: Key, selector: dict | None) -> None:
+        pair = self._pair_of.pop(key, None)
+        if pair is not None:
+            bucket = self._by_pair[pair]
+            bucket.pop(key, None)
+            if not bucket:
+                del self._by_pair[pair]
+        if selector:
+            pair = (key[0], *min(selector.items()))
+            self._pair_of[key] = pair
+            self._by_pair.setdefault(pair, {})[key] = selector
 
     def on_event(self, event_type, rt, obj, old):
         kind = (rt.group, rt.plural)
         if kind == ("", "services"):
-            self.queue.add(key_of(obj))
+            key = key_of(obj)
+            self._file_service(key, None if event_type == "DELETED" else (obj.get("spec") or {}).get("selector"))
+            self.queue.add(key)
         elif kind == ("", "pods"):
             ns = obj["metadata"]["namespace"]
-            labels = [obj["metadata"].get("labels") or {}, ((old or {}).get("metadata") or {}).get("labels") or {}]
-            for svc in self.cluster.cache.list(self.svc_rt, ns):
-                sel = (svc.get("spec") or {}).get("selector")
-                if sel and any(selector_from_map(sel).matches(lb) for lb in labels):
-                    self.queue.add(key_of(svc))
+            for labels in (obj["metadata"].get("labels") or {}, ((old or {}).get("metadata") or {}).get("labels")):
+                for pair in (labels or {}).items():
+                    for key, sel in self._by_pair.get((ns, *pair), {}).items():
+                        if all(labels.get(k) == v for k, v in sel.items()):
+                            self.queue.add(key)
 
     def reconcile(self, key: Key) -> None:
         ns, name = key
@@ -742,12 +763,10 @@ class EndpointsController(Controller):
         selector = (svc.get("spec") or {}).get("selector")
         if not selector:
             return           # a Service without a selector: its Endpoints are the user's
-        matcher = selector_from_map(selector)
         ready, not_ready = [], []
-        for p in sorted(self.cluster.cache.list(self.pods_rt, ns), key=lambda p: p["metadata"]["name"]):
-            labels = p["metadata"].get("labels") or {}
+        for p in sorted(self.cluster.cache.select(self.pods_rt, ns, selector), key=lambda p: p["metadata"]["name"]):
             ip = (p.get("status") or {}).get("podIP")
-            if not ip or not matcher.matches(labels) or not active(p):
+            if not ip or not active(p):
                 continue
             addr = {"ip": ip, "nodeName": p["spec"].get("nodeName"),
                     "targetRef": {"kind": "Pod", "namespace": ns, "name": p["metadata"]["name"],

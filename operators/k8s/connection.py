@@ -32,12 +32,21 @@ def sync_hook(conn: str | None = None) -> KubernetesHook:
     return KubernetesHook(conn_id=conn_id(conn))
 
 
-def async_hook(conn: str | None = None, *, connection_extras: dict | None = None) -> AsyncKubernetesHook:
+def async_hook(conn: str | None = None, *, connection_extras: dict | None = None,
+               max_connections: int | None = None) -> AsyncKubernetesHook:
     """The async hook; pass ``connection_extras`` (from the sync hook) when no async connection lookup is wanted,
-    e.g. a worker running an event loop of its own."""
+    e.g. a worker running an event loop of its own. ``max_connections``: its clients' connection limit
+    (kubernetes_asyncio's default is 100; 0 = none: a client shared by long-lived watches and log streams)."""
     from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
 
-    return AsyncKubernetesHook(conn_id=conn_id(conn), connection_extras=connection_extras)
+    config = None
+    if max_connections is not None:
+        from kubernetes_asyncio.client import Configuration
+
+        config = Configuration()
+        config.connection_pool_maxsize = max_connections
+    return AsyncKubernetesHook(conn_id=conn_id(conn), connection_extras=connection_extras,
+                               client_configuration=config)
 
 
 def api_client(conn: str | None = None):
@@ -46,7 +55,9 @@ def api_client(conn: str | None = None):
 
 
 @asynccontextmanager
-async def async_api_client(conn: str | None = None, *, connection_extras: dict | None = None) -> AsyncIterator:
+async def async_api_client(conn: str | None = None, *, connection_extras: dict | None = None,
+                           max_connections: int | None = None) -> AsyncIterator:
     """A ``kubernetes_asyncio`` ``ApiClient`` for the connection, closed on exit."""
-    async with async_hook(conn, connection_extras=connection_extras).get_conn() as api:
+    hook = async_hook(conn, connection_extras=connection_extras, max_connections=max_connections)
+    async with hook.get_conn() as api:
         yield api

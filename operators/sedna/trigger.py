@@ -1,8 +1,9 @@
 """An event trigger that watches Sedna CRs and their children, for an ``AssetWatcher``.
 
 ``SednaWatchTrigger(kind=...)`` watches the CRs of one kind, their children (by the Sedna uid label) and
-the Models (and, for FL, Datasets) through the access layer's ``list_and_watch`` (connection
-``kubernetes_conn_id``, default ``[skiff] kubernetes_conn_id``), and yields a ``TriggerEvent`` when something the reconcile cares about changed:
+the Models (and, for FL, Datasets) through the process's shared informers (``operators.k8s.informer``:
+one ``list_and_watch`` per resource, scope and selector for the whole triggerer, e.g. the Models for both
+kinds' triggers; connection ``kubernetes_conn_id``, default ``[skiff] kubernetes_conn_id``), and yields a ``TriggerEvent`` when something the reconcile cares about changed:
 
 * a CR added, deleted, or its spec edited (``metadata.generation``) or being deleted. Status-only updates,
   including the reconcile's own status writes, are ignored: otherwise every run would trigger the next;
@@ -23,15 +24,16 @@ batch of changes needs one run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from operators.k8s.connection import async_api_client
 from operators.sedna import kube as k
 from operators.sedna.desired import FL_KIND
 from operators.sedna.kinds import SOURCE_RESOURCES, kind_spec
@@ -96,32 +98,42 @@ class SednaWatchTrigger(BaseEventTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        async with async_api_client(self.kubernetes_conn_id) as api:
-            async for event in self.events(api, fire_on_start=True):
-                yield event
+        from operators.k8s.informer import shared_informers  # here: a DAG file importing this loads no client
 
-    async def events(self, api, ready: asyncio.Event | None = None, *,
+        async for event in self.events(shared_informers(self.kubernetes_conn_id), fire_on_start=True):
+            yield event
+
+    async def events(self, source, ready: asyncio.Event | None = None, *,
                      fire_on_start: bool = False) -> AsyncIterator[TriggerEvent]:
-        """The trigger's events, given a kubernetes_asyncio ``ApiClient`` (tests drive this directly);
+        """The trigger's events from ``source``: the process's ``Informers`` (the triggerer's: watches shared
+        with the other triggers there) or a kubernetes_asyncio ``ApiClient`` (tests drive this directly);
         ``ready`` is set once every watch has listed (changes after that are seen). ``fire_on_start``: the
         first event comes once every watch has listed, for what changed while no trigger watched."""
+        from operators.k8s.informer import Informers
+
+        informers = source if isinstance(source, Informers) else Informers(lambda: _borrowed(source))
         queue: asyncio.Queue[str] = asyncio.Queue()
-        ready_events: list[asyncio.Event] = []
-        tasks = []
-        for ns in self.namespaces or [None]:
-            for w in watched_resources(self.kind):
-                started = asyncio.Event()
-                ready_events.append(started)
-                tasks.append(asyncio.create_task(_watch_forever(api, w, ns, queue, started)))
-        try:
-            await asyncio.gather(*(e.wait() for e in ready_events))  # every watch has listed once
+        progress = asyncio.Event()  # a watcher has listed
+        async with contextlib.AsyncExitStack() as stack:
+            watchers = []
+            for ns in self.namespaces or [None]:
+                for w in watched_resources(self.kind):
+                    watcher = _Watcher(w, queue, progress)
+                    watcher.sub = await stack.enter_async_context(informers.subscribe(
+                        w.res, ns, w.label_selector, _everything, watcher.handle, snapshot=True))
+                    watchers.append(watcher)
+            while not all(x.started for x in watchers):  # every watch has listed once
+                _check(watchers)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(progress.wait(), 1.0)
+                progress.clear()
             if ready is not None:
                 ready.set()
             if fire_on_start:  # after the listing: a change the run's own reads miss is one the watches see
                 queue.put_nowait(f"STARTED {self.kind} watches (changes while no trigger watched)")
             loop = asyncio.get_running_loop()
             while True:
-                changes = [await queue.get()]
+                changes = [await _next_change(queue, watchers)]
                 first = loop.time()
                 while loop.time() - first < self.max_batch_seconds:
                     try:
@@ -129,39 +141,66 @@ class SednaWatchTrigger(BaseEventTrigger):
                     except TimeoutError:
                         break
                 yield TriggerEvent({"kind": self.kind, "changes": len(changes), "sample": changes[:10]})
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _watch_forever(api, w: Watched, namespace: str | None, queue: asyncio.Queue, started: asyncio.Event,
-                         ) -> None:
-    """Put a line per relevant change of ``w`` on ``queue``; ``started`` is set once it has listed.
+def _everything(obj: dict) -> bool:
+    return True
 
-    ``list_and_watch`` resumes, re-lists on 410 and backs off; after a re-list, what differs from what was
-    known is reported as one RESYNC line. When it gives up (raises), so does the trigger, and Airflow's
-    triggerer starts a failed trigger that an asset still needs again."""
+
+@asynccontextmanager
+async def _borrowed(api) -> AsyncIterator:
+    """An ApiClient the caller owns, as the informers' client (not closed here)."""
+    yield api
+
+
+class _Watcher:
+    """One watched resource in one scope: puts a line per relevant change on ``queue``; ``started`` once it
+    has listed. ``list_and_watch`` (under the informer) resumes, re-lists on 410 and backs off; after a re-list,
+    what differs from what was known is reported as one RESYNC line. When it gives up, so does the trigger
+    (``_check``), and Airflow's triggerer starts a failed trigger that an asset still needs again."""
+
+    def __init__(self, w: Watched, queue: asyncio.Queue, progress: asyncio.Event) -> None:
+        self.w, self.queue, self.progress = w, queue, progress
+        self.known: dict[str, tuple[str, str]] = {}  # uid -> (fingerprint, "ns/name")
+        self.started = False
+        self.sub = None
+
+    def handle(self, ev) -> None:
+        if ev.type == "SYNC":
+            fresh = {o["metadata"]["uid"]: (fingerprint(self.w.kind, o), _ref(o)) for o in ev.items}
+            if self.started and fresh != self.known:  # a re-list after 410: what did we miss?
+                self.queue.put_nowait(f"RESYNC {self.w.kind} ({len(set(fresh.items()) ^ set(self.known.items()))} differ)")
+            self.known, self.started = fresh, True
+            self.progress.set()
+        elif change := _change(self.w.kind, ev.type, ev.object, self.known):
+            self.queue.put_nowait(change)
+
+
+def _check(watchers: list[_Watcher]) -> None:
+    """Raise if a watch gave up; an optional resource that is not served (404) is just not watched."""
     from operators.k8s.errors import KubeError
-    from operators.k8s.watch import list_and_watch
 
-    known: dict[str, tuple[str, str]] = {}  # uid -> (fingerprint, "ns/name")
-    try:
-        async for ev in list_and_watch(api, w.res, namespace, label_selector=w.label_selector):
-            if ev.type == "SYNC":
-                fresh = {o["metadata"]["uid"]: (fingerprint(w.kind, o), _ref(o)) for o in ev.items}
-                if started.is_set() and fresh != known:  # a re-list after 410: what did we miss?
-                    queue.put_nowait(f"RESYNC {w.kind} ({len(set(fresh.items()) ^ set(known.items()))} differ)")
-                known = fresh
-                started.set()
-            elif change := _change(w.kind, ev.type, ev.object, known):
-                queue.put_nowait(change)
-    except KubeError as e:
-        if e.status == 404 and w.optional:
-            log.info("%s not served: not watching it", w.res.plural)
-            started.set()
-            return
-        raise
+    for x in watchers:
+        if x.sub is None:
+            continue
+        try:
+            x.sub.check()
+        except KubeError as e:
+            if e.status == 404 and x.w.optional:
+                log.info("%s not served: not watching it", x.w.res.plural)
+                x.sub, x.started = None, True
+                continue
+            raise
+
+
+async def _next_change(queue: asyncio.Queue, watchers: list[_Watcher]) -> str:
+    """The next change line, checking the watches every second meanwhile."""
+    while True:
+        _check(watchers)
+        try:
+            return await asyncio.wait_for(queue.get(), 1.0)
+        except TimeoutError:
+            continue
 
 
 def _ref(obj: dict) -> str:

@@ -65,9 +65,10 @@ class TrainingJobTrigger(BaseTrigger):
             last_line = time.monotonic()
             self.log.info("%s", line)
 
-        async with async_api_client(self.kubernetes_conn_id) as api:
+        informers = shared_informers(self.kubernetes_conn_id)
+        async with informers.api() as api:  # the process's one client for the connection (log streams, reads)
             result = await follow_job(api, self.namespace, self.name, FollowSettings(**self.settings), emit,
-                                      uid=self.uid, informers=shared_informers(self.kubernetes_conn_id))
+                                      uid=self.uid, informers=informers)
         # A Job that ends within seconds of the deferral can fire before the scheduler has processed the
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.

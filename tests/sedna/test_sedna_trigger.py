@@ -214,3 +214,38 @@ async def test_ji_fires_on_a_hem_edit_not_on_status_only_updates(k8s, k8s_async,
         assert reconcile_joint_inference(k8s)["updated"] == 1
     finally:
         await close()
+
+
+# ---------------------------------------------------------------- shared informers (the triggerer)
+
+
+async def test_triggers_in_one_process_share_the_watches_they_have_in_common(k8s, k8s_async, kube, kubesim):
+    """FL and JI triggers on one Informers (the triggerer's) share the Models watch; a second FL trigger
+    joining running informers is ready at once from their cache, without a spurious event."""
+    from sedna_helpers import model
+
+    from kubesim.testing import async_api_client
+    from operators.k8s.informer import Informers
+    from operators.sedna.kube import MODELS
+    from operators.sedna.trigger import watched_resources
+
+    new_fl(kube)
+    reconcile_federated_learning(k8s)
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    fl_next, fl_close = await started(SednaWatchTrigger(coalesce_seconds=0.1), informers)
+    ji_next, ji_close = await started(SednaWatchTrigger(kind="JointInferenceService", coalesce_seconds=0.1),
+                                      informers)
+    late_next, late_close = await started(SednaWatchTrigger(coalesce_seconds=0.1), informers)
+    try:
+        keys = {(w.res, w.label_selector) for kind in ("FederatedLearningJob", "JointInferenceService")
+                for w in watched_resources(kind)}
+        assert informers.watches == len(keys) == len(watched_resources("FederatedLearningJob")) + len(
+            watched_resources("JointInferenceService")) - 1  # the Models watch is shared
+        await async_wait_until(lambda: kubesim.store.watch_count == len(keys))
+        kube.create(MODELS, NS, model("shared-model", "/m/shared.pb"))
+        for next_event in (fl_next, ji_next, late_next):  # the late joiner's first event is this one
+            assert (await next_event())["sample"] == [f"ADDED Model {NS}/shared-model"]
+    finally:
+        for close in (late_close, ji_close, fl_close):
+            await close()
+    assert informers.watches == 0  # the last trigger out stopped them
