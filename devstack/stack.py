@@ -252,9 +252,12 @@ class Stack:
         return {"Authorization": f"Bearer {self._tokens[user]}"}
 
     def api(self, method: str, path: str, json: dict | None = None, *, ok=(200, 201, 204), user: str = "admin"):
-        """A REST API call as ``user`` (logged in with their password). SQLite lock waits happen in the API
-        server (``airflow_env``'s busy timeout), not here."""
-        r = self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user))
+        """A REST API call as ``user`` (logged in with their password); a SQLite "Database error" is sent again
+        (``operators.platform.pools.send_retrying_database_errors`` says when that happens and why it is safe)."""
+        from operators.platform.pools import send_retrying_database_errors
+
+        r = send_retrying_database_errors(
+            lambda: self._http.request(method, f"{self.airflow_url}{path}", json=json, headers=self._auth(user)))
         if r.status_code not in ok:
             raise RuntimeError(f"{method} {path} -> {r.status_code}: {r.text[:500]}")
         return r.json() if r.content else {}

@@ -9,12 +9,28 @@ A pool the file no longer lists is reported as orphaned, never deleted (it may h
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from operators.platform.model import POOL_PREFIX
 
 DEFAULT_API_CONN_ID = "skiff_airflow_api"
+
+
+def send_retrying_database_errors(send):
+    """``send()`` (an httpx request), again after a 500 "Database error", with back-off (~15 s in all).
+
+    On a SQLite metadata DB (airflow standalone) a busy timeout (devstack: ``?timeout=60``) makes a write wait
+    for another's lock, but not always: in WAL mode a transaction that read before another writer committed
+    gets SQLITE_BUSY at once, whatever the timeout; the API server rolls it back and answers 500 "Database
+    error" (seen in CI on POST /api/v2/pools), so sending it again is safe."""
+    for delay in (0.5, 1, 2, 4, 8, 0):
+        r = send()
+        if not (r.status_code == 500 and "Database error" in r.text) or not delay:
+            return r
+        time.sleep(delay)
+    return r
 
 
 @dataclass
@@ -71,9 +87,7 @@ class AirflowPools:
         return cls(base)
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        # no retry of a 500 "Database error" (a SQLite write that met another's lock): a SQLite metadata DB
-        # needs a busy timeout longer than pysqlite's 5 s instead (``sqlite:///...?timeout=60``, as devstack's)
-        r = self.http.request(method, path, json=body)
+        r = send_retrying_database_errors(lambda: self.http.request(method, path, json=body))
         if r.status_code >= 300:
             raise RuntimeError(f"Airflow API {method} {path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json() if r.content else {}
