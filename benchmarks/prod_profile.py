@@ -1,7 +1,7 @@
 """Benchmark: many deferred training tasks at once, production profile vs ``airflow standalone``.
 
 The same DAG (``benchmarks/dags/bench_deferred_many.py``: 200 TrainingJobOperator tasks, each Job running
-240 s in kubesim) runs on each profile of the local stack, one after the other:
+360 s in kubesim, long enough for the last task to defer before the first Job ends on a loaded 2-core machine) runs on each profile of the local stack, one after the other:
 
 * ``standalone``: ``airflow standalone``, SQLite, LocalExecutor, one triggerer (what ``make demo`` runs);
 * ``prod``: PostgreSQL, CeleryExecutor on Redis (one worker, concurrency 16), 2 schedulers, 2 triggerers
@@ -11,9 +11,10 @@ The same DAG (``benchmarks/dags/bench_deferred_many.py``: 200 TrainingJobOperato
 
 Measured per run: how many tasks were deferred at the same time (and on which triggerer), *Job -> task
 success* (from the moment a watch in this process saw the Job's Complete condition to the task instance's
-end_date, i.e. trigger notices + event written + task resumed on a worker + execute_complete), and each
-triggerer's cost: memory (PSS of its process tree, sampled every 2 s: before, peak, and the slope of memory
-against triggers held, i.e. the memory one more deferred task costs), CPU (share of one core while it holds
+end_date), split at the trigger's "Trigger fired event" log line into Skiff's part (the trigger notices) and
+Airflow's (event written, task resumed on a worker, execute_complete), and each triggerer's cost: memory (its
+process tree sampled every 2 s: USS, the memory only it uses, and PSS, with its share of the libraries: before,
+peak, and the slope of USS against triggers held, i.e. the memory one more deferred task costs), CPU (share of one core while it holds
 every task and none has finished, and over the whole run) and its event loop's "async thread was blocked"
 warnings (Airflow logs one when a loop iteration exceeds 0.2 s: the sign of a saturated triggerer).
 """
@@ -21,6 +22,7 @@ warnings (Airflow logs one when a loop iteration exceeds 0.2 s: the sign of a sa
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import statistics
@@ -35,9 +37,10 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = int(os.environ.get("SKIFF_BENCH_DEFERRED_TASKS", "200"))
-JOB_SECONDS = os.environ.get("SKIFF_BENCH_JOB_SECONDS", "240")
+JOB_SECONDS = os.environ.get("SKIFF_BENCH_JOB_SECONDS", "360")
 DAG_ID = "bench_deferred_many"
 NODES = "".join(f"- {{name: bench-{i}, cpu: 64, memory: 256Gi, pods: 110}}\n" for i in range(4))
+FIRED = '"Trigger fired event"'
 BLOCKED = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z \[\w+\s*\] Triggerer's async thread was blocked "
                      r"for ([\d.]+) seconds")
 
@@ -139,16 +142,18 @@ def _tree(root) -> list:
         return []
 
 
-def _pss_mib(procs) -> float:
+def _mem_mib(procs) -> tuple[float, float]:
+    """(USS, PSS) of the processes, MiB."""
     import psutil
 
-    total = 0
+    uss = pss = 0
     for p in procs:
         try:
-            total += p.memory_full_info().pss
+            info = p.memory_full_info()
         except psutil.Error:  # ended between listing and reading
-            pass
-    return total / 2**20
+            continue
+        uss, pss = uss + info.uss, pss + info.pss
+    return uss / 2**20, pss / 2**20
 
 
 def _cpu_s(procs) -> float:
@@ -210,7 +215,7 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
     live = dict(roots)
     components = _components(stack)
     print(f"[bench] prod_profile: watching {sorted(components)}", flush=True)
-    idle = {name: _pss_mib(_tree(root)) for name, root in live.items()}
+    idle = {name: _mem_mib(_tree(root)) for name, root in live.items()}
     cpu0 = {name: _cpu_s(_tree(root)) for name, root in live.items()}
     t0 = time.time()
     run_id = stack.trigger(DAG_ID)
@@ -230,7 +235,7 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
         deferred = sum(ti["state"] == "deferred" for ti in tis)
         held = _held(stack, live, deferred)
         trees = {name: _tree(root) for name, root in live.items()}
-        samples.append((now, held, {n: _pss_mib(p) for n, p in trees.items()},
+        samples.append((now, held, {n: _mem_mib(p) for n, p in trees.items()},
                         {n: _cpu_s(p) for n, p in trees.items()}))
         if deferred > max_deferred:
             max_deferred, spread = deferred, held
@@ -256,15 +261,22 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
     end = time.time()
     if not died:
         tis = _tis(stack, run_id)
-    lat = sorted(dt.datetime.fromisoformat(ti["end_date"]).timestamp() - done[(run_id, ti["task_id"])]
-                 for ti in tis if ti["state"] == "success" and (run_id, ti["task_id"]) in done)
+    ended = {ti["task_id"]: dt.datetime.fromisoformat(ti["end_date"]).timestamp()
+             for ti in tis if ti["state"] == "success" and (run_id, ti["task_id"]) in done}
+    complete = {task: done[(run_id, task)] for task in ended}
+    fired = _fired(stack, run_id)
+    lat = sorted(ended[t] - complete[t] for t in ended)
+    to_fire = sorted(fired[t] - complete[t] for t in ended if t in fired)
+    to_success = sorted(ended[t] - fired[t] for t in ended if t in fired)
+    resumed = len(ended) / max(max(ended.values(), default=0) - min(complete.values(), default=0), 1) * 60
     first_done = min((t for (r, _), t in done.items() if r == run_id), default=end)
     return {"run_id": run_id, "state": died or stack.run_state(DAG_ID, run_id), "died": died, "wall": end - t0,
             "succeeded": sum(ti["state"] == "success" for ti in tis),
             "tries": Counter(ti["try_number"] for ti in tis),
             "max_deferred": max_deferred, "all_deferred_at": all_deferred_at and all_deferred_at - t0,
-            "spread": spread, "lat": lat, "idle": idle, "api_stalls": api_stalls,
-            "peak": {n: max(s[2].get(n, 0.0) for s in samples) for n in live},
+            "spread": spread, "lat": lat, "to_fire": to_fire, "to_success": to_success, "resumed": resumed,
+            "idle": idle, "api_stalls": api_stalls,
+            "peak": {n: tuple(max(s[2][n][i] for s in samples if n in s[2]) for i in (0, 1)) for n in live},
             "peak_held": {n: max(s[1].get(n, 0) for s in samples) for n in live},
             "slope": {n: _slope(samples, n, first_done) for n in live},
             "cpu_hold": {n: _cpu_share(samples, n, taken_over_at if kill else all_deferred_at, first_done) for n in live},
@@ -275,11 +287,24 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
             "jobs_per_task": _jobs_per_task(stack, run_id) if kill else Counter()}
 
 
+def _fired(stack, run_id: str) -> dict[str, float]:
+    """task id -> when its trigger logged "Trigger fired event" (the triggerer writes it in the task's trigger
+    log; after a takeover the survivor's log has it)."""
+    out = {}
+    run_dir = stack.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}"
+    for path in run_dir.glob("task_id=*/attempt=1.log.trigger.*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            if FIRED in line:
+                out[path.parent.name.removeprefix("task_id=")] = dt.datetime.fromisoformat(
+                    json.loads(line)["timestamp"]).timestamp()
+    return out
+
+
 def _slope(samples: list, name: str, until: float) -> float | None:
-    """KiB of PSS per trigger held: least squares over the samples before the first Job completed (the triggers
+    """KiB of USS per trigger held: least squares over the samples before the first Job completed (the triggers
     ramp up, none has ended yet), so the one-off cost of the first trigger (imports, the shared informers) is
     the intercept, not part of the slope."""
-    pts = [(s[1].get(name, 0), s[2][name]) for s in samples if s[0] <= until and name in s[2]]
+    pts = [(s[1].get(name, 0), s[2][name][0]) for s in samples if s[0] <= until and name in s[2]]
     if len({x for x, _ in pts}) < 3:
         return None
     return statistics.linear_regression([x for x, _ in pts], [y for _, y in pts]).slope * 1024
@@ -303,41 +328,18 @@ def _jobs_per_task(stack, run_id: str) -> Counter:
     return Counter(per_task.values())
 
 
-# A stack whose component dies mid-run is tried once more. Standalone's SQLite answers a write that waited 5 s
-# (Python's sqlite3 default) for the database lock with "database is locked", which kills the component that
-# made it (airflow standalone does not restart it): its second attempt waits up to 30 s (what a user would
-# try first), and the table says so.
-RETRY_SETTINGS = {"standalone": {"sqlite_timeout": 30}, "prod": {}}
-
-
 def _measure(profile: str) -> list[dict]:
-    """The profile's runs on a fresh stack; if a component died in the first run, once more (the result says
-    so); if it died again, what that attempt reached."""
-    crashes: list[str] = []
-    for retry in (None, RETRY_SETTINGS[profile]):
-        runs = _measure_once(profile, **(retry or {}))
-        runs[0]["crashes"], runs[0]["retry"] = crashes, retry if crashes else None
-        if not runs[0]["died"]:
-            return runs
-        print(f"[bench] prod_profile {profile}{' (retry)' if retry is not None else ''}: {runs[0]['died']}",
-              flush=True)
-        crashes = [runs[0]["died"]]
-    return runs
-
-
-def _measure_once(profile: str, sqlite_timeout: float | None = None) -> list[dict]:
+    """The profile's runs on a fresh stack. A run whose component died (standalone: SQLite's "database is
+    locked" kills the component whose write waited 5 s for the lock, and airflow standalone does not restart
+    it) reports what it reached; the production profile then skips its second run."""
     from devstack.prod import make_stack
 
     workdir = Path(tempfile.mkdtemp(prefix=f"skiff-bench-{profile}-"))
     nodes = workdir.parent / f"{workdir.name}-nodes.yaml"
     nodes.write_text(NODES)
     # no platform file: the benchmark namespace is no team, and quotas are not what is measured here
-    settings = {"AIRFLOW__SKIFF__PLATFORM_FILE": ""}
-    if sqlite_timeout:  # pysqlite's busy timeout, from the URL (the stack's Airflow home is workdir/airflow)
-        settings["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = \
-            f"sqlite:///{workdir.resolve() / 'airflow' / 'airflow.db'}?timeout={sqlite_timeout:g}"
     stack = make_stack(profile, workdir, dags_dirs=[REPO / "benchmarks" / "dags"], nodes_file=nodes,
-                       airflow_settings=settings)
+                       airflow_settings={"AIRFLOW__SKIFF__PLATFORM_FILE": ""})
     done: dict[tuple[str, str], float] = {}
     stop = threading.Event()
     try:
@@ -362,7 +364,7 @@ def _measure_once(profile: str, sqlite_timeout: float | None = None) -> list[dic
 
 def _report(what: str, r: dict) -> None:
     print(f"[bench] prod_profile {what}: {r['state']} {r['succeeded']}/{TASKS}, max deferred {r['max_deferred']}, "
-          f"spread {r['spread']}, p50 {_lat(r, 50)}, peak {r['peak']}, slope {r['slope']}, "
+          f"spread {r['spread']}, lat {_lats(r, 'lat')}, fired->success {_lats(r, 'to_success')}, peak {r['peak']}, slope {r['slope']}, "
           f"cpu hold {r['cpu_hold']}, blocked { {n: len(b) for n, b in r['blocked'].items()} }, "
           f"victim {r['victim']} takeover {r['takeover']}", flush=True)
 
@@ -377,17 +379,19 @@ def run() -> str:
     f = f[0]
     rows = [
         ("run result", _result(s), _result(p)),
-        ("an earlier attempt whose Airflow component died mid-run (then: a fresh stack)", _crashes(s), _crashes(p)),
         ("tasks deferred at the same time (max)", s["max_deferred"], p["max_deferred"]),
         ("all tasks deferred after (s from trigger)", _fmt(s["all_deferred_at"]), _fmt(p["all_deferred_at"])),
         ("triggers per triggerer at that moment", _spread(s["spread"]), _spread(p["spread"])),
-        ("Job Complete -> task success, p50", _lat(s, 50), _lat(p, 50)),
-        ("Job Complete -> task success, p95", _lat(s, 95), _lat(p, 95)),
-        ("Job Complete -> task success, max", _lat(s, 100), _lat(p, 100)),
-        ("triggerer memory, PSS before the run (process tree)", _mib(s["idle"]), _mib(p["idle"])),
-        ("triggerer memory, peak PSS (process tree)", _mib(s["peak"]), _mib(p["peak"])),
-        ("memory per deferred task: slope of PSS over triggers held", _kib(s["slope"]), _kib(p["slope"])),
-        ("memory per deferred task: (peak - before) / most triggers held", _per_trigger(s), _per_trigger(p)),
+        ("Job Complete -> task success, p50 / p95 / max", _lats(s, "lat"), _lats(p, "lat")),
+        ("... of which Job Complete -> trigger fired (Skiff's trigger), p50 / p95 / max",
+         _lats(s, "to_fire"), _lats(p, "to_fire")),
+        ("... of which trigger fired -> task success (Airflow resumes the task on a worker), p50 / p95 / max",
+         _lats(s, "to_success"), _lats(p, "to_success")),
+        ("tasks resumed to success per minute, first Job Complete -> last task done", _rate(s), _rate(p)),
+        ("triggerer memory before the run, USS / PSS (process tree)", _mib(s["idle"]), _mib(p["idle"])),
+        ("triggerer memory at its peak, USS / PSS", _mib(s["peak"]), _mib(p["peak"])),
+        ("memory per deferred task: slope of USS over triggers held", _kib(s["slope"]), _kib(p["slope"])),
+        ("memory per deferred task: (peak - before) USS / most triggers held", _per_trigger(s), _per_trigger(p)),
         ("triggerer CPU while holding every task, before the first Job ends (share of one core)",
          _share(s["cpu_hold"]), _share(p["cpu_hold"])),
         ("triggerer CPU over the whole run (share of one core)", _share(s["cpu_run"]), _share(p["cpu_run"])),
@@ -402,9 +406,14 @@ def run() -> str:
                                                          f"from trigger; killed: {f['victim']}"),
         ("kill -> the survivor runs every trigger", _fmt(f["takeover"], "never")),
         ("most triggers the survivor ran at once", f"{f['peak_held'].get(survivor, 0)} ({survivor})"),
-        ("Jobs per task (count of tasks)", ", ".join(f"{k} Job(s): {v}" for k, v in sorted(f["jobs_per_task"].items()))),
-        ("Job Complete -> task success, p50 / p95 / max", f"{_lat(f, 50)} / {_lat(f, 95)} / {_lat(f, 100)}"),
-        ("survivor memory, before the run / peak PSS", f"{_mib(f['idle'], survivor)} / {_mib(f['peak'])}"),
+        ("Jobs per task", ", ".join(f"{v} tasks with {k} Job{'s' * (k != 1)}"
+                                    for k, v in sorted(f["jobs_per_task"].items()))),
+        ("Job Complete -> task success, p50 / p95 / max", _lats(f, "lat")),
+        ("... of which Job Complete -> trigger fired, p50 / p95 / max", _lats(f, "to_fire")),
+        ("survivor memory before the run (after the first), USS / PSS", _mib(f["idle"], survivor)),
+        ("survivor memory at its peak, USS / PSS", _mib(f["peak"])),
+        ("survivor memory per trigger: slope of USS; (peak - before) USS / most triggers held",
+         f"{_kib(f['slope'])}; {_per_trigger(f)}"),
         ("survivor CPU while holding every task, before the first Job ends", _share(f["cpu_hold"])),
         ("survivor's event loop blocked > 0.2 s: count, longest", _blk(f, survivor)),
     ]
@@ -415,18 +424,19 @@ def run() -> str:
 `benchmarks/dags/bench_deferred_many.py`: {TASKS} `TrainingJobOperator` tasks in one run, each Job running {JOB_SECONDS} s
 in kubesim (4 roomy nodes, no quota), on each profile of the local stack one after the other. *Job Complete ->
 task success*: from the moment a watch in the benchmark process saw the Job's Complete condition to the task
-instance's `end_date` (the trigger notices, the event is written, the scheduler resumes the task on a worker,
-`execute_complete` runs). Triggerer memory: PSS of each triggerer's process tree (supervisor + trigger runner),
-sampled every 2 s; the slope is a least-squares fit of PSS against the triggers it held, over the samples before
-the first Job ended (what one more deferred task costs; the first trigger's one-off imports are not in it).
-Standalone's one triggerer is credited with every deferred task; the production profile reads each trigger's
-`triggerer_id` from the metadata DB. CPU: user + system time of the triggerer's process tree.
+instance's `end_date`, split at the "Trigger fired event" line the triggerer writes in the task's trigger log.
+Triggerer memory: each triggerer's process tree (supervisor + trigger runner) sampled every 2 s; USS is the
+memory only it uses, PSS adds its share of the libraries it maps with other processes on this host (in a pod,
+where nothing else maps them, the whole of them counts). The slope is a least-squares fit of USS against the
+triggers the triggerer held, over the samples before the first Job ended (what one more deferred task costs;
+the first trigger's one-off imports are not in it). Standalone's one triggerer is credited with every deferred
+task; the production profile reads each trigger's `triggerer_id` from the metadata DB. CPU: user + system time
+of the triggerer's process tree. A component that exits mid-run ends the run there (`airflow standalone`
+does not restart it): the table shows what the run reached.
 
-| measure | standalone (SQLite{_sqlite(s)}, LocalExecutor, 1 triggerer) | production profile (PostgreSQL, Celery on Redis, 2 schedulers, 2 triggerers) |
+| measure | standalone (SQLite, LocalExecutor, 1 triggerer) | production profile (PostgreSQL, Celery on Redis, 2 schedulers, 2 triggerers) |
 | --- | --- | --- |
 {table}
-
-Ratio, standalone / production profile, Job Complete -> task success p50: {_ratio(s, p, 50)}, p95: {_ratio(s, p, 95)}.
 
 **One triggerer holding them all.** On the same production-profile stack, a second run of the DAG; once every
 task was deferred and every trigger running, the triggerer holding the most was SIGKILLed (no clean shutdown,
@@ -444,21 +454,13 @@ def _result(r: dict) -> str:
     return f"{r['state']}, {r['succeeded']}/{TASKS} tasks succeeded ({tries})"
 
 
-def _sqlite(r: dict) -> str:
-    timeout = (r.get("retry") or {}).get("sqlite_timeout")
-    return f" with a {timeout:g} s busy timeout" if timeout else ""
-
-
-def _crashes(r: dict) -> str:
-    return "; ".join(r.get("crashes", [])) or "none"
-
-
 def _fmt(v, none: str = "never all at once") -> str:
     return none if v is None else f"{v:.0f} s"
 
 
 def _mib(values: dict, only: str | None = None) -> str:
-    return ", ".join(f"{n}: {v:.0f} MiB" for n, v in sorted(values.items()) if only in (None, n)) or "n/a"
+    return ", ".join(f"{n}: {u:.0f} / {p:.0f} MiB" for n, (u, p) in sorted(values.items())
+                     if only in (None, n)) or "n/a"
 
 
 def _kib(values: dict) -> str:
@@ -478,25 +480,24 @@ def _spread(held: dict) -> str:
     return ", ".join(f"{n}: {v}" for n, v in sorted(held.items())) or "n/a"
 
 
+def _rate(r: dict) -> str:
+    return f"{r['resumed']:.0f}" if r["lat"] else "n/a"
+
+
 def _per_trigger(r: dict) -> str:
-    """Memory growth of the triggerer that held the most triggers, per trigger it held."""
+    """USS growth of the triggerer that held the most triggers, per trigger it held."""
     name, held = max(r["peak_held"].items(), key=lambda kv: kv[1], default=("", 0))
     if not held or name not in r["peak"]:
         return "n/a"
-    return f"{(r['peak'][name] - r['idle'].get(name, 0)) * 1024 / held:.0f} KiB ({name}, {held} triggers)"
+    return f"{(r['peak'][name][0] - r['idle'][name][0]) * 1024 / held:.0f} KiB ({name}, {held} triggers)"
 
 
 def _pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def _lat(r: dict, q: int) -> str:
-    if not r["lat"]:
+def _lats(r: dict, key: str) -> str:
+    v = r[key]
+    if not v:
         return "n/a"
-    return f"{r['lat'][-1] if q == 100 else _pct(r['lat'], q):.2f} s ({len(r['lat'])} tasks)"
-
-
-def _ratio(s: dict, p: dict, q: int) -> str:
-    if not s["lat"] or not p["lat"]:
-        return "n/a"
-    return f"{_pct(s['lat'], q) / max(_pct(p['lat'], q), 1e-3):.2f}x"
+    return f"{_pct(v, 50):.2f} / {_pct(v, 95):.2f} / {v[-1]:.2f} s ({len(v)} tasks)"
