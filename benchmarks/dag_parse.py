@@ -41,7 +41,9 @@ print(json.dumps({"seconds": seconds, "errors": sorted(bag.import_errors), "dags
 """
 
 
-def _parse_once(tree: Path, dag_file: Path) -> dict:
+def parse_once(tree: Path, dag_file: Path) -> dict:
+    """Parse ``dag_file`` (or a folder) in a fresh process with Airflow already imported: seconds, import
+    errors, DAGs bagged, modules the parse imported and which of ``CLIENTS`` among them."""
     env = {**os.environ, "PYTHONPATH": str(tree), "AIRFLOW__LOGGING__LOGGING_LEVEL": "ERROR"}
     out = subprocess.run([sys.executable, "-c", PROBE, str(dag_file), ",".join(CLIENTS)], env=env, cwd=tree,
                          capture_output=True, text=True, check=True)
@@ -52,7 +54,7 @@ def measure(tree: Path) -> dict[str, dict]:
     """file name -> median seconds, max, modules imported, clients imported (from the last run)."""
     results = {}
     for dag_file in sorted((tree / "dags").glob("*.py")):
-        runs = [_parse_once(tree, dag_file) for _ in range(REPEATS)]
+        runs = [parse_once(tree, dag_file) for _ in range(REPEATS)]
         if runs[-1]["errors"] or not runs[-1]["dags"]:
             raise RuntimeError(f"{dag_file.name} did not parse: {runs[-1]}")
         results[dag_file.name] = {"median": statistics.median(r["seconds"] for r in runs),

@@ -1,12 +1,12 @@
 """The one home of apimachinery's name and label rules: object names per kind (DNS-1123 subdomain, DNS-1123
 label, DNS-1035 label, RBAC path segment), qualified names (label and annotation keys), label values,
-config keys (Secret/ConfigMap data), and ObjectMeta validation. Messages are the real server's."""
+config keys (Secret/ConfigMap data), container port names, and ObjectMeta validation. Messages are the real server's."""
 from __future__ import annotations
 
 import re
 
 SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")          # RFC 1123 label (also IANA port names)
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")          # RFC 1123 label
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -74,6 +74,22 @@ def label_value_error(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     return None if LABEL_VALUE.match(value) else LABEL_VALUE_MSG
+
+
+def port_name_error(name: str) -> str | None:
+    """A container port's name (IsValidPortName, an IANA service name): None if valid, else the first of
+    the real server's messages."""
+    if len(name) > 15:
+        return "must be no more than 15 characters"
+    if not re.fullmatch(r"[-a-z0-9]+", name):
+        return "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+    if not re.search("[a-z]", name):
+        return "must contain at least one letter (a-z)"
+    if "--" in name:
+        return "must not contain consecutive hyphens"
+    if name.startswith("-") or name.endswith("-"):
+        return "must not begin or end with a hyphen"
+    return None
 
 
 def config_key_error(key: str) -> str | None:

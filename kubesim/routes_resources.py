@@ -210,9 +210,11 @@ class ResourceRoutes:
                     item = await w.next_raw(wait)
                 except TimeoutError:
                     if bookmarks and (deadline is None or loop.time() < deadline):
-                        bm = {"kind": rt.kind, "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(w.last_rv)}}
-                        await resp.write(b'{"type":"BOOKMARK","object":' + body_bytes(bm) + b"}\n")
+                        rv = await w.progress()
+                        if rv is not None:
+                            bm = {"kind": rt.kind, "apiVersion": rt.api_version,
+                                  "metadata": {"resourceVersion": str(rv)}}
+                            await resp.write(b'{"type":"BOOKMARK","object":' + body_bytes(bm) + b"}\n")
                     continue
                 if item is None:
                     break

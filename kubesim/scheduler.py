@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kubesim.controller import Controller, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
 from kubesim.quota import pod_requests, qty
-from kubesim.selectors import selector_from_map
+from kubesim.selectors import node_selector_requirements, selector_from_map
 
 if TYPE_CHECKING:
     from kubesim.cluster import Cluster
@@ -44,34 +44,16 @@ def untolerated_taint(pod: dict, node: dict) -> dict | None:
     return None
 
 
-def _match_expression(expr: dict, value: str | None) -> bool:
-    op, values = expr.get("operator"), expr.get("values") or []
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt"):
-        try:
-            have, want = int(value), int(values[0])
-        except (TypeError, ValueError, IndexError):
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
 def match_term(term: dict, node: dict) -> bool:
-    """A NodeSelectorTerm: all its matchExpressions (labels) and matchFields (metadata.name) hold."""
+    """A NodeSelectorTerm: all its matchExpressions (labels) and matchFields (metadata.name only) hold."""
     exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
     if not exprs and not fields:
         return False   # an empty term matches no objects
-    labels = node["metadata"].get("labels") or {}
-    return (all(_match_expression(e, labels.get(e.get("key"))) for e in exprs)
-            and all(e.get("key") == "metadata.name" and _match_expression(e, node["metadata"]["name"])
-                    for e in fields))
+    by_labels, by_fields = node_selector_requirements(exprs), node_selector_requirements(fields)
+    if by_labels is None or by_fields is None or any(e.get("key") != "metadata.name" for e in fields):
+        return False
+    return (by_labels.matches(node["metadata"].get("labels") or {})
+            and by_fields.matches({"metadata.name": node["metadata"]["name"]}))
 
 
 def node_affinity(pod: dict) -> dict:

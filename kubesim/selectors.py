@@ -11,12 +11,18 @@ from kubesim.names import LABEL_VALUE, QUALIFIED_NAME, SUBDOMAIN
 @dataclass(frozen=True)
 class Requirement:
     key: str
-    op: str                    # "=", "!=", "in", "notin", "exists", "!"
+    op: str                    # "=", "!=", "in", "notin", "exists", "!", and "gt", "lt" (node affinity only)
     values: tuple[str, ...] = ()
 
     def matches(self, labels: dict) -> bool:
         has = self.key in labels
         val = labels.get(self.key)
+        if self.op in ("gt", "lt"):  # integers, as labels.Requirement's GreaterThan / LessThan
+            try:
+                have, want = int(val), int(self.values[0])
+            except (TypeError, ValueError):
+                return False
+            return have > want if self.op == "gt" else have < want
         if self.op == "=":
             return has and val == self.values[0]
         if self.op == "!=":
@@ -141,6 +147,32 @@ def label_selector_from_dict(sel: dict | None) -> LabelSelector:
     for expr in sel.get("matchExpressions") or []:
         reqs.append(Requirement(expr["key"], ops[expr["operator"]], tuple(expr.get("values") or ())))
     return LabelSelector(tuple(reqs))
+
+
+_NODE_OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!", "Gt": "gt", "Lt": "lt"}
+
+
+def node_selector_requirements(exprs: list[dict]) -> LabelSelector | None:
+    """A NodeSelectorTerm's matchExpressions (or matchFields) as a selector, as nodeaffinity's
+    NodeSelectorRequirementsAsSelector makes one; None when a requirement is invalid (an unknown operator,
+    In/NotIn without values, Gt/Lt without exactly one integer): the term then matches no node."""
+    reqs = []
+    for expr in exprs:
+        op, values = _NODE_OPS.get(expr.get("operator")), tuple(expr.get("values") or ())
+        if op is None or (op in ("in", "notin") and not values) or (op in ("exists", "!") and values):
+            return None
+        if op in ("gt", "lt") and not (len(values) == 1 and _integer(values[0])):
+            return None
+        reqs.append(Requirement(expr.get("key") or "", op, values))
+    return LabelSelector(tuple(reqs))
+
+
+def _integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def selector_from_map(labels: dict | None) -> LabelSelector:

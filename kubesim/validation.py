@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import threading
 from decimal import Decimal
 from functools import lru_cache
@@ -618,11 +617,8 @@ def check_container(c: dict, where: str, causes: Causes, names: set[str]) -> Non
             causes.invalid(f"{pw}.containerPort", cp, "must be between 1 and 65535, inclusive")
         pn = p.get("name")
         if pn:
-            if len(pn) > 15 or not names_mod.DNS_LABEL.match(pn) or not re.search("[a-z]", pn) or "--" in pn:
-                causes.invalid(f"{pw}.name", pn, "must contain only alpha-numeric characters (a-z, 0-9), and "
-                               "hyphens (-)" if not names_mod.DNS_LABEL.match(pn) else "must be no more than 15 "
-                               "characters" if len(pn) > 15 else "must contain at least one letter (a-z)"
-                               if not re.search("[a-z]", pn) else "must not contain consecutive hyphens")
+            if err := names_mod.port_name_error(pn):
+                causes.invalid(f"{pw}.name", pn, err)
             elif pn in port_names:
                 causes.duplicate(f"{pw}.name", pn)
             port_names.add(pn)

@@ -66,7 +66,7 @@ class Watch:
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue = asyncio.Queue()
         self.closed = False
-        self.last_rv = 0       # resourceVersion of the last event put in the queue (for bookmarks)
+        self.last_rv = 0       # every event of this watch up to here is in the queue or sent (bookmarks)
 
     def _matches(self, obj: dict | None) -> bool:
         if obj is None:
@@ -134,6 +134,18 @@ class Watch:
         if item is None:
             raise StopAsyncIteration
         return item[0], json.loads(item[2])
+
+    async def progress(self) -> int | None:
+        """The resourceVersion a BOOKMARK carries now: the store's, as kube-apiserver's watch cache sends its
+        own progress (not the last event this watcher got), so a client resumes past writes it does not watch
+        instead of from a version compacted away. None while events up to it are still queued: send them first."""
+        with self.store.lock:  # a commit in progress elsewhere has offered its event once the lock is free
+            rv = self.store._current_rv
+        await asyncio.sleep(0)  # events offered from other threads (call_soon_threadsafe) reach the queue
+        if not self.queue.empty():
+            return None
+        self.last_rv = max(self.last_rv, rv)
+        return self.last_rv
 
     async def next_raw(self, timeout: float | None = None):
         """(type, obj, bytes, rv); None when closed; raises TimeoutError after `timeout` seconds."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from operators.k8s.resource import Resource
 from operators.templating import render
 
 FEATURES = ("training", "sedna", "platform", "devinstances", "ui")
@@ -26,14 +27,15 @@ DEFAULT_TCP_SERVICES = "kube-system/tcp-services"
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# where each kind these templates hold is served: (path prefix, plural, namespaced)
-_PATHS = {
-    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
-    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
-    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
-    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
-    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
-    "Namespace": ("/api/v1", "namespaces", False),
+_RBAC = "rbac.authorization.k8s.io/v1"
+# where each kind these templates hold is served, in the access layer's terms: (resource, namespaced)
+_RESOURCES = {
+    "ServiceAccount": (Resource("v1", "serviceaccounts"), True),
+    "ClusterRole": (Resource(_RBAC, "clusterroles"), False),
+    "ClusterRoleBinding": (Resource(_RBAC, "clusterrolebindings"), False),
+    "Role": (Resource(_RBAC, "roles"), True),
+    "RoleBinding": (Resource(_RBAC, "rolebindings"), True),
+    "Namespace": (Resource("v1", "namespaces"), False),
 }
 BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (the label on each ClusterRole)
 
@@ -110,16 +112,17 @@ def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
 
 
 def apply_manifests(api_client, docs: list[dict]) -> list[str]:
-    """Server-side apply (field manager ``skiff``) of RBAC manifests; returns ``Kind/ns/name`` applied."""
+    """Server-side apply (field manager ``skiff``) of RBAC manifests through the access layer (its retry
+    policy, ``KubeError`` on a refusal); returns ``Kind/ns/name`` applied."""
+    from operators.k8s.rest import Kube
+
+    kube = Kube(api_client)
     done = []
     for doc in docs:
-        prefix, plural, namespaced = _PATHS[doc["kind"]]
+        res, namespaced = _RESOURCES[doc["kind"]]
         meta = doc["metadata"]
-        path = f"{prefix}/namespaces/{meta['namespace']}/{plural}" if namespaced else f"{prefix}/{plural}"
-        api_client.call_api(
-            f"{path}/{meta['name']}", "PATCH", query_params=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-            header_params={"Content-Type": APPLY, "Accept": "application/json"}, body=doc,
-            auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
+        kube.request("PATCH", res.path(meta["namespace"] if namespaced else None, meta["name"]),
+                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")], body=doc, content_type=APPLY)
         done.append(f"{doc['kind']}/{meta.get('namespace', '')}/{meta['name']}".replace("//", "/"))
     return done
 

@@ -55,3 +55,24 @@ def test_platform_server_side_apply_sent_again_applies_once(kubesim, k8s):
     assert kube.retried == {"PATCH no answer": 1}
     live = Kube(k8s).get(Resource("v1", "namespaces"), None, "team-x")
     assert live["metadata"]["resourceVersion"] == applied["metadata"]["resourceVersion"]  # one write, not two
+
+
+def test_rbac_install_rides_out_a_503_and_a_refusal_is_a_kube_error(kubesim, k8s):
+    """An admin's install (``operators.rbac.apply_manifests``) goes through the access layer: a 503 is sent
+    again and every object is applied once; a refusal is a ``KubeError`` in the one message format."""
+    from operators.k8s import KubeError
+    from operators.rbac import apply_manifests, install_manifests, team_manifests
+
+    docs = install_manifests("default", "skiff", features=["training"]) + team_manifests(["default"], "default", "skiff",
+                                                                                           ["training"])
+    kubesim.fail(verb="patch", path="/clusterroles/skiff-training$", status=503, count=1)
+    applied = apply_manifests(k8s, docs)
+    assert applied == [f"{d['kind']}/{d['metadata'].get('namespace', '')}/{d['metadata']['name']}".replace("//", "/")
+                       for d in docs]
+    assert kubesim.stats()["by_resource"]["patch clusterroles.rbac.authorization.k8s.io"] == 2
+    role = Kube(k8s).get(Resource("rbac.authorization.k8s.io/v1", "clusterroles"), None, "skiff-training")
+    assert role["rules"] == next(d for d in docs if d["metadata"]["name"] == "skiff-training")["rules"]
+    kubesim.fail(verb="patch", path="/serviceaccounts/skiff$", status=403, count=1)
+    with pytest.raises(KubeError) as info:
+        apply_manifests(k8s, docs[:1])
+    assert str(info.value).startswith("403 ")

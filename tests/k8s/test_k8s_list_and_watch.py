@@ -117,6 +117,41 @@ async def test_410_error_event_after_compaction_lists_again_and_misses_nothing(s
             await m.close()
 
 
+@pytest.fixture(scope="module")
+def bookmarking():
+    """API-only kubesim keeping 5 watch events and sending a BOOKMARK every 0.2 s on a quiet watch."""
+    from kubesim import KubeSim
+
+    sim = KubeSim(history=5, bookmark_interval=0.2, with_cluster=False).start()
+    yield sim
+    sim.stop()
+
+
+async def test_bookmarks_keep_a_quiet_watch_resumable_after_compaction(bookmarking):
+    """Writes the watch does not see (other labels) compact away the version it started from; the bookmarks
+    carry the server's progress, so after a cut it resumes from there: no 410, no re-list."""
+    sim = bookmarking
+    sim.reset()
+    core = client.CoreV1Api(sim.api_client())
+    async with async_api_client(sim.url) as api:
+        m = Mirror(list_and_watch(api, CONFIGMAPS, "default", label_selector="app=watched", policy=FAST))
+        try:
+            await async_wait_until(lambda: m.types == ["SYNC"] and sim.store.watch_count >= 1)
+            for i in range(8):  # more writes than the server keeps, none of them in the watch's selection
+                core.create_namespaced_config_map("default", {"metadata": {"name": f"other-{i}",
+                                                                           "labels": {"app": "other"}}})
+            target = int(sim.store.resource_version)
+            await async_wait_until(lambda: all(w.last_rv >= target for w in sim.store._watches),
+                                   what="a bookmark past the writes")
+            sim.cut_watches()  # after that bookmark in the stream: the client has read it before the end
+            core.create_namespaced_config_map("default", {"metadata": {"name": "w", "labels": {"app": "watched"}}})
+            await async_wait_until(lambda: "w" in m.objects)
+            assert m.types == ["SYNC", "ADDED"] and m.error is None  # resumed from the bookmark
+            assert requests(sim, "list configmaps") == 1
+        finally:
+            await m.close()
+
+
 async def test_transient_errors_are_retried_and_a_client_error_raises(kubesim, k8s_async):
     kubesim.fail(verb="list", path="configmaps", status=503, count=3)
     m = Mirror(list_and_watch(k8s_async, CONFIGMAPS, "default", policy=FAST))

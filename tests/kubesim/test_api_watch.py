@@ -159,6 +159,28 @@ def test_watch_bookmarks(small_sim):
     assert lines[0]["object"]["kind"] == "ConfigMap"
 
 
+def test_bookmarks_carry_the_servers_progress_past_writes_the_watch_does_not_see(small_sim):
+    """A BOOKMARK carries the resourceVersion the server has reached (the watch cache sends its own progress),
+    not the last event this watcher got: a client resuming from it is not sent back to a version compacted
+    away by writes outside its selection."""
+    import json
+    import urllib.request
+
+    from kubernetes.client import CoreV1Api
+    small_sim.reset()
+    core = CoreV1Api(small_sim.api_client())
+    start = core.list_namespaced_config_map("default").metadata.resource_version
+    for i in range(3):
+        core.create_namespaced_config_map("default", configmap(f"other-{i}", labels={"app": "other"}))
+    now = int(core.list_namespaced_config_map("default").metadata.resource_version)
+    url = (f"{small_sim.url}/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true"
+           f"&labelSelector=app%3Dwatched&resourceVersion={start}&timeoutSeconds=1")
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        lines = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    assert lines and {ev["type"] for ev in lines} == {"BOOKMARK"}
+    assert int(start) < now <= min(int(ev["object"]["metadata"]["resourceVersion"]) for ev in lines)
+
+
 @pytest.mark.parametrize("value", ["true", "True", "1"])
 async def test_watch_param_spellings(apisim, value):
     """`watch=true` (kubernetes), `watch=True` (kubernetes_asyncio) and `watch=1` all start a watch."""

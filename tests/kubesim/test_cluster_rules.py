@@ -1,4 +1,5 @@
-"""Rules kubesim keeps in one place each — pod QoS class, config keys, apps/v1 selectors, RFC 3339 times —
+"""Rules kubesim keeps in one place each — pod QoS class, config keys, apps/v1 selectors, node affinity terms,
+container port names, RFC 3339 times —
 checked against what kube-apiserver and the kubelet do."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubesim.clock import parse_time
 from kubesim.qos import qos_class
+from kubesim.scheduler import match_term
 from kubesim.testing import wait_until
 
 
@@ -87,6 +89,44 @@ def test_deployment_selector_with_match_expressions(k8s):
         with pytest.raises(ApiException) as info:
             apps.create_namespaced_deployment("default", deployment(selector))
         assert info.value.status == 422 and field in info.value.body
+
+
+def test_node_affinity_terms_go_through_the_one_label_matcher():
+    """matchExpressions / matchFields of a NodeSelectorTerm are a label selector (selectors.Requirement, with
+    Gt/Lt on integers), as nodeaffinity builds one; an invalid requirement makes its term match no node."""
+    node = {"metadata": {"name": "n1", "labels": {"mem": "64", "zone": "a"}}}
+
+    def term(*exprs, fields=()):
+        return {"matchExpressions": list(exprs), "matchFields": list(fields)}
+    assert match_term(term({"key": "mem", "operator": "Gt", "values": ["10"]}), node)
+    assert not match_term(term({"key": "mem", "operator": "Lt", "values": ["10"]}), node)
+    assert not match_term(term({"key": "zone", "operator": "Gt", "values": ["1"]}), node)  # not an integer
+    assert match_term(term({"key": "zone", "operator": "NotIn", "values": ["b"]},
+                           {"key": "gpu", "operator": "DoesNotExist"}), node)
+    assert match_term(term(fields=[{"key": "metadata.name", "operator": "In", "values": ["n1"]}]), node)
+    assert not match_term(term(fields=[{"key": "metadata.uid", "operator": "In", "values": ["n1"]}]), node)
+    for bad in ({"operator": "Like", "values": ["a"]}, {"operator": "NotIn", "values": []},
+                {"operator": "Gt", "values": ["1", "2"]}, {"operator": "Lt", "values": ["x"]},
+                {"operator": "Exists", "values": ["a"]}):
+        assert not match_term(term({"key": "zone", **bad}), node), bad
+
+
+@pytest.mark.parametrize("name,message", [
+    ("metrics-http-long", "must be no more than 15 characters"),
+    ("Http", "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"),
+    ("8080", "must contain at least one letter (a-z)"),
+    ("web--ui", "must not contain consecutive hyphens"),
+    ("-web", "must not begin or end with a hyphen"),
+])
+def test_container_port_names_are_iana_service_names(k8s, name, message):
+    """A container port's name follows IsValidPortName (names.port_name_error): 422 naming field and value."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ports"},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36",
+                                     "ports": [{"containerPort": 80, "name": name}]}]}}
+    with pytest.raises(ApiException) as info:
+        CoreV1Api(k8s).create_namespaced_pod("default", body)
+    assert info.value.status == 422
+    assert f'spec.containers[0].ports[0].name: Invalid value: \\"{name}\\": {message}' in info.value.body
 
 
 def test_parse_time_reads_rfc3339_as_the_api_writes_it():

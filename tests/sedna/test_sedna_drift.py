@@ -87,6 +87,8 @@ def test_fl_pod_replaced_by_hand_with_other_env_is_replaced_by_the_desired_one(k
     kube.create(PODS, NS, forged)
     summary = reconcile_federated_learning(k8s)  # a pod's spec is immutable: deleted, recreated next pass
     assert summary["reverted"] == 1 and "batch_size" in json.dumps(summary["actions"])
+    event = next(e for e in events_of(kube, JOB) if e["reason"] == "DriftReverted")
+    assert name in event["message"] and "env[batch_size].value" in event["message"]
     wait_for(lambda: name not in pods_of(kube), what="forged pod deleted")
     assert reconcile_federated_learning(k8s)["created"] == 1
     assert env_of(pods_of(kube)[name])["batch_size"] == "32"

@@ -7,7 +7,7 @@ import json
 from sedna_helpers import dataset, fl_sample, model
 
 from operators.sedna.desired import SPEC_HASH_LABEL, desired_federated_learning
-from operators.sedna.plan import fl_status, plan_children
+from operators.sedna.plan import Action, action_events, fl_status, plan_children, status_event, updated_body
 
 MODEL = "surface-defect-detection-model"
 DATASETS = ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset")
@@ -88,3 +88,40 @@ def test_fl_status_phases_and_failed_is_not_terminal():
     done = fl_status(job, d, pods, error=None, error_reason="", now=later)
     assert done["phase"] == "Succeeded" and done["completionTime"] == later
     assert {c["type"]: c["status"] for c in done["conditions"]}["Complete"] == "True"
+
+
+def test_an_in_place_update_takes_skiffs_fields_and_keeps_what_others_own():
+    """The PUT body: the live object (its resourceVersion: 409 if it moved), Skiff's labels and owner, the
+    fields Skiff owns; a Deployment keeps its replicas (the HPA's), a Service its clusterIP; no status."""
+    want_meta = {"name": "x", "labels": {"a": "new"}, "ownerReferences": [{"uid": "cr"}]}
+    live_meta = {"name": "x", "labels": {"a": "old"}, "resourceVersion": "7", "uid": "u", "annotations": {"k": "v"}}
+    dep = updated_body("Deployment",
+                       {"metadata": live_meta, "spec": {"replicas": 5, "template": {"old": 1}}, "status": {"r": 5}},
+                       {"metadata": want_meta, "spec": {"replicas": 1, "template": {"new": 1}}})
+    assert dep == {"metadata": {**live_meta, "labels": {"a": "new"}, "ownerReferences": [{"uid": "cr"}]},
+                   "spec": {"replicas": 5, "template": {"new": 1}}}
+    svc = updated_body("Service", {"metadata": live_meta, "spec": {"clusterIP": "10.0.0.9", "ports": [{"port": 1}],
+                                                                  "selector": {}, "type": "ClusterIP"}},
+                       {"metadata": want_meta, "spec": {"ports": [{"port": 2}], "selector": {"s": "1"},
+                                                        "type": "NodePort"}})
+    assert svc["spec"] == {"clusterIP": "10.0.0.9", "ports": [{"port": 2}], "selector": {"s": "1"}, "type": "NodePort"}
+    hpa = updated_body("HorizontalPodAutoscaler", {"metadata": live_meta, "spec": {"maxReplicas": 9, "x": 1}},
+                       {"metadata": want_meta, "spec": {"maxReplicas": 3}})
+    assert hpa["spec"] == {"maxReplicas": 3}
+
+
+def test_one_event_per_reason_naming_every_child_and_what_drifted():
+    done = [Action("create", "Pod", "p1", "Recreated"), Action("create", "Pod", "p2", "Recreated"),
+            Action("update", "Deployment", "d", "DriftReverted", detail="spec.template.spec.containers[c].image")]
+    assert action_events(done) == [
+        ("Normal", "Recreated", "recreated (deleted by hand or lost): Pod p1, Pod p2"),
+        ("Normal", "DriftReverted", "reverted hand edits of: Deployment d (spec.template.spec.containers[c].image)")]
+    assert action_events([]) == []
+
+
+def test_a_warning_event_when_the_cr_turns_failed_not_while_it_stays_failed():
+    running = {"conditions": [{"type": "Failed", "status": "False"}]}
+    failed = {"conditions": [{"type": "Failed", "status": "True", "reason": "SecretNotFound", "message": "no 's'"}]}
+    assert status_event(running, failed) == ("Warning", "SecretNotFound", "no 's'")
+    assert status_event({}, failed) == ("Warning", "SecretNotFound", "no 's'")
+    assert status_event(failed, failed) is None and status_event(failed, running) is None
