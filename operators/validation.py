@@ -14,6 +14,7 @@ from typing import Any
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 
 
 def is_dns_label(value: str) -> bool:
@@ -26,6 +27,14 @@ def is_dns_subdomain(value: str) -> bool:
 
 def is_label_value(value: str) -> bool:
     return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_VALUE.fullmatch(value))
+
+
+def is_label_key(value: str) -> bool:
+    """A label key or taint key (``[prefix/]name``: a DNS subdomain prefix, a name of at most 63)."""
+    if not isinstance(value, str) or not value:
+        return False
+    prefix, _, name = value.rpartition("/")
+    return (not prefix or is_dns_subdomain(prefix)) and len(name) <= 63 and bool(_LABEL_KEY_NAME.fullmatch(name))
 
 
 def short_repr(value: Any, limit: int = 80) -> str:

@@ -63,6 +63,7 @@ def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int
         startup=naming.startup_configmap_name(req.owner, req.name),
         service_account=req.service_account,
         pull_secrets=list(req.pull_secrets),
+        node_pools=req.node_pools,
     )
 
 

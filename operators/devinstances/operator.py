@@ -53,7 +53,7 @@ def request_from_params(platform, owner: str, params: Mapping[str, Any]):
         mounts_=params.get("mounts") or (), extra_ports_=params.get("extra_ports") or (),
         catalogue=platform.images, default_image=default.name if default else None,
         home_pvc=platform.home_pvc(owner), access=lambda pvc: platform.volume_access(owner, team.name, pvc),
-        service_account=team.service_account, pull_secrets=team.pull_secrets)
+        service_account=team.service_account, pull_secrets=team.pull_secrets, node_pools=platform.node_pools)
 
 
 class DevInstanceOperator(BaseOperator):

@@ -14,7 +14,7 @@ from typing import Any
 
 from operators.devinstances.naming import check_name, owner_slug
 from operators.platform.admission import Volume  # a mount, as training steps ask for theirs
-from operators.platform.model import Image  # one entry of the platform's image catalogue
+from operators.platform.model import Image, NodePools  # Image: one entry of the platform's image catalogue
 from operators.platform.quantity import parse_quantity
 from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path
 from operators.validation import invalid, is_dns_label, is_dns_subdomain
@@ -45,6 +45,7 @@ class InstanceRequest:
     extra_ports: tuple[int, ...]
     service_account: str | None = None
     pull_secrets: tuple[str, ...] = ()
+    node_pools: NodePools = NodePools()   # the GPU resource and taint (the platform file's node_pools)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -133,6 +134,7 @@ def build_request(
     access: Callable[[str], str | None],
     service_account: str | None = None,
     pull_secrets: Sequence[str] = (),
+    node_pools: NodePools | None = None,
 ) -> InstanceRequest:
     owner_slug(owner)
     check_name(owner, name)
@@ -157,4 +159,5 @@ def build_request(
         extra_ports=extra_ports(extra_ports_),
         service_account=service_account,
         pull_secrets=tuple(pull_secrets),
+        node_pools=node_pools or NodePools(),
     )

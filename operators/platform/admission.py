@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from operators.platform.model import QUOTA_NAME, Platform, home_pvc
+from operators.platform.model import QUOTA_NAME, NodePools, Platform, home_pvc
 from operators.platform.quantity import human, parse_quantity
 
 RULE = "a user mounts their own home PVC, their team's volumes and volumes shared with them"
@@ -114,16 +114,26 @@ def enforced_platform() -> Platform | None:
     return load_platform() if skiff_conf("platform_file") else None
 
 
-def enforce_training(op, log) -> None:
+def _how_it_waits(quota_wait: float | None) -> str:
+    if quota_wait is None:
+        return "the Job waits at the quota until it fits (quota_wait=None)"
+    if quota_wait > 0:
+        return f"the Job waits at the quota up to {quota_wait:g} s (quota_wait) for it to fit"
+    return ("quota_wait is 0: the task fails if the quota is still in use when the Job's pod is created "
+            "(queue in the team's Airflow pool or set quota_wait)")
+
+
+def enforce_training(op, log) -> NodePools | None:
     """Called by ``TrainingJobOperator.execute`` before anything is created: fail fast, log what it waits
-    for, and force read-only mounts the file grants read-only (rewrites ``op.volumes``)."""
+    for, and force read-only mounts the file grants read-only (rewrites ``op.volumes``). Returns the file's
+    node pools (GPU and online pool taints for the Job), None when no platform file is enforced."""
     from operators.k8s import Kube, api_client
     from operators.k8s.resource import Resource
     from operators.training.spec import cpu_quantity, gpu_count, memory_gi, volumes
 
     platform = enforced_platform()
     if platform is None:
-        return
+        return None
     asked = volumes(op.volumes)
     req = Request(team=op.namespace, user=op.owner, cpu=cpu_quantity(op.cpu), memory=memory_gi(op.memory) + "Gi",
                   gpu=gpu_count(op.gpu), home=op.pvc, online=bool(op.online), volumes=asked)
@@ -132,9 +142,10 @@ def enforce_training(op, log) -> None:
     quota_status = (quota or {}).get("status")
     decision = check_request(platform, req, quota_status)
     if decision.wait:
-        log.info("%s; the Job waits at the quota (quota_wait) until it fits", decision.wait)
+        log.info("%s; %s", decision.wait, _how_it_waits(op.follow_settings.quota_wait))
     for before, after in zip(asked, decision.volumes, strict=True):
         if after.read_only and not before.read_only:
             log.info("volume %s is shared read-only with %s: mounted read-only", after.pvc, op.owner)
     op.volumes = list(decision.volumes)
+    return platform.node_pools
 

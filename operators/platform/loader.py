@@ -31,7 +31,7 @@ from operators.platform.model import (
     home_pvc,
 )
 from operators.platform.quantity import human, is_quantity, parse_quantity, quantity_text
-from operators.validation import is_dns_label, is_dns_subdomain
+from operators.validation import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _FORMATS = {
@@ -39,6 +39,8 @@ _FORMATS = {
     "dns-label": ("a valid name (DNS-1123 label: a-z, 0-9, '-', at most 63)", is_dns_label),
     "dns-subdomain": ("a valid name (DNS-1123 subdomain)", is_dns_subdomain),
     "email": ("an e-mail address", lambda v: isinstance(v, str) and bool(_EMAIL.fullmatch(v))),
+    "label-key": ("a valid key ([prefix/]name, as a label or taint key: 'example.com/gpu')", is_label_key),
+    "label-value": ("a valid label value (at most 63: A-Z, a-z, 0-9, '-', '_', '.')", is_label_value),
 }
 Path = tuple[str | int, ...]
 

@@ -72,6 +72,7 @@ def job_manifest(
         online=spec.online,
         pool_key=spec.pool_key,
         pool_value=spec.pool_value,
+        node_pools=spec.node_pools,
         active_deadline_seconds=deadline_seconds(execution_timeout),
         ttl_seconds_after_finished=ttl_seconds_after_finished,
     )

@@ -87,15 +87,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param env: environment variables (dict).
     :param cpu: cores (``2``, ``0.5`` or ``"500m"``); requests == limits.
     :param memory: GiB (``4``, ``0.5``); requests == limits.
-    :param gpu: whole number of ``nvidia.com/gpu``; > 0 also adds the GPU toleration.
+    :param gpu: whole number of GPUs (``nvidia.com/gpu``, or the platform file's ``node_pools.gpu.resource``);
+        > 0 also adds the GPU toleration (the file's ``node_pools.gpu`` taint).
     :param pvc: PVC mounted at ``/root``; default: the owner's default PVC ``<owner>-home`` (task ``owner``
         lower-cased and DNS-sanitised), the convention of Skiff's team queues.
     :param volumes: extra PVC mounts: ``[Volume(pvc="shared", mount_path="/data", read_only=True)]`` or dicts.
     :param namespace: the team's queue (namespace); ``skiff_default_args(team=...)`` sets it for a whole DAG.
     :param online: production task: tolerate the online pool's taint and *prefer* its nodes (falls back to
         ordinary nodes when the pool is full).  Development/test tasks (False) never tolerate the pool taint.
-    :param online_pool_key / online_pool_value: the pool's label/taint; default from Airflow config
-        ``[skiff] online_pool_key`` / ``online_pool_value`` (``node.netease.com/node-pool`` / ``online``).
+    :param online_pool_key / online_pool_value: the pool's label/taint; default: the platform file's
+        ``node_pools.online`` when one is configured, else Airflow config ``[skiff] online_pool_key`` /
+        ``online_pool_value`` (``node.netease.com/node-pool`` / ``online``).
     :param pod_annotations / labels: added to the pod / Job (Skiff's own labels always win).
     :param ttl_seconds_after_finished: Kubernetes deletes the finished Job after this long (None: never).
     :param kubernetes_conn_id: Kubernetes connection (in-cluster, kubeconfig path or kubeconfig in extras);
@@ -174,6 +176,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
         )
         self._job_ref: dict | None = None
+        self._node_pools = None  # the enforced platform file's node_pools, set in execute
         if not _has_jinja(self):
             self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
             string_map("labels", self.labels, label_values=True)
@@ -181,13 +184,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- pure: inputs -> desired Job ---------------------------------------------------------------------
     def build_spec(self) -> TrainingJobSpec:
+        pools = self._node_pools  # with a platform file its node_pools, else [skiff] online_pool_key/value
         return build_spec(
             image=self.image, namespace=self.namespace, work_dir=self.work_dir, exec_command=self.exec_command,
             entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
             gpu=self.gpu, pvc=self.pvc if self.pvc is not None else default_pvc(self.owner),
             volumes_=self.volumes, online=self.online,
-            pool_key=self.online_pool_key or conf.get("skiff", "online_pool_key", fallback=DEFAULT_POOL_KEY),
-            pool_value=self.online_pool_value or conf.get("skiff", "online_pool_value", fallback=DEFAULT_POOL_VALUE),
+            pool_key=self.online_pool_key or (pools.online_key if pools else
+                                              conf.get("skiff", "online_pool_key", fallback=DEFAULT_POOL_KEY)),
+            pool_value=self.online_pool_value or (pools.online_value if pools else
+                                                  conf.get("skiff", "online_pool_value", fallback=DEFAULT_POOL_VALUE)),
+            node_pools=pools,
         )
 
     def build_manifest(self, key: TaskInstanceKey) -> dict:
@@ -197,7 +204,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
-        enforce_training(self, self.log)  # the platform file's rules and the team's quota, before anything is created
+        # the platform file's rules and the team's quota, before anything is created; its node pools for the Job
+        self._node_pools = enforce_training(self, self.log)
         self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
         return self.execute_resumable(context)
 

@@ -28,9 +28,9 @@ from decimal import Decimal
 from typing import Any
 
 from operators.platform.admission import Volume  # noqa: F401 (also ``from operators import Volume``)
-from operators.platform.model import home_pvc
+from operators.platform.model import NodePools, home_pvc
 from operators.platform.quantity import MAX_QUANTITY, parse_quantity
-from operators.validation import invalid, is_dns_label, is_dns_subdomain, is_label_value
+from operators.validation import invalid, is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 
 SHELL = "/bin/bash"
 SCRIPT = 'cd -- "$1" && shift && exec "$@"'
@@ -41,7 +41,6 @@ _CPU = re.compile(r"(\d+(\.\d+)?|\.\d+)m?")
 _NUMBER = re.compile(r"(\d+(\.\d+)?|\.\d+)")
 # a C identifier: what every shell and ``os.environ`` user can read back ($NAME); Kubernetes allows more
 _ENV_NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
-_LABEL_KEY_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 # Linux refuses to exec an argument or env string longer than MAX_ARG_STRLEN (32 pages = 128 KiB, with its
 # NUL), and argv + envp together beyond ARG_MAX (2 MiB by default); a Job also must stay far below etcd's
 # 1.5 MiB request limit, so the whole command and env are held to 1 MiB.
@@ -67,6 +66,8 @@ class TrainingJobSpec:
     online: bool
     pool_key: str
     pool_value: str
+    # the GPU resource and taint, the online pool's taint effect: the platform file's node_pools
+    node_pools: NodePools = NodePools()
 
 
 def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
@@ -257,8 +258,7 @@ def default_pvc(owner: str) -> str:
 def label_key(field: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise invalid(field, value, "must be a label key like 'node.example.com/pool'")
-    prefix, _, name = value.rpartition("/")
-    if (prefix and not is_dns_subdomain(prefix)) or len(name) > 63 or not _LABEL_KEY_NAME.fullmatch(name):
+    if not is_label_key(value):
         raise invalid(field, value, "is not a valid label key")
     return value
 
@@ -280,6 +280,7 @@ def build_spec(
     online: Any,
     pool_key: Any,
     pool_value: Any,
+    node_pools: NodePools | None = None,
 ) -> TrainingJobSpec:
     if not is_dns_label(namespace):
         raise invalid("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
@@ -302,4 +303,5 @@ def build_spec(
         online=online,
         pool_key=label_key("online_pool_key", pool_key),
         pool_value=pool_value,
+        node_pools=node_pools or NodePools(),
     )

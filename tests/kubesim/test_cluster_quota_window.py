@@ -55,3 +55,24 @@ def test_no_lag_fills_the_status_in_the_create(kubesim, k8s):
     created = core.create_namespaced_resource_quota("default", {"metadata": {"name": "q"},
                                                                 "spec": {"hard": {"pods": "3"}}})
     assert created.status.hard == {"pods": "3"} and created.status.used == {"pods": "0"}
+
+
+def test_a_status_that_names_a_resource_without_its_usage_refuses_creates(lagging_quota, k8s):
+    """The other side of the window: status.hard names requests.storage but status.used does not (published
+    by a controller that has not counted it yet): a create using it gets kube-apiserver's 403 "status unknown"."""
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": "team-u"}})
+    core.create_namespaced_resource_quota(
+        "team-u", {"metadata": {"name": "skiff-quota"}, "spec": {"hard": {"requests.storage": "1Gi", "pods": "2"}}})
+    quota = core.read_namespaced_resource_quota("skiff-quota", "team-u")
+    quota.status = client.V1ResourceQuotaStatus(hard={"requests.storage": "1Gi", "pods": "2"}, used={"pods": "0"})
+    core.replace_namespaced_resource_quota_status("skiff-quota", "team-u", quota)
+    with pytest.raises(ApiException) as caught:
+        core.create_namespaced_persistent_volume_claim("team-u", pvc("early"))
+    body = json.loads(caught.value.body)
+    assert caught.value.status == 403 and body["message"] == (
+        'persistentvolumeclaims "early" is forbidden: status unknown for quota: skiff-quota, '
+        "resources: requests.storage")
+    wait_until(lambda: "requests.storage" in _used(core, "team-u"),
+               what="the controller filled in the quota's status")
+    core.create_namespaced_persistent_volume_claim("team-u", pvc("late"))   # known now, and within the quota

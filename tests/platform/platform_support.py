@@ -1,4 +1,4 @@
-"""A small platform file for the sync, admission and usage tests (two teams, a shared volume, a registry)."""
+"""A small platform file for the sync, admission and usage tests (two teams, shared volumes, registries, an image)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ teams:
 volumes:
   - {name: datasets, team: recsys, owner: alice, size: 5Gi, writers: [alice], readers: [team:recsys]}
   - {name: scratch, team: recsys, size: 1Gi}
+images:
+  - {name: tf2-cpu, image: "registry.example.com/nb:tf2", default: true}
+  - {name: tf2-gpu, image: "registry.example.com/nb:tf2-gpu", gpu: true}
 """
 
 

@@ -81,6 +81,10 @@ BAD = [
      "platform.yaml:11: teams[0].quota.storage: team recsys: 2 members' default PVCs (2 × 5Gi) and shared "
      "volumes (6Gi) need 16Gi, quota 10Gi"),
     (with_line(1, "version: 2"), "platform.yaml:1: version: 1 was expected"),
+    (with_line(1, "version: 1\nnode_pools: {gpu: {taint_key: gpu node}}"),
+     "platform.yaml:2: node_pools.gpu.taint_key: 'gpu node' is not a valid key"),
+    (with_line(1, "version: 1\nnode_pools: {online: {key: pool, value: on line}}"),
+     "platform.yaml:2: node_pools.online.value: 'on line' is not a valid label value"),
     (with_line(2, "users: [5Gi]"), "platform.yaml:2: users: ['5Gi'] is not of type object"),
     (with_line(2, "users: {default_pvc_size: 5Gi}\nusers: {}"), "platform.yaml:3: users: appears twice"),
     (with_line(12, "    members: [{user: alice"), "platform.yaml:13: not valid YAML"),

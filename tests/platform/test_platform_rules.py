@@ -44,6 +44,14 @@ def test_fits_the_quota_but_not_the_free_part_waits_saying_for_what():
     assert check_request(platform(), req(gpu=2), None).wait is None     # no live status: nothing to wait for
 
 
+def test_the_wait_message_says_what_quota_wait_will_do():
+    from operators.platform.admission import _how_it_waits
+
+    assert _how_it_waits(None) == "the Job waits at the quota until it fits (quota_wait=None)"
+    assert _how_it_waits(7200.0) == "the Job waits at the quota up to 7200 s (quota_wait) for it to fit"
+    assert _how_it_waits(0.0).startswith("quota_wait is 0: the task fails if the quota is still in use")
+
+
 def test_volume_grants():
     ask = (Volume("datasets", "/data", read_only=False), Volume("scratch", "/s", read_only=False))
     as_bob = check_request(platform(), req(user="bob", volumes=ask), None).volumes

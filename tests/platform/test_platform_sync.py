@@ -144,6 +144,57 @@ def test_training_pods_pull_with_the_team_service_account_secrets(enforced, k8s)
     assert [s.name for s in pod.spec.image_pull_secrets] == ["regcred", "recsys-registry"]
 
 
+def test_instances_run_as_the_team_service_account_with_its_pull_secrets(enforced, k8s):
+    """A development instance created as dev_instance_create does (request from the platform file, admission)
+    runs as the team's ServiceAccount with the team's pull secrets."""
+    from kubesim.testing import wait_until
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import _admission, request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import load_platform
+
+    the_platform = load_platform(enforced)
+    req = request_from_params(the_platform, "bob", {"team": "recsys", "name": "nb", "cpu": 1, "memory": 1})
+    lifecycle.create(k8s, req, Settings(host="dev.example.com"), admit=_admission(the_platform, k8s))
+    core = client.CoreV1Api(k8s)
+    pods = wait_until(lambda: core.list_namespaced_pod("recsys", label_selector="skiff.io/instance=nb").items,
+                      what="the instance's pod")
+    assert pods[0].spec.service_account_name == "default"
+    assert [s.name for s in pods[0].spec.image_pull_secrets] == ["regcred", "recsys-registry"]
+
+
+NODE_POOLS = """\
+node_pools:
+  gpu: {taint_key: example.com/gpu-node, taint_value: "yes", taint_effect: NoExecute}
+  online: {key: pool.example.com/tier, value: prod, taint_effect: PreferNoSchedule}
+"""
+
+
+def test_jobs_and_instances_take_the_gpu_and_online_pools_from_the_file(kubesim, k8s, kube_conn, tmp_path,
+                                                                        monkeypatch):
+    from operators.devinstances import desired
+    from operators.devinstances.operator import request_from_params
+    from operators.platform import load_platform
+
+    path = tmp_path / "platform.yaml"
+    sync_cluster(k8s, platform(PLATFORM + NODE_POOLS, path))
+    monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(path))
+    monkeypatch.setenv("AIRFLOW__SKIFF__ONLINE_POOL_KEY", "ignored.example.com/pool")   # the file wins
+    _training("online", online=True).execute(_context("online"))
+    (job,) = client.BatchV1Api(k8s).list_namespaced_job("recsys").items
+    pod = job.spec.template.spec
+    assert [(t.key, t.value, t.effect) for t in pod.tolerations] == [
+        ("pool.example.com/tier", "prod", "PreferNoSchedule")]
+    (pref,) = pod.affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+    assert [(e.key, e.values) for e in pref.preference.match_expressions] == [("pool.example.com/tier", ["prod"])]
+
+    req = request_from_params(load_platform(path), "bob", {"team": "recsys", "name": "nb", "image": "tf2-gpu",
+                                                           "cpu": 1, "memory": 1, "gpu": 1})
+    sts = desired.statefulset(req, {}, replicas=1, started=None)["spec"]["template"]["spec"]
+    assert sts["tolerations"] == [{"key": "example.com/gpu-node", "operator": "Equal", "value": "yes",
+                                   "effect": "NoExecute"}]
+
+
 def test_training_that_can_never_fit_fails_before_creating_anything(enforced, kubesim):
     from operators.platform.admission import AdmissionError
 
@@ -155,6 +206,38 @@ def test_training_that_can_never_fit_fails_before_creating_anything(enforced, ku
     with pytest.raises(AdmissionError, match=r"^pvc='alice-home': bob may not mount it at /root: it is alice's"):
         _training("steal", owner="bob", pvc="alice-home").execute(_context("steal"))
     assert writes(kubesim) == 0
+
+
+def test_training_that_fits_the_quota_but_not_the_free_part_says_what_it_waits_for(enforced, k8s, capfd):
+    """7 of recsys's 8 CPUs are in use: a 2-CPU step is admitted, logs what it waits for, waits at the quota
+    (quota_wait=None) and runs once the busy pod is gone."""
+    import threading
+
+    from kubesim.testing import wait_until
+
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod("recsys", {
+        "metadata": {"name": "busy", "annotations": {"kubesim.io/duration": "600"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "resources": {
+            "requests": {"cpu": "7", "memory": "1Gi"}, "limits": {"cpu": "7", "memory": "1Gi"}}}]}})
+    wait_until(lambda: (core.read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {}).get(
+        "requests.cpu") == "7", what="the quota counts the busy pod")
+
+    def free_the_quota_once_refused():
+        wait_until(lambda: any(e.reason == "FailedCreate" for e in core.list_namespaced_event("recsys").items),
+                   timeout=30, what="the Job's pod refused by the quota")
+        core.delete_namespaced_pod("busy", "recsys", grace_period_seconds=0)
+
+    freer = threading.Thread(target=free_the_quota_once_refused)
+    freer.start()
+    try:
+        _training("wait", cpu=2, quota_wait=None).execute(_context("wait"))
+    finally:
+        freer.join()
+    assert ("team recsys waits for 2 CPU (7 of 8 in use); the Job waits at the quota until it fits "
+            "(quota_wait=None)") in capfd.readouterr().out
+    (job,) = client.BatchV1Api(k8s).list_namespaced_job("recsys").items
+    assert job.status.succeeded == 1
 
 
 def test_read_only_share_is_mounted_read_only_whatever_was_asked(enforced, k8s):

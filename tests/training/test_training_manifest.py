@@ -69,6 +69,20 @@ def test_gpu_toleration_iff_gpu_and_online_pool_preference():
     assert custom["tolerations"][0]["key"] == "example.com/pool" and custom["tolerations"][0]["value"] == "prod"
 
 
+def test_node_pools_of_the_platform_file_set_the_gpu_resource_and_the_taints():
+    from operators.platform import NodePools
+
+    pools = NodePools(gpu_resource="example.com/gpu", gpu_taint_key="example.com/gpu-node", gpu_taint_value="yes",
+                      gpu_taint_effect="NoExecute", online_taint_effect="PreferNoSchedule")
+    job = manifest(gpu=1, online=True, node_pools=pools)
+    kubernetes_validate.validate(job, "1.33", strict=True)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"] == {"cpu": "2", "memory": "4Gi", "example.com/gpu": "1"}
+    assert pod["tolerations"] == [
+        {"key": "example.com/gpu-node", "operator": "Equal", "value": "yes", "effect": "NoExecute"},
+        {"key": POOL[0], "operator": "Equal", "value": POOL[1], "effect": "PreferNoSchedule"}]
+
+
 def test_labels_and_annotations_trace_back_to_the_task_instance():
     job = manifest()
     labels, annotations = job["metadata"]["labels"], job["metadata"]["annotations"]
