@@ -79,19 +79,21 @@ class DevInstanceOperator(BaseOperator):
         from operators.k8s.connection import api_client
 
         params = context["params"]
-        owner = resolve_owner(context["dag_run"].triggering_user_name, params.get("owner"), configured_admins())
+        user = context["dag_run"].triggering_user_name
         settings = Settings.from_env()
         name, team = params.get("name"), params.get("team")
-        if self.action == "create":
+        if self.action == "create":  # for oneself (Airflow admins: for anybody)
             from operators.platform import load_platform
 
+            owner = resolve_owner(user, params.get("owner"), configured_admins())
             platform = load_platform()
             req = request_from_params(platform, owner, params)
             api = api_client(self.kubernetes_conn_id)
             outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
-        else:
-            team = _namespace(team)
+        else:  # a team admin also acts for the team's instance owners
+            team, team_admins = team_namespace_and_admins(team)
+            owner = resolve_owner(user, params.get("owner"), configured_admins() | set(team_admins))
             api = api_client(self.kubernetes_conn_id)
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
@@ -110,14 +112,16 @@ class DevInstanceOperator(BaseOperator):
         return {**found.as_dict(), "message": outcome.message}
 
 
-def _namespace(team: Any) -> str:
-    """A team name from the form -> its namespace, through the platform file when the team is listed there."""
+def team_namespace_and_admins(team: Any) -> tuple[str, tuple[str, ...]]:
+    """A team name from the form -> its namespace and its admins, through the platform file when the team is
+    listed there."""
     from operators.platform import PlatformError, load_platform
 
     try:
-        return load_platform().team(team).namespace
+        found = load_platform().team(team)
     except PlatformError:
-        return team  # an instance in a namespace the file no longer lists can still be stopped or deleted
+        return team, ()  # an instance in a namespace the file no longer lists can still be stopped or deleted
+    return found.namespace, found.admins
 
 
 def _admission(platform, api):

@@ -1,7 +1,9 @@
 """Whose instance a DAG run may act on (pure): the Airflow user who triggered it, never somebody else.
 
 * A run triggered by a logged-in user (UI or REST API) acts for ``dag_run.triggering_user_name``. It may name
-  ``owner`` in its conf only if that is the same user, or if the user is an admin.
+  ``owner`` in its conf only if that is the same user, or if the user is an admin: an Airflow admin for every
+  action, a team admin (role ``admin`` in the platform file) to stop, start or delete an instance of their team
+  (the operator passes that team's admins).
 * A run with nobody logged in behind it (``dag.test()``/``airflow dags test``: ``dag_test``; tests and
   schedulers: empty) must name ``owner`` in its conf.
 * ``airflow dags trigger`` records the OS user's name; such a user can only pass ``owner`` for somebody

@@ -71,7 +71,7 @@ def team_objects(platform: Platform, team: Team) -> TeamObjects:
                   hard=quota_hard(platform, team), default_cpu=platform.default_cpu,
                   default_memory=platform.default_memory, pull_secrets=list(team.pull_secrets),
                   service_account=team.service_account,
-                  admins=[m.user for m in team.members if m.role == "admin"],
+                  admins=list(team.admins),
                   members=[m.user for m in team.members if m.role != "admin"])
     docs = [_stamp(d) for d in docs]
     volumes = [_pvc(home_pvc(m.user), team.namespace, {**labels, LABEL_VOLUME: "home"}, m.user,

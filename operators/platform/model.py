@@ -86,6 +86,11 @@ class Team:
         return tuple(m.user for m in self.members)
 
     @property
+    def admins(self) -> tuple[str, ...]:
+        """Members with role ``admin``: they also stop, start and delete the team's development instances."""
+        return tuple(m.user for m in self.members if m.role == "admin")
+
+    @property
     def pool(self) -> str:
         """The Airflow pool whose slots bound how many of the team's tasks run at once."""
         return POOL_PREFIX + self.name

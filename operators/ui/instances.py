@@ -1,7 +1,8 @@
 """Development instances and the platform file as the page sees them, for one caller.
 
-Visibility: a user sees their own instances, a team admin (role ``admin`` in the platform file) also the team's,
-an Airflow admin every one; actions are the owner's or an Airflow admin's (the lifecycle DAGs' own rule). A password is its owner's only (``password``, through
+Visibility and actions: a user sees and acts on their own instances, a team admin (role ``admin`` in the platform
+file) also on the team's, an Airflow admin on every one (the lifecycle DAGs' own rule, ``operators.devinstances
+.owners``). A password is its owner's only (``password``, through
 ``operators.devinstances.inventory.password``). Actions never touch the cluster from here: they are runs of the
 lifecycle DAGs triggered as the caller (``actions``), after the checks the create DAG itself makes
 (``request_from_params``) plus the team's free quota and the per-user limit, so bad input is a 400 naming the
@@ -48,8 +49,7 @@ def admin_teams(caller: Caller, platform=None) -> set[str]:
     platform = platform or _platform()
     if caller.admin:
         return {t.namespace for t in platform.teams}
-    return {t.namespace for t in platform.teams_of(caller.name)
-            if any(m.user == caller.name and m.role == "admin" for m in t.members)}
+    return {t.namespace for t in platform.teams_of(caller.name) if caller.name in t.admins}
 
 
 def gpu_hours(caller: Caller) -> dict:
@@ -172,14 +172,12 @@ def _find(caller: Caller, team: str, name: str) -> dict:
 
 
 def action_conf(caller: Caller, team: str, name: str) -> dict:
-    """The lifecycle DAG's conf for an instance the caller may act on: their own, or any for an Airflow admin
-    (the DAGs' owner rule, ``operators.devinstances.owners``; a team admin sees the team's but acts on own)."""
-    row = _find(caller, team, name)
+    """The lifecycle DAG's conf for an instance the caller may act on: every one they see (their own, their
+    teams' as a team admin, any as an Airflow admin: the DAGs' owner rule, ``operators.devinstances.owners``)."""
+    row = _find(caller, team, name)  # 404 unless visible, and visible is what the caller may act on
     if row["owner"] == caller.name:
         return {"name": name, "team": team}
-    if caller.admin:
-        return {"name": name, "team": team, "owner": row["owner"]}
-    raise HTTPException(403, f"name={name!r}: {row['owner']}'s instance; only its owner or an Airflow admin acts on it")
+    return {"name": name, "team": team, "owner": row["owner"]}
 
 
 def password(caller: Caller, team: str, name: str) -> str:

@@ -64,23 +64,29 @@ def image_root(tmp_path_factory) -> Path:
     return root
 
 
-def test_image_install_imports_dags_plugins_and_triggers(image_root):
+def check_image(image_root: Path, plugins_folder: Path) -> dict:
+    """deploy/check_image.py's report, run with the image's venv from outside the checkout."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("AIRFLOW")}
     env.update({
         "AIRFLOW_HOME": str(image_root / "airflow-home"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(image_root / "opt/airflow/dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(image_root / "opt/airflow/plugins"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(plugins_folder),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     })
     done = subprocess.run([str(image_root / "venv/bin/python"), str(REPO / "deploy/check_image.py")],
                           env=env, cwd=image_root, capture_output=True, text=True, timeout=300)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert done.returncode == 0, report
+    return report
+
+
+def test_image_install_imports_dags_plugins_and_triggers(image_root):
+    report = check_image(image_root, image_root / "opt/airflow/plugins")
     assert report["dag_import_errors"] == {} and report["plugin_import_errors"] == {}
     assert {"reconcile_federated_learning", "reconcile_joint_inference",
             "training_recommendation_daily"} <= set(report["dag_ids"])
-    # the plugins folder baked into the image registers Skiff's plugin (its page)
-    assert "skiff" in report["plugins"], report["plugins"]
+    # Skiff's plugin (its page) registered once: the entry point, the plugins folder's file staying silent
+    assert report["plugins"].count("skiff") == 1, report["plugins"]
     assert {"operators.training.trigger.TrainingJobTrigger",
             "operators.sedna.trigger.SednaWatchTrigger"} <= set(report["triggers"])
     # the installed package, not the checkout, and no test tools in the image
@@ -88,3 +94,9 @@ def test_image_install_imports_dags_plugins_and_triggers(image_root):
     assert report["test_tools_shipped"] == {"kubesim": False, "devstack": False}
     # the templates are package data of the installed package
     assert list((image_root / "venv").glob("lib/python*/site-packages/k8s_templates/training/job.yaml.j2"))
+
+
+def test_the_installed_package_registers_the_page_without_a_plugins_folder(image_root, tmp_path):
+    """The package's ``airflow.plugins`` entry point alone: an image (or chart) with an empty plugins folder."""
+    report = check_image(image_root, tmp_path)
+    assert report["plugins"] == ["skiff"] and report["plugin_import_errors"] == {}, report

@@ -1,11 +1,11 @@
 """End to end under a real Airflow (standalone, and the production profile marked ``prod``): alice, logged in,
 triggers dev_instance_create through the REST API; the scheduler runs it, the instance becomes Ready on kubesim
-and belongs to alice; bob cannot stop it."""
+and belongs to alice; bob cannot stop it; alice, recsys's admin in the platform file, stops bob's."""
 
 from __future__ import annotations
 
 import pytest
-from devinstance_support import NS, sts_of
+from devinstance_support import NS, sts_of, wait_ready
 
 from devstack.testing import profile_params
 from kubesim.testing import wait_until
@@ -38,6 +38,21 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
     assert "'bob' may only act on their own development instances" in stack.task_log(
         "dev_instance_stop", bob_run, "stop")
     assert sts_of(k8s, "alice", "e2e").spec.replicas == 1
+    # alice is recsys's admin: she stops a member's instance for him (the run names him as owner)
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.platform import load_platform
+
+    req = request_from_params(load_platform(), "bob", {"name": "e2e-b", "team": NS, "cpu": 1, "memory": 1})
+    lifecycle.create(k8s, req, _settings())
+    try:
+        wait_ready(k8s, "bob", "e2e-b", timeout=30)
+        admin_run = stack.trigger("dev_instance_stop", {"name": "e2e-b", "team": NS, "owner": "bob"}, user="alice")
+        assert stack.wait_run("dev_instance_stop", admin_run, timeout=150) == "success", stack.task_log(
+            "dev_instance_stop", admin_run, "stop")
+        assert sts_of(k8s, "bob", "e2e-b").spec.replicas == 0
+    finally:
+        lifecycle.delete(k8s, "bob", NS, "e2e-b", _settings())
 
 
 def _settings():

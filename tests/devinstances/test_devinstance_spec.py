@@ -186,3 +186,20 @@ def test_owner_rules_refuse():
     with pytest.raises(ValueError, match="pass owner in the run's conf"):
         resolve_owner("dag_test", None)
     assert admins_from_config("ops, root", "admin:admin,alice:user,boss:Admin") == {"ops", "root", "admin", "boss"}
+
+
+def test_a_team_admin_acts_for_the_teams_owners_and_nobody_elses(monkeypatch):
+    """stop/start/delete pass the instance's team admins (platform file role ``admin``) to the owner rule."""
+    from operators.devinstances.operator import team_namespace_and_admins
+    from operators.platform import ENV_PLATFORM_FILE, example_path
+
+    monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
+    ns, recsys_admins = team_namespace_and_admins("recsys")
+    assert (ns, recsys_admins) == ("recsys", ("alice",))  # alice: admin of recsys, plain member of nlp
+    assert team_namespace_and_admins("nlp") == ("nlp", ("carol",))
+    assert team_namespace_and_admins("gone") == ("gone", ())  # not in the file: Airflow admins only
+    assert resolve_owner("alice", "bob", recsys_admins) == "bob"
+    with pytest.raises(PermissionError, match="'alice' may only act on their own"):
+        resolve_owner("alice", "carol", team_namespace_and_admins("nlp")[1])
+    with pytest.raises(PermissionError, match="'bob' may only act on their own"):
+        resolve_owner("bob", "alice", recsys_admins)

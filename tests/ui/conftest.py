@@ -15,35 +15,22 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ui_support import ARTIFACTS, SUB_PATH
 
 from devstack.airflow_env import REPO, airflow_env
+from devstack.browser import chromium
+from devstack.browser import missing as missing_browser
 from devstack.stack import BIN, _spawn, _tail, free_port
 from kubesim.testing import sync_api_client, wait_until
-
-SUB_PATH = "/airflow"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (git-ignored)
 
 
 @pytest.fixture
 def browser(tmp_path):
     """Headless Debian chromium through selenium, always with /usr/bin/chromedriver (never a download)."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} missing: run `make browser` (apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'chromium-profile'}",
-                 "--window-size=1600,1400"):
-        opts.add_argument(flag)
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
-    driver = webdriver.Chrome(service=service, options=opts)
+    if missing_browser():
+        pytest.fail(f"{', '.join(missing_browser())} missing: run `make browser` "
+                    "(apt-get install chromium chromium-driver)")
+    driver = chromium(tmp_path)
     try:
         yield driver
     finally:

@@ -147,6 +147,67 @@ def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_
         assert [t["dag_id"] for t in carol.get("/api/training").json()["tasks"]] == ["training_failure_demo"]
 
 
+# a run of the daily pipeline as the scheduler leaves it: preprocess waits for a slot of the team's pool (scheduled,
+# no Job yet), train is deferred on its Job
+SEED_WAITING = """
+from datetime import UTC, datetime, timedelta
+from airflow.models.serialized_dag import SerializedDagModel
+from airflow.models.taskinstance import TaskInstance as TI
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState
+from airflow.utils.types import DagRunTriggeredByType, DagRunType
+from sqlalchemy import select
+now = datetime.now(UTC)
+with create_session() as s:
+    dag = SerializedDagModel.get_dag("training_recommendation_daily", session=s)
+    dag.create_dagrun(run_id="manual__waiting", run_after=now, run_type=DagRunType.MANUAL,
+                      triggered_by=DagRunTriggeredByType.TEST, state=DagRunState.RUNNING, session=s)
+    s.flush()
+    tis = {ti.task_id: ti for ti in s.scalars(select(TI).where(TI.run_id == "manual__waiting"))}
+    tis["preprocess"].state, tis["preprocess"].scheduled_dttm = "scheduled", now - timedelta(minutes=2)
+    tis["train"].state, tis["train"].try_number, tis["train"].start_date = "deferred", 1, now - timedelta(minutes=1)
+"""
+
+
+def test_training_rows_show_tasks_waiting_for_the_pool_and_for_quota(api_server):
+    """preprocess has no Job (Airflow holds it for a pool slot); train's Job is refused by recsys's ResourceQuota
+    (kubesim's Job controller records FailedCreate, as kube's does) so it has no pod: each row says why it waits."""
+    import subprocess
+
+    from devstack.stack import BIN
+    from operators.k8s.resource import JOBS
+    from operators.k8s.rest import Kube
+    from operators.training.naming import TaskInstanceKey
+    from operators.training.operator import TrainingJobOperator
+
+    done = subprocess.run([str(BIN / "python"), "-c", SEED_WAITING], env=api_server.env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    op = TrainingJobOperator(task_id="train", image="registry.local/recsys/train-gpu:1.4", entry_path="train.py",
+                             namespace="recsys", owner="alice", cpu=9, memory=1)  # recsys has 8 cpu in all
+    job = Kube(api_server.k8s).create(JOBS, "recsys", op.build_manifest(
+        TaskInstanceKey("training_recommendation_daily", "train", "manual__waiting", 1)))
+    core = client.CoreV1Api(api_server.k8s)
+    try:
+        wait_until(lambda: any(e.reason == "FailedCreate" and "exceeded quota" in e.message for e in
+                               core.list_namespaced_event("recsys").items
+                               if e.involved_object.name == job["metadata"]["name"]),
+                   timeout=15, what="the Job's pod refused by the quota")
+        with api_server.client("alice") as alice:
+            rows = {t["task_id"]: t for t in alice.get("/api/training").json()["tasks"]
+                    if t["dag_id"] == "training_recommendation_daily"}
+        assert set(rows) == {"preprocess", "train"}, rows  # evaluate has not been scheduled: not shown
+        assert (rows["preprocess"]["state"], rows["preprocess"]["waiting_for"], rows["preprocess"]["job"]) == (
+            "scheduled", "pool", None)
+        assert rows["preprocess"]["age_seconds"] >= 120
+        assert (rows["train"]["state"], rows["train"]["waiting_for"], rows["train"]["team"], rows["train"]["job"]) \
+            == ("deferred", "quota", "recsys", job["metadata"]["name"])
+        assert rows["train"]["node"] is None and rows["train"]["reason"] is None
+    finally:
+        client.BatchV1Api(api_server.k8s).delete_namespaced_job(job["metadata"]["name"], "recsys",
+                                                                propagation_policy="Background")
+
+
 def test_state_changing_routes_take_json_only(api_server):
     with api_server.client("alice") as alice:
         form = alice.post("/api/instances", content="name=x&team=recsys",
@@ -186,6 +247,12 @@ def instances(api_server):
 def _run(api_server, dag_id: str, run_id: str) -> dict:
     with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
         return admin.get(f"{api_server.url}/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()
+
+
+def _run_count(api_server, dag_id: str, conf: dict) -> int:
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
+        runs = admin.get(f"{api_server.url}/api/v2/dags/{dag_id}/dagRuns").json()["dag_runs"]
+    return sum(r["conf"] == conf for r in runs)
 
 
 def _names(c) -> set[tuple[str, str]]:
@@ -232,20 +299,38 @@ def test_an_action_is_a_run_of_the_lifecycle_dag_triggered_as_the_user(instances
 
 
 def test_actions_on_someone_elses_instance_are_refused_and_admins_act_for_the_owner(instances):
-    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin:
-        assert bob.post("/api/instances/recsys/nb-a/delete", json={}).status_code == 404
-        assert alice.post("/api/instances/recsys/nb-b/stop", json={}).status_code == 403
+    with instances.client("alice") as alice, instances.client("bob") as bob, instances.client("admin") as admin, \
+            instances.client("carol") as carol:
+        assert bob.post("/api/instances/recsys/nb-a/delete", json={}).status_code == 404  # a member: own only
+        assert carol.post("/api/instances/recsys/nb-b/stop", json={}).status_code == 404  # nlp's admin, not recsys's
         assert alice.post("/api/instances/recsys/nb-a/reboot", json={}).status_code == 404
-        r = admin.post("/api/instances/recsys/nb-b/stop", json={})
-    assert r.status_code == 202, r.text
-    run = _run(instances, "dev_instance_stop", r.json()["dag_run_id"])
-    assert run["triggering_user_name"] == "admin" and run["conf"] == {"name": "nb-b", "team": "recsys", "owner": "bob"}
+        team_admin = alice.post("/api/instances/recsys/nb-b/stop", json={})  # alice is recsys's admin
+        airflow_admin = admin.post("/api/instances/recsys/nb-b/start", json={})
+    for r, user in ((team_admin, "alice"), (airflow_admin, "admin")):
+        assert r.status_code == 202, r.text
+        run = _run(instances, r.json()["dag_id"], r.json()["dag_run_id"])
+        assert run["triggering_user_name"] == user
+        assert run["conf"] == {"name": "nb-b", "team": "recsys", "owner": "bob"}
 
 
 def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
-    with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file
-        r = carol.post("/api/instances", json={"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
-    assert r.status_code == 403 and "Airflow refused" in r.json()["detail"], r.text
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import load_platform
+
+    settings = Settings.from_env()
+    req = request_from_params(load_platform(), "carol", {"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
+    lifecycle.create(instances.k8s, req, settings)  # carol's own instance: only her Airflow role stands in the way
+    try:
+        with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file
+            created = carol.post("/api/instances", json={"name": "nb-c2", "team": "nlp", "cpu": 1, "memory": 1})
+            stopped = carol.post("/api/instances/nlp/nb-c/stop", json={})
+        for r in (created, stopped):
+            assert r.status_code == 403 and "Airflow refused" in r.json()["detail"], r.text
+        assert _run_count(instances, "dev_instance_stop", conf={"name": "nb-c", "team": "nlp"}) == 0
+    finally:
+        lifecycle.delete(instances.k8s, "carol", "nlp", "nb-c", settings)
 
 
 def test_create_triggers_the_create_dag_as_the_user_with_the_form_as_conf(instances):

@@ -15,15 +15,14 @@ import math
 import httpx
 import pytest
 from kubernetes import client
+from ui_support import AirflowPage
 
-from devstack.airflow_env import REPO
 from kubesim.testing import wait_until
 
 pytestmark = pytest.mark.e2e
 
 LIFECYCLE = ("dev_instance_create", "dev_instance_stop", "dev_instance_start", "dev_instance_delete")
 NAME = "ui-notebook"
-ARTIFACTS = REPO / ".artifacts" / "ui"
 
 
 @pytest.fixture(scope="module")
@@ -33,45 +32,11 @@ def stack(team_stack):
     return team_stack
 
 
-class Page:
-    """The browser on Airflow's UI, with Skiff's page framed in it."""
+class Page(AirflowPage):
+    """The browser on Airflow's UI, with Skiff's page framed in it, and alice's instance ``NAME`` on it."""
 
     def __init__(self, driver, stack):
-        from selenium.common.exceptions import StaleElementReferenceException
-        from selenium.webdriver.support.ui import WebDriverWait
-
-        self.d, self.stack, self.step = driver, stack, 0
-        self.wait = lambda timeout=30: WebDriverWait(driver, timeout,
-                                                     ignored_exceptions=(StaleElementReferenceException,))
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-
-    def shot(self, what: str) -> None:
-        self.step += 1
-        self.d.save_screenshot(str(ARTIFACTS / f"page-{self.step:02d}-{what}.png"))
-
-    def css(self, selector: str, timeout: float = 30):
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions as ec
-
-        return self.wait(timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, selector)))
-
-    def login(self, user: str) -> None:
-        from selenium.webdriver.common.by import By
-
-        self.d.delete_all_cookies()
-        self.d.get(f"{self.stack.airflow_url}/")
-        self.css("input[name='username']").send_keys(user)
-        self.d.find_element(By.CSS_SELECTOR, "input[name='password']").send_keys(self.stack.password(user))
-        self.d.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
-
-    def open_from_navigation(self) -> None:
-        from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions as ec
-
-        self.d.switch_to.default_content()
-        self.css("a[href$='/plugin/skiff']").click()
-        self.wait().until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[title='Skiff']")))
-        self.wait().until(lambda d: "Signed in as" in d.find_element(By.ID, "who").text)
+        super().__init__(driver, stack.airflow_url, stack.password, "page")
 
     def instance_row(self, timeout: float = 30):
         return self.css(f"tr[data-instance='{NAME}'][data-team='recsys']", timeout)

@@ -177,7 +177,7 @@ function renderInstances(data) {
     h("thead", {}, h("tr", {}, ["Name", "State", showOwner ? "Owner" : null, "Image", "Resources", "Age", "Idle", "Connect", "Password", ""]
       .filter((x) => x !== null).map((t) => h("th", {}, t)))),
     h("tbody", {}, rows.map((i) => {
-      const key = i.team + "/" + i.name, busy = state.busy.has(key) || (!i.mine && !state.me.admin);
+      const key = i.team + "/" + i.name, busy = state.busy.has(key);  // every row shown is one the user may act on
       const stopped = i.state === "Stopped", res = i.resources || {};
       return h("tr", { "data-instance": i.name, "data-team": i.team },
         h("td", {}, h("b", {}, i.name), h("div", { class: "sub" }, i.team)),

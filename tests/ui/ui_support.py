@@ -1,0 +1,50 @@
+"""What the UI browser tests share: Airflow's UI driven through selenium, with a screenshot of each step."""
+
+from __future__ import annotations
+
+from devstack.airflow_env import REPO
+
+SUB_PATH = "/airflow"  # the api-server fixture's [api] base_url path (conftest.api_server)
+ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (git-ignored)
+
+
+class AirflowPage:
+    """The browser on Airflow's UI (at ``airflow_url``), with Skiff's page framed in it; screenshots of each step
+    go to ``.artifacts/ui/<prefix>-NN-<what>.png``."""
+
+    def __init__(self, driver, airflow_url: str, password, prefix: str):
+        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        self.d, self.url, self.password, self.prefix, self.step = driver, airflow_url, password, prefix, 0
+        self.wait = lambda timeout=30: WebDriverWait(driver, timeout,
+                                                     ignored_exceptions=(StaleElementReferenceException,))
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def shot(self, what: str) -> None:
+        self.step += 1
+        self.d.save_screenshot(str(ARTIFACTS / f"{self.prefix}-{self.step:02d}-{what}.png"))
+
+    def css(self, selector: str, timeout: float = 30):
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as ec
+
+        return self.wait(timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+
+    def login(self, user: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.d.delete_all_cookies()
+        self.d.get(f"{self.url}/")
+        self.css("input[name='username']").send_keys(user)
+        self.d.find_element(By.CSS_SELECTOR, "input[name='password']").send_keys(self.password(user))
+        self.d.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+
+    def open_from_navigation(self) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as ec
+
+        self.d.switch_to.default_content()
+        self.css("a[href$='/plugin/skiff']").click()
+        self.wait().until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[title='Skiff']")))
+        self.wait().until(lambda d: "Signed in as" in d.find_element(By.ID, "who").text)
