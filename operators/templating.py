@@ -66,12 +66,20 @@ def yaml_value(value: Any) -> str:
 def _plain(value: Any) -> Any:
     """``value`` as parsing ``yaml_value(value)`` gives it back: fresh dicts (``str`` keys) and lists, plain
     ``int``/``float``/``str``; the same errors for what cannot be rendered."""
-    if value is None or value is True or value is False:
-        return value
-    if isinstance(value, str):
+    t = type(value)  # exact JSON types first (what manifests are made of), subclasses and the rest below
+    if t is str:
         if _MARK in value:  # rendered template text (a macro's caller()): only the text path renders it right
             raise _TextOnly
-        return str.__str__(value)
+        return value
+    if t is dict:
+        return {k if type(k) is str and len(k) <= 90 and _MARK not in k else _plain_key(k): _plain(v)
+                for k, v in value.items()}
+    if t is list:
+        return [_plain(v) for v in value]
+    if value is None or t is bool or t is int or t is float:
+        return value
+    if isinstance(value, str):
+        return _plain(str.__str__(value))
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
