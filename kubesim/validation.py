@@ -9,6 +9,11 @@
   `x-kubernetes-preserve-unknown-fields`), then validation against that schema (`nullable`,
   `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource` respected).
 
+Every write is validated whole, as the real server does; what makes that cheap is not skipping anything:
+the built-in schemas are compiled per node into predicates (`schema_ok`; the causes come from the walk only
+when an object is invalid), and a CR's errors per top-level field are kept by the field's content
+(`CustomValidator`), so a status write does not re-check a spec it has seen.
+
 Failures raise `Invalid` (422) whose causes name the field path and value, with the real messages.
 """
 from __future__ import annotations
