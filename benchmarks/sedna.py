@@ -216,17 +216,20 @@ def _report(rows: list[dict], side: dict, ji: dict, latencies: list[float]) -> s
     big, n = rows[-1], rows[-1]["n"]
     seq = side["seq"]
     speedup = seq["t"] / big["t_first"]
+    # two processes on this machine's cores overlap at best down to the larger of their CPU totals
+    bound = seq["t"] / max(big["cpu_first"], big["server_first"])
     checks = [
-        (f"first pass at {n:,} CRs <= 10 s (concurrency {CONCURRENCY})", big["t_first"] <= 10.0,
-         f"{big['t_first']:.2f} s"),
-        ("... >= 4x faster than concurrency 1 in the same run", speedup >= 4.0,
-         f"{speedup:.1f}x ({seq['t']:.2f} s with concurrency 1)"),
+        (f"first pass at {n:,} CRs <= 10 s (concurrency {CONCURRENCY}, kubesim as it answers)",
+         big["t_first"] <= 10.0, f"{big['t_first']:.2f} s"),
+        ("... >= 4x faster than concurrency 1 in the same run (no added latency)", speedup >= 4.0,
+         f"{speedup:.1f}x ({seq['t']:.2f} s with concurrency 1; at most {bound:.1f}x possible here, see above)"),
     ]
     if "seq_lat" in side:
         lat_speedup = side["seq_lat"]["t"] / side["par_lat"]["t"]
-        checks += [(f"... with {WRITE_LATENCY * 1000:.0f} ms per write (an etcd commit): >= 4x", lat_speedup >= 4.0,
+        checks += [(f"... the same with {WRITE_LATENCY * 1000:.0f} ms added to each write (kubesim's latency "
+                    "injection, standing in for an etcd commit): >= 4x", lat_speedup >= 4.0,
                     f"{lat_speedup:.1f}x ({side['seq_lat']['t']:.2f} s -> {side['par_lat']['t']:.2f} s)"),
-                   (f"... with {WRITE_LATENCY * 1000:.0f} ms per write: concurrency {CONCURRENCY} <= 10 s",
+                   (f"... with {WRITE_LATENCY * 1000:.0f} ms added to each write: concurrency {CONCURRENCY} <= 10 s",
                     side["par_lat"]["t"] <= 10.0, f"{side['par_lat']['t']:.2f} s")]
     checks += [
         ("0 writes when nothing drifted", big["writes_nd"] == 0, f"{big['writes_nd']} writes"),
@@ -272,11 +275,18 @@ def _report(rows: list[dict], side: dict, ji: dict, latencies: list[float]) -> s
                          f"{_per_cr_ms(r['cpu'], n)} | {_per_cr_ms(r['server'], n)} |")
     lines += [
         "",
-        "Concurrency overlaps waiting; it does not remove work. On kubesim a sequential pass hardly waits: its "
-        "wall time is about Skiff's CPU plus kubesim's CPU (one Python process that validates, stores, schedules "
-        "and garbage-collects every pod), so on this 2-core machine, shared with other jobs, overlapping the two "
-        "can gain at most ~2x. With a per-write commit latency, as a real API server has, the sequential pass "
-        "waits on every write and the bounded pool hides it.",
+        "Concurrency overlaps waiting; it does not remove work. kubesim answers a write as soon as its CPU "
+        "work is done (one Python process that decodes, validates, stores and notifies its controllers), so a "
+        "sequential pass on it hardly waits: its wall time is about Skiff's CPU plus kubesim's CPU. Overlapping "
+        f"the two processes on this machine's {os.cpu_count()} cores can at best bring the pass down to the "
+        f"larger of the two: {_per_cr_ms(big['cpu_first'], n)} ms (Skiff) and "
+        f"{_per_cr_ms(big['server_first'], n)} ms (kubesim) per CR at concurrency {CONCURRENCY}, i.e. at most "
+        f"{bound:.1f}x faster than the {seq['t']:.2f} s of concurrency 1, whatever the concurrency. The >= 4x of "
+        "issue 11 needs writes that wait, as on a real API server, where every write is an etcd commit (a Raft "
+        f"round and an fsync: milliseconds): the rows with {WRITE_LATENCY * 1000:.0f} ms added to each write "
+        "(kubesim's latency injection, an asyncio sleep that blocks nothing else) show what the bounded pool "
+        "hides there. Those are the only runs where the 4x can be met; the no-added-latency rows are reported "
+        "beside them as they are.",
         "",
         f"JointInferenceService: {N_JI} services -> first pass {ji['t_first']:.2f} s ({ji['created']} children), "
         f"no-drift pass {ji['t_nd']:.3f} s ({_per_cr_ms(ji['cpu_nd'], N_JI)} ms Skiff CPU per CR) with "

@@ -9,6 +9,11 @@
   `x-kubernetes-preserve-unknown-fields`), then validation against that schema (`nullable`,
   `x-kubernetes-int-or-string`, `x-kubernetes-embedded-resource` respected).
 
+Every write is validated whole, as the real server does; what makes that cheap is not skipping anything:
+the built-in schemas are compiled per node into predicates (`schema_ok`; the causes come from the walk only
+when an object is invalid), and a CR's errors per top-level field are kept by the field's content
+(`CustomValidator`), so a status write does not re-check a spec it has seen.
+
 Failures raise `Invalid` (422) whose causes name the field path and value, with the real messages.
 """
 from __future__ import annotations
@@ -96,29 +101,36 @@ def field_path(parts) -> str:
 # JSON schema validation (built-in kinds and custom resources)
 
 def _schema_errors(validator, obj: dict, causes: Causes) -> None:
-    for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
-        path = list(err.absolute_path)
-        if err.validator == "required":
-            missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
-            for k in missing or [err.message.split("'")[1] if "'" in err.message else "?"]:
-                causes.required(field_path(path + [k]))
-        elif err.validator == "type":
-            want = err.validator_value
-            want = [t for t in want if t != "null"] if isinstance(want, list) else [want]
-            where = field_path(path)
-            causes.invalid(where, _type_name(err.instance),
-                           f"{where} in body must be of type {' or '.join(want)}: \"{_type_name(err.instance)}\"")
-        elif err.validator == "enum":
-            causes.unsupported(field_path(path), err.instance, [str(v) for v in err.validator_value])
-        elif err.validator in ("oneOf", "anyOf"):
-            causes.invalid(field_path(path), err.instance, "must be a string or a number"
-                           if _is_quantity_or_intstr(err.validator_value) else "does not match any allowed schema")
-        elif err.validator == "additionalProperties" and err.validator_value is False:
-            for k in sorted(set(err.instance) - set(err.schema.get("properties", {}))):
-                causes.append((field_path(path + [k]), "FieldValueNotSupported", f'Unsupported value: "{k}"'))
-        else:
-            where = field_path(path)
-            causes.invalid(where, err.instance, f"{where} in body {_describe(err)}")
+    for _key, found in sorted((_error_causes(err) for err in validator.iter_errors(obj)), key=lambda e: e[0]):
+        causes.extend(found)
+
+
+def _error_causes(err, prefix: tuple = ()) -> tuple[list[str], Causes]:
+    """(sort key, causes) of one jsonschema error whose instance sits at ``prefix`` + its own path."""
+    path = [*prefix, *err.absolute_path]
+    causes = Causes()
+    if err.validator == "required":
+        missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+        for k in missing or [err.message.split("'")[1] if "'" in err.message else "?"]:
+            causes.required(field_path(path + [k]))
+    elif err.validator == "type":
+        want = err.validator_value
+        want = [t for t in want if t != "null"] if isinstance(want, list) else [want]
+        where = field_path(path)
+        causes.invalid(where, _type_name(err.instance),
+                       f"{where} in body must be of type {' or '.join(want)}: \"{_type_name(err.instance)}\"")
+    elif err.validator == "enum":
+        causes.unsupported(field_path(path), err.instance, [str(v) for v in err.validator_value])
+    elif err.validator in ("oneOf", "anyOf"):
+        causes.invalid(field_path(path), err.instance, "must be a string or a number"
+                       if _is_quantity_or_intstr(err.validator_value) else "does not match any allowed schema")
+    elif err.validator == "additionalProperties" and err.validator_value is False:
+        for k in sorted(set(err.instance) - set(err.schema.get("properties", {}))):
+            causes.append((field_path(path + [k]), "FieldValueNotSupported", f'Unsupported value: "{k}"'))
+    else:
+        where = field_path(path)
+        causes.invalid(where, err.instance, f"{where} in body {_describe(err)}")
+    return list(map(str, path)), causes
 
 
 def _type_name(v) -> str:
@@ -230,6 +242,125 @@ def builtin_ok(value, schema: dict) -> bool:
     return not probe
 
 
+# id(schema node) -> (node, check): `schema_ok(node)(value)` is True exactly when `builtin_errors(value, node,
+# ...)` finds nothing. Compiled once per node of the (cached, never freed) built-in schemas: a valid object,
+# the usual case, is checked without building paths or causes; an invalid one is walked again by
+# `builtin_errors` for its causes. A check is a predicate, or for a leaf whose type one isinstance decides
+# (most of them: "string", ["string", "null"]...) the tuple of Python types, tested inline by its parent.
+_OK: dict[int, tuple[dict, object]] = {}
+_OK_LOCK = threading.RLock()
+
+
+def schema_ok(schema: dict):
+    check = _check_of(schema)
+    return (lambda value: isinstance(value, check)) if type(check) is tuple else check
+
+
+def _check_of(schema: dict):
+    hit = _OK.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    with _OK_LOCK:
+        hit = _OK.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        cell: list = []
+
+        def cycle(value) -> bool:  # a reference back to this node (recursive types, e.g. JSONSchemaProps)
+            check = cell[0]
+            return isinstance(value, check) if type(check) is tuple else check(value)
+        _OK[id(schema)] = (schema, cycle)
+        check = _compile_ok(schema)
+        cell.append(check)
+        _OK[id(schema)] = (schema, check)
+        return check
+
+
+def _type_check(names: tuple):
+    """`_is_type(value, n)` for any n in `names`: the tuple of Python types when a bool cannot be confused
+    with an int (no "integer"/"number"), else a predicate."""
+    if not {"integer", "number"} & set(names):
+        return tuple(t for n in names for t in _PY_TYPES.get(n, ()))
+
+    def ok(value) -> bool:
+        if isinstance(value, bool):
+            return "boolean" in names
+        for n in names:
+            if n == "integer" and isinstance(value, float):
+                if value.is_integer():
+                    return True
+            elif isinstance(value, _PY_TYPES.get(n, ())):
+                return True
+        return False
+    return ok
+
+
+def _compile_ok(schema: dict):
+    t = schema.get("type")
+    type_ok = None if t is None else _type_check(tuple(t) if isinstance(t, list) else (t,))
+    enum = schema.get("enum")
+    one_of = schema.get("oneOf")
+    options = None if one_of is None else [schema_ok(o) for o in one_of]
+    required = tuple(schema.get("required") or ())
+    props = schema.get("properties")
+    additional = schema.get("additionalProperties")
+    add_ok = _check_of(additional) if isinstance(additional, dict) else None
+    prop_ok = None if props is None else {k: _check_of(v) for k, v in props.items()}
+    items = schema.get("items")
+    item_ok = _check_of(items) if isinstance(items, dict) else None
+    checks_dict = bool(required) or prop_ok is not None or add_ok is not None
+
+    if type_ok is not None and enum is None and options is None and not checks_dict and item_ok is None:
+        return type_ok  # a leaf: string, integer, boolean...
+    type_types = type_ok if type(type_ok) is tuple else None
+    add_types = add_ok if type(add_ok) is tuple else None
+    item_types = item_ok if type(item_ok) is tuple else None
+
+    def ok(value) -> bool:
+        if type_types is not None:
+            if not isinstance(value, type_types):
+                return False
+        elif type_ok is not None and not type_ok(value):
+            return False
+        if enum is not None and value not in enum:
+            return False
+        if options is not None and not any(o(value) for o in options):
+            return False
+        if isinstance(value, dict):
+            if checks_dict:
+                for k in required:
+                    if k not in value:
+                        return False
+                if prop_ok is not None:
+                    for k, v in value.items():
+                        sub = prop_ok.get(k)
+                        if sub is not None:
+                            if not (isinstance(v, sub) if type(sub) is tuple else sub(v)):
+                                return False
+                        elif add_ok is not None and not (
+                                isinstance(v, add_types) if add_types is not None else add_ok(v)):
+                            return False
+                elif add_types is not None:
+                    for v in value.values():
+                        if not isinstance(v, add_types):
+                            return False
+                elif add_ok is not None:
+                    for v in value.values():
+                        if not add_ok(v):
+                            return False
+        elif isinstance(value, list) and item_ok is not None:
+            if item_types is not None:
+                for v in value:
+                    if not isinstance(v, item_types):
+                        return False
+            else:
+                for v in value:
+                    if not item_ok(v):
+                        return False
+        return True
+    return ok
+
+
 class BuiltinSchemas:
     """Compiled validators for the 1.31 OpenAPI schema of each built-in kind, built on first use."""
 
@@ -324,20 +455,72 @@ def prune(obj, schema: dict | None, *, root: bool = False):
     return obj
 
 
+# root keywords whose errors do not involve the values of the properties: with only these at the root, a
+# custom resource's errors are the root's plus, per top-level field, that field's value's against its schema
+_SPLIT_ROOT = frozenset({"type", "properties", "required", "additionalProperties", "minProperties",
+                         "maxProperties"})
+_MEMO_SIZE = 2048
+
+
+class CustomValidator:
+    """A CRD schema's validator. Each top-level field's errors are a function of its value alone, so they are
+    kept by content (the JSON of the value): a status write re-validates the status, while the unchanged
+    spec (often hundreds of KB of schema: an embedded PodTemplateSpec) is looked up. The causes are exactly
+    those of validating the whole object (same fields, messages and order)."""
+
+    def __init__(self, schema_json: str):
+        schema = _to_jsonschema(json.loads(schema_json))
+        # metadata is validated by the API server itself (ObjectMeta), not by the CRD's schema
+        schema.get("properties", {}).pop("metadata", None)
+        self.whole = jsonschema.Draft4Validator(schema)
+        props = schema.get("properties")
+        self.parts: dict | None = None
+        if isinstance(props, dict) and set(schema) <= _SPLIT_ROOT and '"$ref"' not in schema_json \
+                and not isinstance(schema.get("additionalProperties"), dict):
+            self.root = jsonschema.Draft4Validator({**schema, "properties": {k: {} for k in props}})
+            self.parts = {k: jsonschema.Draft4Validator(v) for k, v in props.items()}
+        self._memo: dict[tuple[str, str], list] = {}
+        self._lock = threading.Lock()
+
+    def errors(self, obj: dict, causes: Causes) -> None:
+        if self.parts is None or not isinstance(obj, dict):
+            _schema_errors(self.whole, obj, causes)
+            return
+        found = [_error_causes(err) for err in self.root.iter_errors(obj)]
+        for key, validator in self.parts.items():
+            if key in obj:
+                found += self._part(key, validator, obj[key])
+        for _key, part in sorted(found, key=lambda e: e[0]):
+            causes.extend(part)
+
+    def _part(self, key: str, validator, value) -> list:
+        if not isinstance(value, dict | list):
+            return [_error_causes(err, (key,)) for err in validator.iter_errors(value)]
+        memo_key = (key, json.dumps(value))
+        with self._lock:
+            hit = self._memo.pop(memo_key, None)
+            if hit is not None:
+                self._memo[memo_key] = hit  # most recently used last
+                return hit
+        found = [_error_causes(err, (key,)) for err in validator.iter_errors(value)]
+        with self._lock:
+            self._memo[memo_key] = found
+            while len(self._memo) > _MEMO_SIZE:
+                del self._memo[next(iter(self._memo))]
+        return found
+
+
 @lru_cache(maxsize=256)
-def _cr_validator(schema_json: str):
-    schema = _to_jsonschema(json.loads(schema_json))
-    # metadata is validated by the API server itself (ObjectMeta), not by the CRD's schema
-    schema.get("properties", {}).pop("metadata", None)
-    return jsonschema.Draft4Validator(schema)
+def _cr_validator(schema_json: str) -> CustomValidator:
+    return CustomValidator(schema_json)
 
 
 # id(schema) -> (schema, validator): a CRD's schema object is reused for every write of its CRs, and
 # serialising it for the lru_cache key cost milliseconds per write (a CRD embedding a PodTemplateSpec)
-_BY_SCHEMA: dict[int, tuple[dict, object]] = {}
+_BY_SCHEMA: dict[int, tuple[dict, CustomValidator]] = {}
 
 
-def _validator_for(schema: dict):
+def _validator_for(schema: dict) -> CustomValidator:
     hit = _BY_SCHEMA.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
@@ -353,7 +536,7 @@ def validate_custom(rt, obj: dict, causes: Causes) -> None:
     if not schema:
         return     # (apiextensions/v1 refuses CRDs without a schema; nothing to check against)
     prune(obj, schema, root=True)
-    _schema_errors(_validator_for(schema), obj, causes)
+    _validator_for(schema).errors(obj, causes)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -462,23 +645,73 @@ class ClusterIPs:
 def drop_unknown_fields(obj, schema: dict, seen_depth: int = 0) -> None:
     """What the real server does with fields its types do not have (fieldValidation unset = Warn):
     they are dropped, not stored. `schema` is an inlined built-in schema. In place."""
-    if seen_depth > 64 or not isinstance(schema, dict):
+    if not isinstance(schema, dict):
         return
-    if isinstance(obj, dict):
-        props = schema.get("properties")
-        additional = schema.get("additionalProperties")
-        if props is not None:
-            for k in list(obj):
-                if k in props:
-                    drop_unknown_fields(obj[k], props[k], seen_depth + 1)
-                elif additional is None and not schema.get("x-kubernetes-preserve-unknown-fields"):
-                    del obj[k]
-        elif isinstance(additional, dict):
-            for v in obj.values():
-                drop_unknown_fields(v, additional, seen_depth + 1)
-    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        for item in obj:
-            drop_unknown_fields(item, schema["items"], seen_depth + 1)
+    drop = _dropper(schema)
+    if drop is not None:
+        drop(obj, seen_depth)
+
+
+# id(schema node) -> (node, dropper or None when nothing below the node can be dropped); as `_OK`
+_DROP: dict[int, tuple[dict, object]] = {}
+
+
+def _dropper(schema: dict):
+    hit = _DROP.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    with _OK_LOCK:
+        hit = _DROP.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        cell: list = []
+        _DROP[id(schema)] = (schema, lambda obj, depth: cell[0](obj, depth) if cell[0] is not None else None)
+        fn = _compile_drop(schema)
+        cell.append(fn)
+        _DROP[id(schema)] = (schema, fn)
+        return fn
+
+
+def _compile_drop(schema: dict):
+    props = schema.get("properties")
+    additional = schema.get("additionalProperties")
+    items = schema.get("items")
+    if props is not None:
+        keep_unknown = additional is not None or bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        subs = {k: _dropper(v) if isinstance(v, dict) else None for k, v in props.items()}
+
+        def drop_props(obj, depth: int) -> None:
+            if depth > 64:
+                return
+            if isinstance(obj, dict):
+                for k in list(obj):
+                    if k in subs:
+                        sub = subs[k]
+                        if sub is not None:
+                            sub(obj[k], depth + 1)
+                    elif not keep_unknown:
+                        del obj[k]
+            elif isinstance(obj, list) and item is not None:
+                for v in obj:
+                    item(v, depth + 1)
+        item = _dropper(items) if isinstance(items, dict) else None
+        return drop_props
+    add = _dropper(additional) if isinstance(additional, dict) else None
+    item = _dropper(items) if isinstance(items, dict) else None
+    if add is None and item is None:
+        return None
+
+    def drop_rest(obj, depth: int) -> None:
+        if depth > 64:
+            return
+        if isinstance(obj, dict):
+            if add is not None:
+                for v in obj.values():
+                    add(v, depth + 1)
+        elif isinstance(obj, list) and item is not None:
+            for v in obj:
+                item(v, depth + 1)
+    return drop_rest
 
 
 def default_object(rt, obj: dict, old: dict | None, ips: ClusterIPs) -> None:
@@ -857,7 +1090,7 @@ class Validator:
             if validator is not None:
                 drop_unknown_fields(obj, validator.schema)
             default_object(rt, obj, old, self.ips)
-            if validator is not None:
+            if validator is not None and not schema_ok(validator.schema)(obj):
                 builtin_errors(obj, validator.schema, [], causes)
             if not causes:
                 check_object(rt, obj, old, causes)

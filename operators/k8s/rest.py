@@ -23,6 +23,7 @@ import random
 import threading
 import time
 from collections import Counter
+from urllib.parse import urlencode
 
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import Resource
@@ -108,19 +109,41 @@ class Kube(_Counted):
             return result
 
     def _send(self, method: str, path: str, query: list | None, body: object, content_type: str) -> dict | None:
+        """One HTTP exchange on the ``ApiClient``'s own configuration, credentials and connection pool, as its
+        ``call_api`` makes it (same URL, headers, token, JSON body, timeouts), without its generic
+        parameter handling: the body is serialised once, by ``json.dumps`` (the client's serialiser only for
+        what JSON does not know, e.g. a model object), and the answer is read as JSON."""
         import urllib3
-        from kubernetes.client.exceptions import ApiException
 
+        api = self.api
+        headers = {**_headers(body, content_type), **api.default_headers}
+        if api.cookie:
+            headers["Cookie"] = api.cookie
+        headers.setdefault("Content-Type", JSON)
+        query = list(query or [])
+        api.update_params_for_auth(headers, query, ["BearerToken"])  # refreshes an expiring token, as call_api
+        url = api.configuration.host + path + (f"?{urlencode(query)}" if query else "")
+        data = None if body is None else json.dumps(body, default=api.sanitize_for_serialization).encode()
         try:
-            resp = self.api.call_api(path, method, query_params=query or [], header_params=_headers(body, content_type),
-                                     body=body, auth_settings=["BearerToken"], _preload_content=False,
-                                     _return_http_data_only=True, _request_timeout=self.timeout)
-            data = resp.data  # read here: a connection dropped in the middle of the body is no answer too
-        except ApiException as exc:
-            raise KubeError.from_exception(exc) from None
+            resp = api.rest_client.pool_manager.request(method, url, body=data, headers=headers,
+                                                        timeout=self._urllib3_timeout, preload_content=False)
+            answer = resp.data  # read here: a connection dropped in the middle of the body is no answer too
+        except urllib3.exceptions.SSLError as exc:  # what the client's REST layer makes of it: status 0
+            raise KubeError(None, "", f"{type(exc).__name__}\n{exc}") from exc
         except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
             raise KubeError.transport(exc) from exc
-        return json.loads(data) if data else None
+        if not 200 <= resp.status <= 299:
+            raise KubeError.from_response(resp.status, answer, resp.headers)
+        return json.loads(answer) if answer else None
+
+    @property
+    def _urllib3_timeout(self):
+        import urllib3
+
+        t = self.timeout
+        if isinstance(t, tuple) and len(t) == 2:
+            return urllib3.Timeout(connect=t[0], read=t[1])
+        return urllib3.Timeout(total=t) if t else None
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from operators.templating import render
@@ -27,6 +28,7 @@ S3_ENDPOINT_ANNOTATION = "s3-endpoint"
 S3_USE_HTTPS_ANNOTATION = "s3-usehttps"
 
 
+@lru_cache(maxsize=4096)  # pure; called for every mount of every pod rendered
 def convert_k8s_valid_name(name: str) -> str:
     """runtime.ConvertK8SValidName: a DNS-1123 label made from a host path (Sedna's volume names)."""
     fixed: list[str] = []

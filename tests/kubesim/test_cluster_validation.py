@@ -4,11 +4,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib.resources import files
+from pathlib import Path
 
 import kubernetes
 import pytest
 import yaml
 from kubernetes.client import ApiextensionsV1Api, AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def error_of(call, *args, **kwargs) -> tuple[int, dict]:
@@ -350,6 +353,74 @@ def test_fast_schema_walk_agrees_with_jsonschema(kind, api_version, obj):
     assert fast and sorted(fast) == sorted(slow)
 
 
+def _valid_pod() -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "labels": {"a": "b"}}, "spec": {
+        "containers": [{"name": "c", "image": "i", "env": [{"name": "E", "value": "1"}],
+                        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                        "resources": {"limits": {"cpu": "1", "memory": 2}},
+                        "volumeMounts": [{"name": "v", "mountPath": "/d"}]}],
+        "volumes": [{"name": "v", "hostPath": {"path": "/d", "type": "Directory"}}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]}}},
+        "restartPolicy": "OnFailure", "hostNetwork": True, "terminationGracePeriodSeconds": 30.0}}
+
+
+# one change each: a wrong type (leaf, object, array, integer as a fraction), a missing required field, an
+# enum value, an int-or-string / quantity of the wrong kind, an unknown field (not an error: dropped)
+_POD_EDITS = [
+    (("spec", "containers", 0, "image"), 3), (("spec", "containers", 0, "env"), {"E": "1"}),
+    (("spec", "volumes"), {"v": 1}), (("spec", "terminationGracePeriodSeconds"), 1.5),
+    (("spec", "containers", 0, "ports", 0, "containerPort"), True), (("spec", "containers", 0, "name"), None),
+    (("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+      0, "matchExpressions", 0, "key"), ["k"]),
+    (("spec", "containers", 0, "resources", "limits", "cpu"), [1]), (("spec", "hostNetwork"), "yes"),
+    (("spec", "containers", 0, "volumeMounts", 0, "mountPath"), {}), (("metadata", "labels", "a"), 1),
+    (("kind",), "Pods"), (("spec", "unknownField"), {"x": 1}),
+]
+
+
+@pytest.mark.parametrize("path,value", [((), None), *_POD_EDITS])
+def test_compiled_schema_check_agrees_with_the_walk(path, value):
+    """The compiled check admission runs first (kubesim.validation.schema_ok) passes exactly the objects on which
+    the direct walk finds no cause (the walk then names them)."""
+    from kubesim.validation import SCHEMAS, Causes, builtin_errors, schema_ok
+    obj = _valid_pod()
+    if path:
+        node = obj
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+    v = SCHEMAS.validator("v1", "Pod")
+    causes = Causes()
+    builtin_errors(obj, v.schema, [], causes)
+    assert schema_ok(v.schema)(obj) is (not causes)
+    assert bool(causes) is (path not in ((), ("spec", "unknownField")))
+
+
+def test_custom_resource_errors_are_the_whole_objects_and_remembered():
+    """A CR is validated per top-level field with the field's errors kept by content: the causes (fields,
+    messages, order) are those of validating the whole object, on the first write and on a repeated one."""
+    import copy
+
+    from kubesim.validation import Causes, CustomValidator, _schema_errors
+    crd = yaml.safe_load((REPO / "k8s_templates/sedna/crds/sedna.io_federatedlearningjobs.yaml").read_text())
+    schema_json = json.dumps(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], sort_keys=True)
+    validator = CustomValidator(schema_json)
+    assert validator.parts is not None  # the Sedna CRDs take the per-field path
+    good = yaml.safe_load((REPO / "tests/sedna/samples/federatedlearningjob_v1alpha2.yaml").read_text())
+    bad_spec = copy.deepcopy(good)
+    bad_spec["spec"]["trainingWorkers"][0]["template"]["spec"]["containers"][0]["image"] = 3
+    bad_spec["spec"]["aggregationWorker"]["model"] = "m"
+    bad_status = {**copy.deepcopy(good), "status": {"phase": 7, "startTime": [], "conditions": [{"x": 1}]}}
+    both = {**copy.deepcopy(bad_spec), "status": bad_status["status"], "extra": 1}
+    for obj in (good, bad_spec, bad_status, both, good, bad_spec, both):
+        whole, split = Causes(), Causes()
+        _schema_errors(validator.whole, obj, whole)
+        validator.errors(obj, split)
+        assert split == whole
+        assert bool(split) is (obj is not good)
+
+
 def test_crd_without_schema_is_invalid(k8s):
     """apiextensions.k8s.io/v1 requires a structural schema per version."""
     status, body = error_of(ApiextensionsV1Api(k8s).create_custom_resource_definition, {
@@ -360,3 +431,44 @@ def test_crd_without_schema_is_invalid(k8s):
                  "versions": [{"name": "v1", "served": True, "storage": True}]}})
     assert status == 422
     assert body["details"]["causes"][0]["field"] == "spec.versions[0].schema.openAPIV3Schema"
+
+
+def _drop_walk(obj, schema, depth=0):
+    """The direct walk kubesim.validation.drop_unknown_fields compiles (the reference it must agree with)."""
+    if depth > 64 or not isinstance(schema, dict):
+        return
+    if isinstance(obj, dict):
+        props, additional = schema.get("properties"), schema.get("additionalProperties")
+        if props is not None:
+            for k in list(obj):
+                if k in props:
+                    _drop_walk(obj[k], props[k], depth + 1)
+                elif additional is None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+                    del obj[k]
+        elif isinstance(additional, dict):
+            for v in obj.values():
+                _drop_walk(v, additional, depth + 1)
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for item in obj:
+            _drop_walk(item, schema["items"], depth + 1)
+
+
+@pytest.mark.parametrize("kind,api_version", [("Pod", "v1"), ("Deployment", "apps/v1"), ("Service", "v1")])
+def test_dropping_unknown_fields_agrees_with_the_walk(kind, api_version):
+    import copy
+
+    from kubesim.validation import SCHEMAS, drop_unknown_fields
+    pod = _valid_pod()
+    pod["spec"]["containers"][0].update(bogus=1, resources={"limits": {"cpu": "1"}, "nope": {}})
+    pod["spec"]["affinity"]["nodeAffinity"]["x"] = [1]
+    pod["metadata"].update(labels={"a": "b"}, annotations={"k": "v"}, junk={"y": 2})
+    pod["spec"]["containers"][0]["env"][0]["valueFrom"] = {"fieldRef": {"fieldPath": "p", "z": 1}, "w": 2}
+    obj = {"Pod": pod, "Deployment": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                                      "spec": {"template": {k: pod[k] for k in ("metadata", "spec")}, "q": 1}},
+           "Service": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "extra": 1},
+                       "spec": {"ports": [{"port": 1, "nope": 2}], "selector": {"a": "b"}, "zz": 0}}}[kind]
+    schema = SCHEMAS.validator(api_version, kind).schema
+    compiled, walked = copy.deepcopy(obj), copy.deepcopy(obj)
+    drop_unknown_fields(compiled, schema)
+    _drop_walk(walked, schema)
+    assert compiled == walked and compiled != obj

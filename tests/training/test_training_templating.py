@@ -54,3 +54,75 @@ def test_unknown_template_and_undefined_variable_are_errors():
 def test_unsupported_type_is_rejected():
     with pytest.raises(TypeError, match="set"):
         yaml_value({1, 2})
+
+
+# render() parses each template's skeleton once and fills it with the values (see operators.templating): the
+# result must be what parsing the fully rendered text gives, whatever the values
+_POD_VALUES = st.fixed_dictionaries({
+    "name": st.text(), "namespace": st.text(),
+    "labels": st.dictionaries(st.text(max_size=8), st.text(), max_size=4),
+    "annotations": st.dictionaries(st.text(max_size=8), values, max_size=3),
+    "owner": values, "pod_spec": values,
+})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_POD_VALUES)
+def test_render_is_the_parsed_rendered_text(kw):
+    fast = templating.render("sedna/fl-pod.yaml.j2", **kw)
+    assert _same(fast, templating._parse("sedna/fl-pod.yaml.j2", templating.render_text("sedna/fl-pod.yaml.j2", **kw)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(), st.none() | st.integers(min_value=1), st.none() | st.lists(values, max_size=2), values)
+def test_render_with_control_flow_is_the_parsed_rendered_text(top, low, metrics, behavior):
+    kw = {"name": "h", "namespace": "ns", "labels": {"a": "b"}, "owner": {"uid": "u"}, "deployment": "d",
+          "max_replicas": top, "min_replicas": low, "metrics": metrics, "behavior": behavior}
+    fast = templating.render("sedna/ji-hpa.yaml.j2", **kw)
+    assert _same(fast, templating._parse("sedna/ji-hpa.yaml.j2", templating.render_text("sedna/ji-hpa.yaml.j2", **kw)))
+
+
+def test_render_returns_fresh_objects():
+    spec = {"containers": [{"name": "c", "image": "i"}]}
+    kw = {"name": "p", "namespace": "ns", "labels": {}, "annotations": {}, "owner": {}, "pod_spec": spec}
+    first = templating.render("sedna/fl-pod.yaml.j2", **kw)
+    first["spec"]["containers"][0]["image"] = "changed"
+    first["metadata"]["name"] = "changed"
+    assert spec["containers"][0]["image"] == "i"
+    assert templating.render("sedna/fl-pod.yaml.j2", **kw)["spec"] == {"containers": [{"name": "c", "image": "i"}]}
+
+
+def test_a_key_yaml_refuses_is_refused_as_before():
+    kw = {"name": "p", "namespace": "ns", "labels": {"k" * 1100: "v"}, "annotations": {}, "owner": {},
+          "pod_spec": {}}
+    with pytest.raises(ValueError, match="rendered invalid YAML"):
+        templating.render("sedna/fl-pod.yaml.j2", **kw)
+    assert templating.render("sedna/fl-pod.yaml.j2", **{**kw, "labels": {"k" * 990: "v"}})["metadata"]["labels"]
+
+
+@pytest.mark.parametrize("skeleton", [
+    'a: x"{m}0"\n',               # juxtaposed with text
+    'a: |\n  "{m}0"\n',           # inside a block scalar
+    'a: 1  # "{m}0"\n',           # in a comment
+    'a: !!str "{m}0"\n',          # tagged
+    'a: &x "{m}0"\nb: *x\n',      # aliased (used twice)
+    '"{m}0": 1\n',                # a key
+])
+def test_a_placeholder_that_is_not_a_whole_value_takes_the_text_path(skeleton):
+    assert templating._parse_skeleton("t", skeleton.format(m=templating._MARK), 1) is None
+
+
+def test_a_whole_value_placeholder_is_a_slot():
+    m = templating._MARK
+    parsed = templating._parse_skeleton("t", f'a: "{m}0"\nb: ["{m}1", {{c: "{m}2"}}]\n', 3)
+    assert templating._fill(parsed[0], ["x", {"y": 1}, None]) == {"a": "x", "b": [{"y": 1}, {"c": None}]}
+
+
+def test_sedna_children_parse_one_skeleton(monkeypatch):
+    parsed, real = [], templating._parse
+    monkeypatch.setattr(templating, "_parse", lambda name, text: parsed.append(name) or real(name, text))
+    templating._parse_skeleton.cache_clear()
+    for i in range(3):
+        templating.render("sedna/fl-pod.yaml.j2", name=f"p{i}", namespace="ns", labels={"i": str(i)}, annotations={},
+                          owner={}, pod_spec={"containers": [{"name": "c", "image": f"i{i}"}]})
+    assert parsed == ["sedna/fl-pod.yaml.j2"]  # the skeleton, once; no text parsed per render
