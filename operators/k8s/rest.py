@@ -107,20 +107,33 @@ class Kube(_Counted):
             self._failing_since = None  # a success ends the failing run (a plain store: no lock needed)
             return result
 
-    def _send(self, method: str, path: str, query: list | None, body: object, content_type: str) -> dict | None:
+    def _send(self, method: str, path: str, query: list | None, body: object, content_type: str, *,
+              raw: bool = False, timeout: float | tuple[float, float] | None = None) -> dict | bytes | None:
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
+        headers = {**_headers(body, content_type), **({"Accept": "*/*"} if raw else {})}
         try:
-            resp = self.api.call_api(path, method, query_params=query or [], header_params=_headers(body, content_type),
+            resp = self.api.call_api(path, method, query_params=query or [], header_params=headers,
                                      body=body, auth_settings=["BearerToken"], _preload_content=False,
-                                     _return_http_data_only=True, _request_timeout=self.timeout)
+                                     _return_http_data_only=True, _request_timeout=timeout or self.timeout)
             data = resp.data  # read here: a connection dropped in the middle of the body is no answer too
         except ApiException as exc:
             raise KubeError.from_exception(exc) from None
         except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
             raise KubeError.transport(exc) from exc
+        if raw:
+            return data
         return json.loads(data) if data else None
+
+    def get_text(self, res: Resource, namespace: str | None, name: str, sub: str,
+                 timeout: float | tuple[float, float] | None = None) -> str:
+        """One GET of a subresource answering text, e.g. a pod's ``/metrics`` through the service proxy
+        (``sub="proxy/metrics"``). Sent once, never again: a 503 there is the proxied program not answering
+        (or no endpoints), which is the answer, not the API server failing."""
+        self.count(f"get/{sub.split('/', 1)[0]}", res)
+        return self._send("GET", res.path(namespace, name, sub), None, None, JSON, raw=True,
+                          timeout=timeout).decode("utf-8", "replace")
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
@@ -166,6 +179,12 @@ class Kube(_Counted):
             if e.status in (404, 409):  # gone, or a newer incarnation we must not delete
                 return False
             raise
+
+
+def as_kube(api) -> Kube:
+    """``api`` itself if it is a ``Kube`` (with its caller's policy, e.g. the UI's INTERACTIVE), else a ``Kube`` with
+    the default policy on that ``kubernetes.client.ApiClient``."""
+    return api if isinstance(api, Kube) else Kube(api)
 
 
 class AsyncKube(_Counted):
