@@ -184,3 +184,28 @@ def test_twenty_concurrent_creates_get_distinct_ports_and_deletes_free_them(k8s,
     with ThreadPoolExecutor(20) as pool:
         list(pool.map(lambda u: lifecycle.delete(k8s, u, NS, "nb", SETTINGS), users))
     assert tcp_services.current(k8s, SETTINGS) == {}
+
+
+def test_a_port_map_written_between_read_and_replace_is_a_409_and_recomputed(k8s, team, kubesim, monkeypatch):
+    """The resourceVersion precondition, deterministically: another writer takes the next free port between this
+    allocation's read and its replace; the replace answers 409 and the allocation is redone on a fresh read."""
+    from operators.devinstances import ports
+
+    tcp_services.allocate(k8s, SETTINGS, NS, "first", [80])  # creates the map: 20000
+    seen, pure = [], ports.allocate
+
+    def racing(data, *args):
+        if not seen:  # the other writer, after our read
+            client.CoreV1Api(k8s).patch_namespaced_config_map(SETTINGS.tcp_name, SETTINGS.tcp_namespace,
+                                                              {"data": {"20001": "other/x:1"}})
+        seen.append(dict(data))
+        return pure(data, *args)
+
+    monkeypatch.setattr(ports, "allocate", racing)
+    kubesim.reset_stats()
+    got = tcp_services.allocate(k8s, SETTINGS, NS, "second", [8888])
+    assert got == {8888: 20002} and len(seen) == 2 and "20001" in seen[1]
+    assert kubesim.stats()["by_path"][f"PUT /api/v1/namespaces/{SETTINGS.tcp_namespace}/configmaps/"
+                                      f"{SETTINGS.tcp_name}"] == 2  # the first answered 409
+    assert tcp_services.current(k8s, SETTINGS) == {"20000": f"{NS}/first:80", "20001": "other/x:1",
+                                                   "20002": f"{NS}/second:8888"}
