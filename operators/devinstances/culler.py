@@ -11,29 +11,29 @@ from datetime import UTC, datetime
 
 from operators.devinstances import idle, lifecycle, naming
 from operators.devinstances.settings import Settings
+from operators.k8s.resource import STATEFULSETS
+from operators.k8s.rest import Kube, as_kube
 
 log = logging.getLogger("skiff.devinstances.culler")
 
 
-def cull(api_client, settings: Settings, now: datetime | None = None) -> dict:
+def cull(kube: Kube, settings: Settings, now: datetime | None = None) -> dict:
     """``{"stopped": [...], "kept": [...], "errors": [...]}``, each entry ``"ns/name: why"``."""
-    from kubernetes import client
-
+    kube = as_kube(kube)
     now = now or datetime.now(UTC)
-    apps = client.AppsV1Api(api_client)
     summary: dict[str, list[str]] = {"stopped": [], "kept": [], "errors": []}
-    for sts in apps.list_stateful_set_for_all_namespaces(label_selector=naming.all_selector()).items:
-        meta = sts.metadata
-        ref = f"{meta.namespace}/{meta.name}"
-        if not (sts.spec.replicas or 0):
+    for sts in kube.list(STATEFULSETS, label_selector=naming.all_selector()):
+        meta = sts["metadata"]
+        ns, sts_name = meta["namespace"], meta["name"]
+        ref = f"{ns}/{sts_name}"
+        if not (sts["spec"].get("replicas") or 0):
             continue
         try:
-            last, error = idle.read_last_activity(api_client, meta.namespace, meta.name)
+            last, error = idle.read_last_activity(kube, ns, sts_name)
             verdict = idle.decide(last, now, settings.idle_seconds, error)
             if verdict.idle:
-                ann = meta.annotations or {}
-                lifecycle.stop(api_client, ann.get(naming.ANN_OWNER, ""), meta.namespace,
-                               (meta.labels or {}).get(naming.LABEL_INSTANCE, ""))
+                lifecycle.stop(kube, (meta.get("annotations") or {}).get(naming.ANN_OWNER, ""), ns,
+                               (meta.get("labels") or {}).get(naming.LABEL_INSTANCE, ""))
                 summary["stopped"].append(f"{ref}: {verdict.why}")
             else:
                 summary["kept"].append(f"{ref}: {verdict.why}")

@@ -108,9 +108,9 @@ def cull_dag(doc_md: str) -> DAG:
         def cull() -> dict:
             from operators.devinstances.culler import cull as run_cull
             from operators.devinstances.settings import Settings
-            from operators.k8s.connection import api_client
+            from operators.k8s import Kube, api_client
 
-            summary = run_cull(api_client(), Settings.from_env())
+            summary = run_cull(Kube(api_client()), Settings.from_env())
             if summary["errors"]:
                 raise RuntimeError(f"{len(summary['errors'])} instance(s) could not be checked; "
                                    f"first: {summary['errors'][0]}")

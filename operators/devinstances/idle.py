@@ -54,19 +54,17 @@ def decide(last: datetime | None, now: datetime, idle_seconds: float, error: str
     return Verdict(False, f"active {quiet / 60:.0f} min ago")
 
 
-def read_last_activity(api_client, namespace: str, service: str) -> tuple[datetime | None, str | None]:
-    """(last activity, None) or (None, why it could not be read), through the API server's service proxy."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
+def read_last_activity(kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
+    """(last activity, None) or (None, why it could not be read), through the API server's service proxy
+    (one request, 10 s at most: an instance that does not answer is reported, not waited for)."""
+    from operators.k8s import KubeError
+    from operators.k8s.resource import SERVICES
+    from operators.k8s.rest import as_kube
 
-    from operators.k8s import api_error_message
-
-    core = client.CoreV1Api(api_client)
     try:
-        # raw body: the client would turn a text/plain answer into the repr of its bytes
-        response = core.connect_get_namespaced_service_proxy_with_path(
-            f"{service}:{JUPYTER_PORT}", namespace, PROXY_PATH, _request_timeout=10, _preload_content=False)
-    except ApiException as exc:
-        return None, api_error_message(exc)
-    last = last_activity(response.data.decode("utf-8", "replace"))
+        text = as_kube(kube).get_text(SERVICES, namespace, f"{service}:{JUPYTER_PORT}", f"proxy/{PROXY_PATH}",
+                                      timeout=10)
+    except KubeError as exc:
+        return None, str(exc)
+    last = last_activity(text)
     return (last, None) if last else (None, f"no {METRIC} in /metrics")

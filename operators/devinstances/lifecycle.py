@@ -9,6 +9,10 @@ Every action is idempotent and checks ownership first:
 * ``stop``: replicas 0; the PVCs, the Service and the ports stay.
 * ``delete``: the StatefulSet (its Service, Secret and ConfigMap are deleted too) and the port entries;
   never a PVC. Deleting a missing instance says so and succeeds.
+
+Every request goes through Skiff's access layer (``operators.k8s.Kube``: plain JSON, transient failures sent
+again under the one retry policy). ``kube`` is a ``Kube``, or a ``kubernetes`` ``ApiClient`` that gets one with
+the default policy.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from datetime import UTC, datetime
 from operators.devinstances import desired, naming, tcp_services
 from operators.devinstances.settings import Settings
 from operators.devinstances.spec import InstanceRequest
+from operators.k8s.resource import CONFIGMAPS, PVCS, SECRETS, SERVICES, STATEFULSETS
+from operators.k8s.rest import Kube, as_kube
 
 log = logging.getLogger("skiff.devinstances")
 PASSWORD_BYTES = 24  # 192 bits from the OS's CSPRNG
@@ -54,28 +60,11 @@ def new_password() -> str:
     return password
 
 
-def _api(api_client):
-    from kubernetes import client
-
-    return client.CoreV1Api(api_client), client.AppsV1Api(api_client)
-
-
-def _status(exc) -> int | None:
-    return getattr(exc, "status", None)
-
-
-def read_instance(api_client, owner: str, team: str, name: str) -> dict | None:
+def read_instance(kube: Kube, owner: str, team: str, name: str) -> dict | None:
     """The instance's StatefulSet as a dict, None if missing; raises if it is not ``owner``'s."""
-    from kubernetes.client.rest import ApiException
-
-    _, apps = _api(api_client)
-    try:
-        sts = apps.read_namespaced_stateful_set(naming.statefulset_name(owner, name), team)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    sts = api_client.sanitize_for_serialization(sts)
+    sts = as_kube(kube).get(STATEFULSETS, team, naming.statefulset_name(owner, name))
+    if sts is None:
+        return None
     meta = sts["metadata"]
     labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
     if labels.get(naming.LABEL_KIND) != naming.KIND or ann.get(naming.ANN_OWNER) != owner:
@@ -83,155 +72,125 @@ def read_instance(api_client, owner: str, team: str, name: str) -> dict | None:
     return sts
 
 
-def count_instances(api_client, owner: str) -> list[str]:
+def count_instances(kube: Kube, owner: str) -> list[str]:
     """``namespace/name`` of every instance of ``owner`` in any namespace, stopped ones included."""
-    _, apps = _api(api_client)
-    found = apps.list_stateful_set_for_all_namespaces(label_selector=naming.owner_selector(owner)).items
-    return sorted(f"{s.metadata.namespace}/{s.metadata.name}" for s in found
-                  if (s.metadata.annotations or {}).get(naming.ANN_OWNER) == owner)
+    found = as_kube(kube).list(STATEFULSETS, label_selector=naming.owner_selector(owner))
+    return sorted(f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in found
+                  if (s["metadata"].get("annotations") or {}).get(naming.ANN_OWNER) == owner)
 
 
-def check_volumes(api_client, req: InstanceRequest) -> None:
-    from kubernetes.client.rest import ApiException
-
-    core, _ = _api(api_client)
+def check_volumes(kube: Kube, req: InstanceRequest) -> None:
     wanted = [("home volume", req.home_pvc)] + [(f"mounts[{i}].pvc", m.pvc) for i, m in enumerate(req.mounts)]
     for field, claim in wanted:
-        try:
-            core.read_namespaced_persistent_volume_claim(claim, req.namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise InstanceError(f"{field}={claim!r}: no such PersistentVolumeClaim in {req.namespace}") from None
-            raise
+        if kube.get(PVCS, req.namespace, claim) is None:
+            raise InstanceError(f"{field}={claim!r}: no such PersistentVolumeClaim in {req.namespace}")
 
 
-def create(api_client, req: InstanceRequest, settings: Settings,
+def create(kube: Kube, req: InstanceRequest, settings: Settings,
            admit: Callable[[InstanceRequest], None] | None = None) -> Outcome:
-    existing = read_instance(api_client, req.owner, req.namespace, req.name)
+    kube = as_kube(kube)
+    existing = read_instance(kube, req.owner, req.namespace, req.name)
     if existing is None:
-        others = count_instances(api_client, req.owner)
+        others = count_instances(kube, req.owner)
         if len(others) >= settings.max_per_owner:
             raise InstanceError(f"{req.owner} already has {len(others)} development instances "
                                 f"({', '.join(others)}); the limit is {settings.max_per_owner}, stopped ones "
                                 "included: delete one first")
-        check_volumes(api_client, req)
+        check_volumes(kube, req)
         if admit is not None:
             admit(req)
-    return _ensure(api_client, req, settings, existing)
+    return _ensure(kube, req, settings, existing)
 
 
-def _ensure(api_client, req: InstanceRequest, settings: Settings, existing: dict | None) -> Outcome:
-    from kubernetes.client.rest import ApiException
-
-    core, apps = _api(api_client)
+def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict | None) -> Outcome:
     service = naming.service_name(req.owner, req.name)
-    external = tcp_services.allocate(api_client, settings, req.namespace, service, req.ports.values())
+    external = tcp_services.allocate(kube, settings, req.namespace, service, req.ports.values())
     created_sts = False
     try:
         if existing is None:
-            body = desired.statefulset(req, external, replicas=0, started=None)
-            try:
-                existing = api_client.sanitize_for_serialization(
-                    apps.create_namespaced_stateful_set(req.namespace, body))
-                created_sts = True
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                existing = read_instance(api_client, req.owner, req.namespace, req.name)
+            made = kube.create(STATEFULSETS, req.namespace,
+                               desired.statefulset(req, external, replicas=0, started=None))
+            created_sts = made is not None
+            # None: it exists (a concurrent create, or this very request sent again after a lost answer)
+            existing = made or read_instance(kube, req.owner, req.namespace, req.name)
+            if existing is None:
+                raise InstanceError(f"{req.namespace}/{service}: created and gone at once; try again")
         uid = existing["metadata"]["uid"]
-        for body, create in ((desired.service(req, uid), core.create_namespaced_service),
-                             (desired.startup_configmap(req.owner, req.name, req.namespace, uid),
-                              core.create_namespaced_config_map)):
-            try:
-                create(req.namespace, body)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
+        kube.create(SERVICES, req.namespace, desired.service(req, uid))  # None: already there
+        kube.create(CONFIGMAPS, req.namespace, desired.startup_configmap(req.owner, req.name, req.namespace, uid))
     except Exception:
-        _rollback(api_client, req, settings, created_sts, existing is None or created_sts)
+        _rollback(kube, req, settings, created_sts, existing is None or created_sts)
         raise
-    started = start(api_client, req.owner, req.namespace, req.name)
+    started = start(kube, req.owner, req.namespace, req.name)
     verb = "created" if created_sts else "already existed"
     return Outcome("create", created_sts or started.changed,
                    f"{req.namespace}/{service} {verb}; {started.message}")
 
 
-def _rollback(api_client, req: InstanceRequest, settings: Settings, created_sts: bool, free_ports: bool) -> None:
+def _rollback(kube: Kube, req: InstanceRequest, settings: Settings, created_sts: bool, free_ports: bool) -> None:
     """Undo a create that failed half-way (best effort; the original error is what the caller sees)."""
     try:
         if created_sts:
-            _delete_objects(api_client, req.owner, req.namespace, req.name)
+            _delete_objects(kube, req.owner, req.namespace, req.name)
         if free_ports:
-            tcp_services.release(api_client, settings, req.namespace, naming.service_name(req.owner, req.name))
+            tcp_services.release(kube, settings, req.namespace, naming.service_name(req.owner, req.name))
     except Exception as exc:  # noqa: BLE001 - keep the first error
         log.warning("rollback of %s/%s incomplete: %s", req.namespace, req.name, exc)
 
 
-def _scale(api_client, sts: dict, replicas: int, annotation: str) -> None:
-    _, apps = _api(api_client)
+def _scale(kube: Kube, sts: dict, replicas: int, annotation: str) -> None:
     meta = sts["metadata"]
-    apps.patch_namespaced_stateful_set(meta["name"], meta["namespace"], {
+    kube.merge_patch(STATEFULSETS, meta["namespace"], meta["name"], {
         "metadata": {"annotations": {annotation: now_text()}},
         "spec": {"replicas": replicas}})
 
 
-def start(api_client, owner: str, team: str, name: str) -> Outcome:
+def start(kube: Kube, owner: str, team: str, name: str) -> Outcome:
     """Replicas 1 with a new password; a running instance is left alone (its password stays)."""
-    from kubernetes.client.rest import ApiException
-
-    sts = read_instance(api_client, owner, team, name)
+    kube = as_kube(kube)
+    sts = read_instance(kube, owner, team, name)
     if sts is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
     if int(sts["spec"].get("replicas") or 0) >= 1:
         return Outcome("start", False, "already running (password unchanged)")
-    core, _ = _api(api_client)
     body = desired.secret(owner, name, team, sts["metadata"]["uid"], new_password())
-    try:
-        core.create_namespaced_secret(team, body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-        core.replace_namespaced_secret(body["metadata"]["name"], team, body)
-    _scale(api_client, sts, 1, naming.ANN_STARTED)
+    if kube.create(SECRETS, team, body) is None:  # the last start's: replaced (no resourceVersion: last write wins)
+        kube.replace(SECRETS, team, body["metadata"]["name"], body)
+    _scale(kube, sts, 1, naming.ANN_STARTED)
     return Outcome("start", True, "starting with a new password")
 
 
-def stop(api_client, owner: str, team: str, name: str) -> Outcome:
+def stop(kube: Kube, owner: str, team: str, name: str) -> Outcome:
     """Replicas 0; volumes, Service and ports stay. Stopping a stopped instance changes nothing."""
-    sts = read_instance(api_client, owner, team, name)
+    kube = as_kube(kube)
+    sts = read_instance(kube, owner, team, name)
     if sts is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
     if int(sts["spec"].get("replicas") or 0) == 0:
         return Outcome("stop", False, "already stopped")
-    _scale(api_client, sts, 0, naming.ANN_STOPPED)
+    _scale(kube, sts, 0, naming.ANN_STOPPED)
     return Outcome("stop", True, "stopped; its volumes, Service and ports are kept")
 
 
-def _delete_objects(api_client, owner: str, team: str, name: str) -> list[str]:
-    from kubernetes.client.rest import ApiException
-
-    core, apps = _api(api_client)
+def _delete_objects(kube: Kube, owner: str, team: str, name: str) -> list[str]:
     removed = []
-    for kind, delete, obj in (
-        ("StatefulSet", apps.delete_namespaced_stateful_set, naming.statefulset_name(owner, name)),
-        ("Service", core.delete_namespaced_service, naming.service_name(owner, name)),
-        ("Secret", core.delete_namespaced_secret, naming.secret_name(owner, name)),
-        ("ConfigMap", core.delete_namespaced_config_map, naming.startup_configmap_name(owner, name)),
+    for kind, res, obj in (
+        ("StatefulSet", STATEFULSETS, naming.statefulset_name(owner, name)),
+        ("Service", SERVICES, naming.service_name(owner, name)),
+        ("Secret", SECRETS, naming.secret_name(owner, name)),
+        ("ConfigMap", CONFIGMAPS, naming.startup_configmap_name(owner, name)),
     ):
-        try:
-            delete(obj, team, propagation_policy="Background")
+        if kube.delete(res, team, obj):  # False: already gone
             removed.append(f"{kind}/{obj}")
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
     return removed
 
 
-def delete(api_client, owner: str, team: str, name: str, settings: Settings) -> Outcome:
+def delete(kube: Kube, owner: str, team: str, name: str, settings: Settings) -> Outcome:
     """Remove everything but the PVCs; a missing instance is reported, not an error."""
-    sts = read_instance(api_client, owner, team, name)  # raises if it is somebody else's
-    removed = _delete_objects(api_client, owner, team, name)
-    freed = tcp_services.release(api_client, settings, team, naming.service_name(owner, name))
+    kube = as_kube(kube)
+    sts = read_instance(kube, owner, team, name)  # raises if it is somebody else's
+    removed = _delete_objects(kube, owner, team, name)
+    freed = tcp_services.release(kube, settings, team, naming.service_name(owner, name))
     if sts is None and not removed and not freed:
         return Outcome("delete", False, f"no development instance {name!r} of {owner!r} in {team}: nothing to do")
     ports = ", ".join(str(p) for p in sorted(freed.values())) or "none"

@@ -1,7 +1,8 @@
 """``DevInstanceOperator``: one action on one development instance, as an Airflow task.
 
 It resolves the owner from the run (``owners.py``), validates against the platform file (catalogue, membership,
-volumes, quota), performs the action through Skiff's access layer (the provider's KubernetesHook), logs what
+volumes, quota), performs the action through Skiff's access layer (``operators.k8s.Kube`` on the provider's
+KubernetesHook), logs what
 happened with the URLs and the ssh line (never the password) and returns the instance's view (XCom, without the
 password). The "JupyterLab" and "code-server" extra links
 on the task point at the instance.
@@ -76,7 +77,7 @@ class DevInstanceOperator(BaseOperator):
         from operators.devinstances import inventory, lifecycle
         from operators.devinstances.owners import configured_admins, resolve_owner
         from operators.devinstances.settings import Settings
-        from operators.k8s.connection import api_client
+        from operators.k8s import Kube, api_client
 
         params = context["params"]
         user = context["dag_run"].triggering_user_name
@@ -88,13 +89,13 @@ class DevInstanceOperator(BaseOperator):
             owner = resolve_owner(user, params.get("owner"), configured_admins())
             platform = load_platform()
             req = request_from_params(platform, owner, params)
-            api = api_client(self.kubernetes_conn_id)
+            api = Kube(api_client(self.kubernetes_conn_id))
             outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
         else:  # a team admin also acts for the team's instance owners
             team, team_admins = team_namespace_and_admins(team)
             owner = resolve_owner(user, params.get("owner"), configured_admins() | set(team_admins))
-            api = api_client(self.kubernetes_conn_id)
+            api = Kube(api_client(self.kubernetes_conn_id))
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
             else:
@@ -124,24 +125,16 @@ def team_namespace_and_admins(team: Any) -> tuple[str, tuple[str, ...]]:
     return found.namespace, found.admins
 
 
-def _admission(platform, api):
+def _admission(platform, kube):
     """The platform's admission check of an instance's requests against its team's quota and what is free now:
     an instance is interactive, so one that would not start now is refused (saying what is in use), not queued."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
     from operators.devinstances.lifecycle import InstanceError
+    from operators.k8s.resource import RESOURCEQUOTAS
     from operators.platform.admission import Request, check_request
     from operators.platform.model import QUOTA_NAME
 
     def admit(req) -> None:
-        try:
-            live = client.CoreV1Api(api).read_namespaced_resource_quota(QUOTA_NAME, req.namespace).status
-            status = {"hard": live.hard or {}, "used": live.used or {}} if live else None
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            status = None
+        status = (kube.get(RESOURCEQUOTAS, req.namespace, QUOTA_NAME) or {}).get("status")
         decision = check_request(platform, Request(
             team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi", gpu=req.gpu,
             home=req.home_pvc, volumes=req.mounts), status)

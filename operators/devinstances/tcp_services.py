@@ -4,6 +4,10 @@ Every change is ``replace`` of the ConfigMap as read, so it carries the read ``r
 in between, the API server answers 409 Conflict and the change is recomputed on a fresh read (with a short
 random back-off, so 20 concurrent writers spread out). Two writers can therefore never both hand out a port.
 A missing ConfigMap is created (a concurrent create is a 409 too, and retried the same way).
+
+Requests go through ``operators.k8s.Kube``, which sends one again after a transient failure (5xx, no answer): a
+``replace`` whose first send landed then answers 409, and the change is recomputed on a fresh read, where
+``allocate`` and ``release`` find their own work already done (both are idempotent).
 """
 
 from __future__ import annotations
@@ -15,47 +19,40 @@ from collections.abc import Callable, Iterable
 from operators.devinstances import ports as portsmod
 from operators.devinstances.desired import tcp_services_configmap
 from operators.devinstances.settings import Settings
+from operators.k8s.errors import KubeError
+from operators.k8s.resource import CONFIGMAPS
+from operators.k8s.rest import Kube, as_kube
 
 MAX_ATTEMPTS = 200
 
 
-def _change(api_client, settings: Settings, change: Callable[[dict], dict]) -> dict:
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    core = client.CoreV1Api(api_client)
+def _change(kube: Kube, settings: Settings, change: Callable[[dict], dict]) -> dict:
+    kube = as_kube(kube)
     ns, name = settings.tcp_namespace, settings.tcp_name
     for attempt in range(MAX_ATTEMPTS):
-        try:
-            live = core.read_namespaced_config_map(name, ns)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        live = kube.get(CONFIGMAPS, ns, name)
+        if live is None:
             body = tcp_services_configmap(ns, name)
             body["data"] = change({})
-            try:
-                core.create_namespaced_config_map(ns, body)
+            if kube.create(CONFIGMAPS, ns, body) is not None:  # None: somebody created it first (409)
                 return body["data"]
-            except ApiException as exc2:
-                if exc2.status != 409:
-                    raise
         else:
-            data = dict(live.data or {})
+            data = dict(live.get("data") or {})
             new = change(dict(data))
             if new == data:
                 return new
-            live.data = new
+            live["data"] = new  # live carries the resourceVersion it was read at: the precondition
             try:
-                core.replace_namespaced_config_map(name, ns, live)
+                kube.replace(CONFIGMAPS, ns, name, live)
                 return new
-            except ApiException as exc:
+            except KubeError as exc:
                 if exc.status != 409:
                     raise
         time.sleep(random.uniform(0, min(0.01 * 2 ** min(attempt, 6), 0.5)))
     raise RuntimeError(f"tcp-services {ns}/{name}: still conflicting after {MAX_ATTEMPTS} attempts")
 
 
-def allocate(api_client, settings: Settings, namespace: str, service: str, ports: Iterable[int]) -> dict[int, int]:
+def allocate(kube: Kube, settings: Settings, namespace: str, service: str, ports: Iterable[int]) -> dict[int, int]:
     """External ports for ``ports`` of ``namespace/service`` (the same ones again if it already has them)."""
     wanted = list(ports)
     result: dict[int, int] = {}
@@ -66,11 +63,11 @@ def allocate(api_client, settings: Settings, namespace: str, service: str, ports
         result.update(got)
         return new
 
-    _change(api_client, settings, change)
+    _change(kube, settings, change)
     return dict(result)
 
 
-def release(api_client, settings: Settings, namespace: str, service: str) -> dict[int, int]:
+def release(kube: Kube, settings: Settings, namespace: str, service: str) -> dict[int, int]:
     """Drop ``namespace/service``'s entries; returns what it had (empty if nothing)."""
     freed: dict[int, int] = {}
 
@@ -79,19 +76,11 @@ def release(api_client, settings: Settings, namespace: str, service: str) -> dic
         freed.update(portsmod.service_ports(data, namespace, service))
         return portsmod.release(data, namespace, service)
 
-    _change(api_client, settings, change)
+    _change(kube, settings, change)
     return dict(freed)
 
 
-def current(api_client, settings: Settings) -> dict[str, str]:
+def current(kube: Kube, settings: Settings) -> dict[str, str]:
     """The ConfigMap's ``data`` (empty if it does not exist)."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    try:
-        return dict(client.CoreV1Api(api_client).read_namespaced_config_map(
-            settings.tcp_name, settings.tcp_namespace).data or {})
-    except ApiException as exc:
-        if exc.status == 404:
-            return {}
-        raise
+    live = as_kube(kube).get(CONFIGMAPS, settings.tcp_namespace, settings.tcp_name)
+    return dict((live or {}).get("data") or {})

@@ -24,7 +24,7 @@ _EXPORTS = {
     "api_client": "connection", "async_api_client": "connection",
     "KubeError": "errors", "api_error_message": "errors",
     "Resource": "resource",
-    "Kube": "rest", "AsyncKube": "rest",
+    "Kube": "rest", "AsyncKube": "rest", "as_kube": "rest",
     "RetryPolicy": "retry",
     "WatchEvent": "watch", "list_and_watch": "watch",
     "Informers": "informer", "shared_informers": "informer",

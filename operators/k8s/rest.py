@@ -108,15 +108,16 @@ class Kube(_Counted):
             self._failing_since = None  # a success ends the failing run (a plain store: no lock needed)
             return result
 
-    def _send(self, method: str, path: str, query: list | None, body: object, content_type: str) -> dict | None:
+    def _send(self, method: str, path: str, query: list | None, body: object, content_type: str, *,
+              raw: bool = False, timeout: float | tuple[float, float] | None = None) -> dict | bytes | None:
         """One HTTP exchange on the ``ApiClient``'s own configuration, credentials and connection pool, as its
         ``call_api`` makes it (same URL, headers, token, JSON body, timeouts), without its generic
         parameter handling: the body is serialised once, by ``json.dumps`` (the client's serialiser only for
-        what JSON does not know, e.g. a model object), and the answer is read as JSON."""
+        what JSON does not know, e.g. a model object), and the answer is read as JSON (``raw``: as bytes)."""
         import urllib3
 
         api = self.api
-        headers = {**_headers(body, content_type), **api.default_headers}
+        headers = {**_headers(body, content_type), **({"Accept": "*/*"} if raw else {}), **api.default_headers}
         if api.cookie:
             headers["Cookie"] = api.cookie
         headers.setdefault("Content-Type", JSON)
@@ -126,7 +127,8 @@ class Kube(_Counted):
         data = None if body is None else json.dumps(body, default=api.sanitize_for_serialization).encode()
         try:
             resp = api.rest_client.pool_manager.request(method, url, body=data, headers=headers,
-                                                        timeout=self._urllib3_timeout, preload_content=False)
+                                                        timeout=_urllib3_timeout(timeout or self.timeout),
+                                                        preload_content=False)
             answer = resp.data  # read here: a connection dropped in the middle of the body is no answer too
         except urllib3.exceptions.SSLError as exc:  # what the client's REST layer makes of it: status 0
             raise KubeError(None, "", f"{type(exc).__name__}\n{exc}") from exc
@@ -134,16 +136,18 @@ class Kube(_Counted):
             raise KubeError.transport(exc) from exc
         if not 200 <= resp.status <= 299:
             raise KubeError.from_response(resp.status, answer, resp.headers)
+        if raw:
+            return answer
         return json.loads(answer) if answer else None
 
-    @property
-    def _urllib3_timeout(self):
-        import urllib3
-
-        t = self.timeout
-        if isinstance(t, tuple) and len(t) == 2:
-            return urllib3.Timeout(connect=t[0], read=t[1])
-        return urllib3.Timeout(total=t) if t else None
+    def get_text(self, res: Resource, namespace: str | None, name: str, sub: str,
+                 timeout: float | tuple[float, float] | None = None) -> str:
+        """One GET of a subresource answering text, e.g. a pod's ``/metrics`` through the service proxy
+        (``sub="proxy/metrics"``). Sent once, never again: a 503 there is the proxied program not answering
+        (or no endpoints), which is the answer, not the API server failing."""
+        self.count(f"get/{sub.split('/', 1)[0]}", res)
+        return self._send("GET", res.path(namespace, name, sub), None, None, JSON, raw=True,
+                          timeout=timeout).decode("utf-8", "replace")
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
@@ -189,6 +193,12 @@ class Kube(_Counted):
             if e.status in (404, 409):  # gone, or a newer incarnation we must not delete
                 return False
             raise
+
+
+def as_kube(api) -> Kube:
+    """``api`` itself if it is a ``Kube`` (with its caller's policy, e.g. the UI's INTERACTIVE), else a ``Kube`` with
+    the default policy on that ``kubernetes.client.ApiClient``."""
+    return api if isinstance(api, Kube) else Kube(api)
 
 
 class AsyncKube(_Counted):
@@ -278,3 +288,12 @@ async def lines(resp):
             pending = [rest]
     if any(pending):
         yield b"".join(pending)
+
+
+def _urllib3_timeout(t):
+    """The client's ``_request_timeout`` forms (seconds, or (connect, read)) as urllib3's Timeout."""
+    import urllib3
+
+    if isinstance(t, tuple) and len(t) == 2:
+        return urllib3.Timeout(connect=t[0], read=t[1])
+    return urllib3.Timeout(total=t) if t else None

@@ -62,7 +62,7 @@ def gpu_hours(caller: Caller) -> dict:
     return views.gpu_hours_by_user(read_report(), teams)
 
 
-def _last_activity(api, namespace: str, service: str) -> datetime | None:
+def _last_activity(kube, namespace: str, service: str) -> datetime | None:
     from operators.devinstances import idle
 
     key, now = (namespace, service), time.monotonic()
@@ -70,7 +70,7 @@ def _last_activity(api, namespace: str, service: str) -> datetime | None:
         hit = _idle_cache.get(key)
     if hit and now - hit[0] < IDLE_TTL:
         return hit[1]
-    last, _why = idle.read_last_activity(api, namespace, service)
+    last, _why = idle.read_last_activity(kube, namespace, service)
     with _idle_lock:
         _idle_cache[key] = (now, last)
     return last
@@ -100,7 +100,7 @@ def visible_instances(caller: Caller) -> list[dict]:
         ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
         first = view(sts, pods.get((ns, name)), host, now)
         if first.state == RUNNING:
-            first = view(sts, pods.get((ns, name)), host, now, _last_activity(k.api, ns, name))
+            first = view(sts, pods.get((ns, name)), host, now, _last_activity(k, ns, name))
         row = first.as_dict()
         row["team"] = row["namespace"]
         row["mine"] = row["owner"] == caller.name
@@ -151,7 +151,7 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
             raise HTTPException(400, f"{resource}={body.get(resource)!r}: team {req.namespace} has only "
                                      f"{free[resource]:g} free")
     settings = Settings.from_env()
-    existing = count_instances(k.api, caller.name)
+    existing = count_instances(k, caller.name)
     if len(existing) >= settings.max_per_owner:
         raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "
                                  f"({', '.join(existing)}), the most allowed is {settings.max_per_owner}")
@@ -187,7 +187,7 @@ def password(caller: Caller, team: str, name: str) -> str:
 
     row = _find(caller, team, name)
     try:
-        return inventory.password(sources.kube().api, row["owner"], team, name, caller=caller.name)
+        return inventory.password(sources.kube(), row["owner"], team, name, caller=caller.name)
     except PermissionError as exc:
         raise HTTPException(403, str(exc)) from exc
     except InstanceError as exc:

@@ -35,9 +35,14 @@ def test_dags_import_with_titled_schemad_forms(bag):
             param = params.get_param(key)
             assert param.schema.get("title") and param.description, (action, key)
     create = bag.dags["dev_instance_create"].params
+    for key in create:  # every field of the create form, not only the shared ones
+        param = create.get_param(key)
+        assert param.schema.get("title") and param.description and param.schema.get("type"), key
     from operators.platform import load_platform
 
-    assert create.get_param("image").schema["enum"] == [i.name for i in load_platform().images]
+    platform = load_platform()
+    assert create.get_param("image").schema["enum"] == [i.name for i in platform.images]
+    assert create.get_param("image").value == platform.default_image().name
     assert create.get_param("gpu").schema["maximum"] == 8 and create.get_param("cpu").schema["maximum"] == 64
     assert create.get_param("extra_ports").schema["maxItems"] == 5
     cull = bag.dags["dev_instance_cull"]
@@ -51,6 +56,16 @@ def run(bag, action: str, **conf):
     dag_id = f"dev_instance_{action}"
     dag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py")).dags[dag_id]
     return dag.test(run_conf={"team": NS, "name": "nb", "owner": "alice", **conf})
+
+
+def extra_links(run_id: str) -> dict[str, str]:
+    """The create task's extra links as the UI reads them: XCom ``_link_<class>`` of the task instance."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.query(XComModel).filter(XComModel.run_id == run_id, XComModel.key.like("_link_%")).all()
+        return {x.key.removeprefix("_link_"): XComModel.deserialize_value(x) for x in rows}
 
 
 def leaks(secret: str, airflow_home: Path, run_ids: list[str], k8s, captured: str) -> list[str]:
@@ -83,6 +98,9 @@ def test_lifecycle_through_the_dags_without_leaking_the_password(bag, k8s, team,
     assert runs[-1].state == "success"
     wait_ready(k8s, "alice", "nb")
     passwords = [inventory.password(k8s, "alice", NS, "nb", caller="alice")]
+    urls = inventory.get_instance(k8s, "alice", NS, "nb", settings, with_idle=False).urls
+    # the task's extra links (Airflow stores them in XCom when the task ends) open the instance
+    assert extra_links(runs[0].run_id) == {"JupyterLink": urls["jupyter"], "CodeServerLink": urls["code-server"]}
     runs.append(run(bag, "stop"))
     wait_no_pod(k8s, "alice", "nb")
     runs.append(run(bag, "stop"))  # idempotent

@@ -1,9 +1,11 @@
 """End to end under a real Airflow (standalone, and the production profile marked ``prod``): alice, logged in,
 triggers dev_instance_create through the REST API; the scheduler runs it, the instance becomes Ready on kubesim
-and belongs to alice; bob cannot stop it; alice, recsys's admin in the platform file, stops bob's."""
+and belongs to alice; Skiff's plugin endpoint shows it (and its password) to alice only; bob cannot stop it; alice,
+recsys's admin in the platform file, stops bob's."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from devinstance_support import NS, sts_of, wait_ready
 
@@ -31,7 +33,17 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
     log = stack.task_log("dev_instance_create", run_id, "create")
     (view,) = [v for v in inventory.list_instances(k8s, "alice", _settings()) if v.name == "e2e"]
     assert view.state == "Running" and view.ssh in log
-    assert inventory.password(k8s, "alice", NS, "e2e", caller="alice") not in log
+    password = inventory.password(k8s, "alice", NS, "e2e", caller="alice")
+    assert password not in log
+    # Skiff's plugin endpoint (behind Airflow's login) shows it to alice, with its password, and to nobody else
+    mine = {(i["owner"], i["name"]): i for i in stack.api("GET", "/skiff/api/instances", user="alice")["instances"]}
+    assert mine[("alice", "e2e")]["state"] == "Running" and mine[("alice", "e2e")]["ssh"] == view.ssh
+    assert stack.api("GET", f"/skiff/api/instances/{NS}/e2e/password", user="alice")["password"] == password
+    assert ("alice", "e2e") not in {(i["owner"], i["name"]) for i in stack.api(
+        "GET", "/skiff/api/instances", user="bob")["instances"]}
+    assert "password" not in stack.api("GET", f"/skiff/api/instances/{NS}/e2e/password", ok=(404,), user="bob")
+    anonymous = httpx.get(f"{stack.airflow_url}/skiff/api/instances/{NS}/e2e/password", timeout=30)
+    assert anonymous.status_code == 401 and password not in anonymous.text
     # bob, logged in, may not stop alice's instance by naming her as owner
     bob_run = stack.trigger("dev_instance_stop", {"name": "e2e", "team": NS, "owner": "alice"}, user="bob")
     assert stack.wait_run("dev_instance_stop", bob_run, timeout=150) == "failed"

@@ -138,3 +138,33 @@ def test_a_lost_answer_to_a_delete_or_a_patch_is_harmless(kubesim, k8s):
     kubesim.lose_answers(verb="delete", path="configmaps/b", count=1)
     kube.delete(CONFIGMAPS, NS, "b", uid=uid)  # sent again: 404, "already gone"
     assert names(kube) == ["a"]
+
+
+def test_get_text_returns_the_proxied_body_and_sends_a_503_once(kubesim, k8s):
+    """``get_text`` (the idle signal's read through the service proxy): the backend's text as is; a 503 there is
+    the program behind the proxy not answering, so it is raised at once, not sent again under the policy."""
+    import json
+
+    from kubernetes.client import AppsV1Api, CoreV1Api
+
+    from kubesim.testing import wait_until
+    from operators.k8s.resource import SERVICES
+
+    labels = {"app": "web"}
+    core = CoreV1Api(k8s)
+    core.create_namespaced_service(NS, {"metadata": {"name": "web"}, "spec": {
+        "clusterIP": "None", "selector": labels, "ports": [{"name": "http", "port": 8888}]}})
+    AppsV1Api(k8s).create_namespaced_stateful_set(NS, {"metadata": {"name": "web"}, "spec": {
+        "serviceName": "web", "replicas": 1, "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    wait_until(lambda: ((core.read_namespaced_endpoints("web", NS).subsets or [None])[0] or {}) and
+               core.read_namespaced_endpoints("web", NS).subsets[0].addresses, 10, what="ready endpoints")
+    core.patch_namespaced_pod("web-0", NS, {"metadata": {"annotations": {
+        "kubesim.io/http": json.dumps({"8888/metrics": "up 1\n"})}}})
+    kube = Kube(k8s, policy=FAST)
+    assert kube.get_text(SERVICES, NS, "web:8888", "proxy/metrics") == "up 1\n"
+    sent = f"GET /api/v1/namespaces/{NS}/services/web:8888/proxy/other"
+    with pytest.raises(KubeError) as info:
+        kube.get_text(SERVICES, NS, "web:8888", "proxy/other")
+    assert info.value.status == 503 and "connection refused" in str(info.value)
+    assert kubesim.stats()["by_path"][sent] == 1 and not kube.retried
