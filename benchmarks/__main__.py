@@ -27,6 +27,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "rbac",
     "ui",
     "prod_profile",
+    "e2e_watch",
     "soak",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"

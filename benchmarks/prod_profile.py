@@ -55,19 +55,27 @@ def _setup_namespace(api) -> None:
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
 
 
-def _watch_completions(api, done: dict[tuple[str, str], float], stop: threading.Event) -> None:
-    """(run id, task id) -> wall time this process saw its Job's Complete condition (a watch: milliseconds)."""
+def skiff_job_key(job) -> tuple[str | None, str | None]:
+    """(run id, task id) of a Job Skiff's TrainingJobOperator created."""
+    return ((job.metadata.annotations or {}).get("skiff.io/run-id"),
+            (job.metadata.labels or {}).get("skiff.io/task-id"))
+
+
+def _watch_completions(api, done: dict[tuple[str, str], float], stop: threading.Event,
+                       namespace: str | None = "bench", key=skiff_job_key) -> None:
+    """``key(job)`` -> wall time this process saw the Job's Complete condition (a watch: milliseconds);
+    ``namespace`` None: every namespace's Jobs."""
     from kubernetes import client, watch
 
     batch = client.BatchV1Api(api)
+    args = (batch.list_namespaced_job, namespace) if namespace else (batch.list_job_for_all_namespaces,)
     while not stop.is_set():
-        for ev in watch.Watch().stream(batch.list_namespaced_job, "bench", timeout_seconds=5):
+        for ev in watch.Watch().stream(*args, timeout_seconds=5):
             job = ev["object"]
             conds = (job.status.conditions if job.status else None) or []  # a new Job has no status yet
-            key = ((job.metadata.annotations or {}).get("skiff.io/run-id"),
-                   (job.metadata.labels or {}).get("skiff.io/task-id"))
-            if key[1] and key not in done and any(c.type == "Complete" and c.status == "True" for c in conds):
-                done[key] = time.time()
+            k = key(job)
+            if k[1] and k not in done and any(c.type == "Complete" and c.status == "True" for c in conds):
+                done[k] = time.time()
 
 
 def _triggerer_roots(stack) -> dict:
@@ -142,18 +150,18 @@ def _tree(root) -> list:
         return []
 
 
-def _mem_mib(procs) -> tuple[float, float]:
-    """(USS, PSS) of the processes, MiB."""
+def _mem_mib(procs) -> tuple[float, float, float]:
+    """(USS, PSS, RSS) of the processes, MiB (RSS summed: pages the processes share count once per process)."""
     import psutil
 
-    uss = pss = 0
+    uss = pss = rss = 0
     for p in procs:
         try:
             info = p.memory_full_info()
         except psutil.Error:  # ended between listing and reading
             continue
-        uss, pss = uss + info.uss, pss + info.pss
-    return uss / 2**20, pss / 2**20
+        uss, pss, rss = uss + info.uss, pss + info.pss, rss + info.rss
+    return uss / 2**20, pss / 2**20, rss / 2**20
 
 
 def _cpu_s(procs) -> float:
@@ -169,11 +177,11 @@ def _cpu_s(procs) -> float:
     return total
 
 
-def _tis(stack, run_id: str) -> list[dict]:
+def _tis(stack, run_id: str, dag_id: str = DAG_ID) -> list[dict]:
     """Every task instance of the run (the API pages at [api] maximum_page_limit, 100 by default)."""
     tis: list[dict] = []
     while True:
-        page = stack.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances"
+        page = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
                                 f"?limit=100&offset={len(tis)}")["task_instances"]
         tis += page
         if len(page) < 100:
@@ -209,16 +217,19 @@ def _blocked(stack, since: float, until: float) -> dict[str, list[float]]:
     return out
 
 
-def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
-    """Trigger the DAG once and sample until it ends; ``kill``: SIGKILL the triggerer holding the most triggers
-    as soon as every task is deferred and every trigger runs (or at the first Job completion, if earlier)."""
+def _run(stack, roots: dict, done: dict, *, kill: bool = False, dag_id: str = DAG_ID, tasks: int = TASKS,
+         run_key=str) -> dict:
+    """Trigger ``dag_id`` once and sample until it ends; ``kill``: SIGKILL the triggerer holding the most triggers
+    as soon as every task is deferred and every trigger runs (or at the first Job completion, if earlier).
+    ``done`` is keyed by (``run_key(run_id)``, task id): how the run's Jobs name their run."""
     live = dict(roots)
     components = _components(stack)
     print(f"[bench] prod_profile: watching {sorted(components)}", flush=True)
     idle = {name: _mem_mib(_tree(root)) for name, root in live.items()}
     cpu0 = {name: _cpu_s(_tree(root)) for name, root in live.items()}
     t0 = time.time()
-    run_id = stack.trigger(DAG_ID)
+    run_id = stack.trigger(dag_id)
+    key = run_key(run_id)
     samples: list[tuple[float, dict, dict, dict]] = []  # (t, held, pss, cpu)
     max_deferred, all_deferred_at, spread, api_stalls = 0, None, {}, 0
     victim = killed_at = taken_over_at = died = None
@@ -226,8 +237,8 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
     deadline = time.monotonic() + 1800
     while time.monotonic() < deadline:
         try:
-            tis = _tis(stack, run_id)
-            finished = stack.run_state(DAG_ID, run_id) in ("success", "failed")
+            tis = _tis(stack, run_id, dag_id)
+            finished = stack.run_state(dag_id, run_id) in ("success", "failed")
         except (httpx.TimeoutException, RuntimeError):  # the API server did not answer within 30 s
             api_stalls += 1
             continue
@@ -239,11 +250,11 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
                         {n: _cpu_s(p) for n, p in trees.items()}))
         if deferred > max_deferred:
             max_deferred, spread = deferred, held
-        if deferred == TASKS and all_deferred_at is None:
+        if deferred == tasks and all_deferred_at is None:
             all_deferred_at = now
-        completed = any(k[0] == run_id for k in done)
-        if kill and victim is None and (completed or (deferred == TASKS and not held.get("unassigned")
-                                                      and sum(held.values()) == TASKS)):
+        completed = any(k[0] == key for k in done)
+        if kill and victim is None and (completed or (deferred == tasks and not held.get("unassigned")
+                                                      and sum(held.values()) == tasks)):
             victim = max(live, key=lambda n: held.get(n, 0))
             stack.kill(victim)  # SIGKILL: no clean shutdown, its triggers stay assigned to a dead TriggererJob
             killed_at, spread = time.time(), held
@@ -260,23 +271,25 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
         time.sleep(2)
     end = time.time()
     if not died:
-        tis = _tis(stack, run_id)
+        tis = _tis(stack, run_id, dag_id)
     ended = {ti["task_id"]: dt.datetime.fromisoformat(ti["end_date"]).timestamp()
-             for ti in tis if ti["state"] == "success" and (run_id, ti["task_id"]) in done}
-    complete = {task: done[(run_id, task)] for task in ended}
-    fired = _fired(stack, run_id)
+             for ti in tis if ti["state"] == "success" and (key, ti["task_id"]) in done}
+    complete = {task: done[(key, task)] for task in ended}
+    fired = _fired(stack, run_id, dag_id)
     lat = sorted(ended[t] - complete[t] for t in ended)
     to_fire = sorted(fired[t] - complete[t] for t in ended if t in fired)
     to_success = sorted(ended[t] - fired[t] for t in ended if t in fired)
     resumed = len(ended) / max(max(ended.values(), default=0) - min(complete.values(), default=0), 1) * 60
-    first_done = min((t for (r, _), t in done.items() if r == run_id), default=end)
-    return {"run_id": run_id, "state": died or stack.run_state(DAG_ID, run_id), "died": died, "wall": end - t0,
+    first_done = min((t for (r, _), t in done.items() if r == key), default=end)
+    return {"run_id": run_id, "state": died or stack.run_state(dag_id, run_id), "died": died, "wall": end - t0,
+            "t0": t0, "first_done": first_done, "samples": samples,
+            "states": Counter(ti["state"] for ti in tis),
             "succeeded": sum(ti["state"] == "success" for ti in tis),
             "tries": Counter(ti["try_number"] for ti in tis),
             "max_deferred": max_deferred, "all_deferred_at": all_deferred_at and all_deferred_at - t0,
             "spread": spread, "lat": lat, "to_fire": to_fire, "to_success": to_success, "resumed": resumed,
             "idle": idle, "api_stalls": api_stalls,
-            "peak": {n: tuple(max(s[2][n][i] for s in samples if n in s[2]) for i in (0, 1)) for n in live},
+            "peak": {n: tuple(max(s[2][n][i] for s in samples if n in s[2]) for i in (0, 1, 2)) for n in live},
             "peak_held": {n: max(s[1].get(n, 0) for s in samples) for n in live},
             "slope": {n: _slope(samples, n, first_done) for n in live},
             "cpu_hold": {n: _cpu_share(samples, n, taken_over_at if kill else all_deferred_at, first_done) for n in live},
@@ -287,11 +300,11 @@ def _run(stack, roots: dict, done: dict, *, kill: bool = False) -> dict:
             "jobs_per_task": _jobs_per_task(stack, run_id) if kill else Counter()}
 
 
-def _fired(stack, run_id: str) -> dict[str, float]:
+def _fired(stack, run_id: str, dag_id: str = DAG_ID) -> dict[str, float]:
     """task id -> when its trigger logged "Trigger fired event" (the triggerer writes it in the task's trigger
     log; after a takeover the survivor's log has it)."""
     out = {}
-    run_dir = stack.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}"
+    run_dir = stack.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
     for path in run_dir.glob("task_id=*/attempt=1.log.trigger.*.log"):
         for line in path.read_text(errors="replace").splitlines():
             if FIRED in line:
@@ -328,18 +341,23 @@ def _jobs_per_task(stack, run_id: str) -> Counter:
     return Counter(per_task.values())
 
 
-def _measure(profile: str) -> list[dict]:
-    """The profile's runs on a fresh stack. A run whose component died (standalone: SQLite's "database is
-    locked" kills the component whose write waited 5 s for the lock, and airflow standalone does not restart
-    it) reports what it reached; the production profile then skips its second run."""
+def bench_stack(profile: str) -> tuple:
+    """(a stack of ``profile`` on the benchmark DAGs and 4 roomy nodes, not started; its nodes file)."""
     from devstack.prod import make_stack
 
     workdir = Path(tempfile.mkdtemp(prefix=f"skiff-bench-{profile}-"))
     nodes = workdir.parent / f"{workdir.name}-nodes.yaml"
     nodes.write_text(NODES)
     # no platform file: the benchmark namespace is no team, and quotas are not what is measured here
-    stack = make_stack(profile, workdir, dags_dirs=[REPO / "benchmarks" / "dags"], nodes_file=nodes,
-                       airflow_settings={"AIRFLOW__SKIFF__PLATFORM_FILE": ""})
+    return make_stack(profile, workdir, dags_dirs=[REPO / "benchmarks" / "dags"], nodes_file=nodes,
+                      airflow_settings={"AIRFLOW__SKIFF__PLATFORM_FILE": ""}), nodes
+
+
+def _measure(profile: str) -> list[dict]:
+    """The profile's runs on a fresh stack. A run whose component died (standalone: SQLite's "database is
+    locked" kills the component whose write waited 5 s for the lock, and airflow standalone does not restart
+    it) reports what it reached; the production profile then skips its second run."""
+    stack, nodes = bench_stack(profile)
     done: dict[tuple[str, str], float] = {}
     stop = threading.Event()
     try:
@@ -459,7 +477,7 @@ def _fmt(v, none: str = "never all at once") -> str:
 
 
 def _mib(values: dict, only: str | None = None) -> str:
-    return ", ".join(f"{n}: {u:.0f} / {p:.0f} MiB" for n, (u, p) in sorted(values.items())
+    return ", ".join(f"{n}: {u:.0f} / {p:.0f} MiB" for n, (u, p, *_) in sorted(values.items())
                      if only in (None, n)) or "n/a"
 
 
