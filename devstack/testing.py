@@ -125,11 +125,12 @@ def pytest_configure(config):
         "markers", "known_defect(why): fails in the full CI run for the reason given; deselected from make test "
                    "(make test-known-defects runs them) until fixed")
     config.addinivalue_line(
-        "markers", "soak: the short soak under faults (make soak-short); not in make test: it fails today on the "
-                   "defects it found (no retry of a transient API error within a try), see issue 14")
+        "markers", "soak: the short soak under faults (also alone: make soak-short); runs after every other test")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """Run the ``prod`` tests last (stable order otherwise), so each profile's stack starts once."""
-    items.sort(key=lambda item: item.get_closest_marker("prod") is not None)
+    """Run the ``prod`` tests last (stable order otherwise), so each profile's stack starts once, and the short
+    soak after them: it stops every running stack to start its own, which the tests after it would find dead."""
+    items.sort(key=lambda item: (item.get_closest_marker("soak") is not None,
+                                 item.get_closest_marker("prod") is not None))
