@@ -28,6 +28,11 @@ def _jobs(stack, task_id: str) -> list:
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
 
 
+@pytest.mark.parametrize("stack", ["standalone", pytest.param("prod", marks=[pytest.mark.prod, pytest.mark.known_defect(
+    "prod profile, CI simulation of 2026-11-30 21:49: the run succeeded and the worker wrote the pods' 12-line tail, "
+    "but the trigger's log had no live '[pod] line N' (it saw the Job end 7 s after starting and streamed nothing). "
+    "Suspected: the shared pod informer missing the pod's events after a resume (kubesim's BOOKMARKs changed that "
+    "day to carry the store's resourceVersion); not investigated")])], indirect=True)
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
     run_id = stack.trigger("training_recommendation_daily")
     assert stack.wait_run("training_recommendation_daily", run_id, timeout=240) == "success"
