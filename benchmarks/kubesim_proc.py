@@ -57,3 +57,13 @@ async def get_rate(target: str, n: int, concurrency: int, headers: dict[str, str
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return n / (time.perf_counter() - t0)
+
+
+async def bounded(coros, limit: int) -> list:
+    """Await ``coros`` with at most ``limit`` in flight (creating many objects without 1,000 connections at once)."""
+    sem = asyncio.Semaphore(limit)
+
+    async def one(c):
+        async with sem:
+            return await c
+    return await asyncio.gather(*(one(c) for c in coros))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import aiohttp
 
-from benchmarks.kubesim_proc import KUBESIM, kubesim_process
+from benchmarks.kubesim_proc import KUBESIM, bounded, kubesim_process
 
 N_NS = 10
 N_JOBS = 1000
@@ -129,21 +129,12 @@ async def _open_watches(session, url, w: Watches) -> float:
     return time.perf_counter() - t0
 
 
-async def _bounded(coros, limit: int) -> list:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(c):
-        async with sem:
-            return await c
-    return await asyncio.gather(*(one(c) for c in coros))
-
-
 async def _create_jobs(session, url) -> float:
     async def create(i):
         async with session.post(f"{url}/apis/batch/v1/namespaces/{_ns(i)}/jobs", json=_job(i)) as r:
             assert r.status == 201, (r.status, await r.text())
     t0 = time.perf_counter()
-    await _bounded([create(i) for i in range(N_JOBS)], CONCURRENCY)
+    await bounded([create(i) for i in range(N_JOBS)], CONCURRENCY)
     return time.perf_counter() - t0
 
 

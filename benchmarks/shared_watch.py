@@ -177,16 +177,9 @@ def _serve_kubesim(out: str, argv: list[str]) -> int:
 
 # ---- one row ------------------------------------------------------------------------------------------------
 
-async def _bounded(coros, limit: int) -> list:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(c):
-        async with sem:
-            return await c
-    return await asyncio.gather(*(one(c) for c in coros))
-
-
 async def _create(session, url: str, manifests: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+    from benchmarks.kubesim_proc import bounded
+
     for i in range(N_NS):
         async with session.post(f"{url}/api/v1/namespaces", json={"metadata": {"name": _ns(i)}}) as r:
             assert r.status == 201, await r.text()
@@ -199,7 +192,7 @@ async def _create(session, url: str, manifests: list[tuple[str, dict]]) -> list[
         async with session.post(f"{url}/apis/batch/v1/namespaces/{ns}/jobs", json=manifest) as r:
             assert r.status == 201, (r.status, await r.text())
             return ns, (await r.json())["metadata"]["name"]
-    return await _bounded([create(ns, m) for ns, m in manifests], CREATE_CONCURRENCY)
+    return await bounded([create(ns, m) for ns, m in manifests], CREATE_CONCURRENCY)
 
 
 def _startup(stats: dict) -> int:
