@@ -14,7 +14,7 @@ What the real server does, and kubesim with it:
 
 Simplifications: only `Apply` operations are tracked (a create/update/merge-patch keeps the managedFields
 it is given, or the stored ones when it sends none, and records no `Update` entry of its own); list types
-come from kubesim's patch-merge-key table (`patch.MERGE_KEYS`), not from the OpenAPI schema.
+come from kubesim's patch-merge-key table (`mergekeys.MERGE_KEYS`), not from the OpenAPI schema.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import copy
 import json
 
 from kubesim.errors import ApiError
+from kubesim.mergekeys import merge_key
 
 Path = tuple[str, ...]
 _MISSING = object()
@@ -35,9 +36,7 @@ def _item_token(key: str, item: dict) -> str:
 
 
 def _list_key(field: str, items: list) -> str | None:
-    from kubesim.patch import _merge_key
-
-    key = _merge_key(field, items)
+    key = merge_key(field, items)
     if key and items and all(isinstance(i, dict) and key in i for i in items):
         return key
     return None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from kubesim.errors import ApiError, not_found
+from kubesim.kubeconfig import write_kubeconfig
 from kubesim.rbac import (
     ANONYMOUS,
     MASTERS,
@@ -40,6 +41,7 @@ from kubesim.rbac import (
     service_account_user,
     uncovered,
 )
+from kubesim.wire import response
 
 ADMIN_TOKEN = "kubesim"
 ADMIN = User("kubesim-admin", (MASTERS, "system:authenticated"))
@@ -345,7 +347,6 @@ TOKEN_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/serviceaccoun
 def add_token_route(api) -> None:
     """`POST .../serviceaccounts/<name>/token` (TokenRequest) on an ``ApiServer``, behind its middleware."""
     async def handle(request, match: re.Match):
-        from kubesim.wire import response
         if request.method != "POST":
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")
@@ -371,6 +372,5 @@ def request_token(url: str, namespace: str, name: str, *, admin_token: str = ADM
 
 def write_service_account_kubeconfig(url: str, namespace: str, name: str, path, **kw):
     """A kubeconfig acting as ServiceAccount `namespace/name` (the identity Skiff's pods have in-cluster)."""
-    from kubesim.server import write_kubeconfig
     token = request_token(url, namespace, name, **kw)
     return write_kubeconfig(url, path, token=token, user=f"{namespace}-{name}", namespace=namespace)

@@ -25,22 +25,13 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from kubesim.controller import Cache, Controller  # noqa: F401  (Controller: kubesim.cluster.Controller still works)
+from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
+from kubesim.controller import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.errors import ApiError
 from kubesim.nodes import load_nodes_file, node_manifests
 
 log = logging.getLogger("kubesim.cluster")
-
-
-@dataclass
-class Timing:
-    """The cluster clock's delays, in seconds."""
-    pod_start: float = 0.05          # bound pod: Pending (ContainerCreating) -> Running
-    container_run: float = 0.2       # run time of a container without `kubesim.io/duration` (not restartPolicy Always)
-    restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
-    create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
 
 
 class Cluster:
@@ -143,10 +134,6 @@ def components(cluster: Cluster) -> tuple[list, list]:
     """The admission plugins (in order) and the controllers of a cluster: the one place a new component
     is registered. An admission plugin is `plugin(AdmissionRequest)` (mutate `req.obj` or raise ApiError);
     a controller is a `kubesim.controller.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
-    # imported here, not at the top: quota.py still imports `kubesim.cluster` (validation and the scheduler
-    # import quota), so a top-level import would be a cycle; the other components import kubesim.controller
-    from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
-
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)

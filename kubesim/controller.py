@@ -2,7 +2,9 @@
 events), `WorkQueue`, the informer-like `Cache` and the client-go style `EventRecorder`.
 
 Components (scheduler, kubelet, gc, quota, workloads) import these from here, never from `cluster.py`,
-which wires the components together.
+which wires the components together: they see the cluster only as a `ControllerContext` (what
+kube-controller-manager hands each controller: cmd/kube-controller-manager/app/controllercontext.go's
+`ControllerContext`, the shared informers and the clients), so nothing below `cluster.py` imports it.
 """
 from __future__ import annotations
 
@@ -11,12 +13,10 @@ import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from kubesim.errors import ApiError
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 log = logging.getLogger("kubesim.cluster")
 
@@ -34,6 +34,29 @@ def rv_int(obj: dict) -> int:
         return int(obj["metadata"].get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+@dataclass
+class Timing:
+    """The cluster clock's delays, in seconds."""
+    pod_start: float = 0.05          # bound pod: Pending (ContainerCreating) -> Running
+    container_run: float = 0.2       # run time of a container without `kubesim.io/duration` (not restartPolicy Always)
+    restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
+    create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
+
+
+class ControllerContext(Protocol):
+    """What a component sees of its cluster (`kubesim.cluster.Cluster` is one)."""
+
+    store: Any          # kubesim.store.Store: the API, through its public verbs only
+    timing: Timing
+    cache: Cache
+
+    def rt(self, plural: str, group: str = "", version: str = "v1"): ...
+
+    def observe(self, rt, obj: dict) -> dict: ...
+
+    def now(self) -> str: ...
 
 
 class Cache:
@@ -228,7 +251,7 @@ class Controller:
 
     name = "controller"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         self.cluster = cluster
         self.store = cluster.store
         self.queue = WorkQueue(self.name, self.reconcile)

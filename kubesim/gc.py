@@ -11,13 +11,8 @@ Namespace contents are removed by the store (the namespace controller's job).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from kubesim.controller import Controller
+from kubesim.controller import Controller, ControllerContext
 from kubesim.errors import ApiError
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 Ref = tuple[str, str, str | None, str]   # (group, plural, namespace, name) of a dependent
 
@@ -25,7 +20,7 @@ Ref = tuple[str, str, str | None, str]   # (group, plural, namespace, name) of a
 class GarbageCollector(Controller):
     name = "garbage-collector"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.live: dict[str, tuple] = {}                    # uid -> (rt, namespace, name)
         self.dependents: dict[str, dict[Ref, object]] = {}  # owner uid -> dependent ref -> rt

@@ -15,15 +15,11 @@ import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from kubesim.clock import rfc3339nano
-from kubesim.controller import Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
 from kubesim.qos import qos_class
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 ANN = "kubesim.io/"
 WAITING_REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
@@ -134,7 +130,7 @@ class Kubelet(Controller):
 
     name = "kubelet"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.pods_rt = cluster.rt("pods")
         self.nodes_rt = cluster.rt("nodes")

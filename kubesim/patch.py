@@ -9,37 +9,15 @@ import json
 
 import yaml
 
+from kubesim import apply
 from kubesim.errors import ApiError
+from kubesim.mergekeys import PRIMITIVE_MERGE, merge_key
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 PATCH_TYPES = (STRATEGIC, MERGE, JSON_PATCH, APPLY)
-
-# Patch merge keys of the built-in types (from their `patchMergeKey` tags). Lists not named here are
-# atomic (replaced whole), as for PodSpec.tolerations, whose Go type has no patch strategy.
-MERGE_KEYS = {
-    "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-    "env": "name", "volumes": "name", "volumeMounts": "mountPath", "volumeDevices": "devicePath",
-    "imagePullSecrets": "name", "hostAliases": "ip", "resourceClaims": "name", "schedulingGates": "name",
-    "topologySpreadConstraints": "topologyKey", "conditions": "type", "addresses": "type",
-    "ownerReferences": "uid", "taints": "key",
-}
-# Lists of scalars merged as sets (patchStrategy=merge on []string).
-PRIMITIVE_MERGE = {"finalizers"}
-
-
-def _merge_key(field: str, *lists) -> str | None:
-    if field == "ports":
-        # container ports merge on containerPort, service ports on port
-        for lst in lists:
-            for item in lst or []:
-                if isinstance(item, dict) and "containerPort" in item:
-                    return "containerPort"
-        return "port"
-    return MERGE_KEYS.get(field)
-
 
 def json_merge(target, patch):
     """RFC 7386: maps merge recursively, null deletes, anything else replaces."""
@@ -97,7 +75,7 @@ def _merge_list(field, current, patch_list):
             if item not in out:
                 out.append(item)
         return out
-    key = _merge_key(field, current, patch_list)
+    key = merge_key(field, current, patch_list)
     if key is None or not all(isinstance(i, dict) for i in patch_list):
         return [copy.deepcopy(i) for i in patch_list]
     out = [copy.deepcopy(i) for i in current or []]
@@ -257,7 +235,6 @@ def apply_patch(obj: dict, patch_type: str, body, *, custom: bool, manager: str 
         if manager is not None:      # field ownership (kubesim/apply.py)
             if not isinstance(body, dict):
                 raise ApiError(400, "apply patch must be a YAML or JSON object", "BadRequest")
-            from kubesim import apply
             return apply.server_side_apply(obj, body, manager=manager, force=force, now=now,
                                            merge=json_merge if custom else strategic_merge)
         return server_side_apply(obj, body, custom=custom)

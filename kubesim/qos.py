@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from kubesim.quota import qty
+from kubesim.resources import qty
 
 _COMPUTE = ("cpu", "memory")
 

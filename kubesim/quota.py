@@ -15,15 +15,20 @@ quota's spec is written (default 0: the controller is instantaneous and the stat
 from __future__ import annotations
 
 import time
-from decimal import Decimal, InvalidOperation
-from functools import lru_cache
+from decimal import Decimal
 
-from kubernetes.utils import parse_quantity
-
-from kubesim.cluster import Cluster, Controller
+from kubesim.controller import Controller, ControllerContext
 from kubesim.errors import ApiError
+from kubesim.resources import (  # noqa: F401  (pod_requests, qty: kubesim.quota.qty still works)
+    ZERO,
+    add,
+    containers_of,
+    format_qty,
+    pod_amounts,
+    pod_requests,
+    qty,
+)
 
-ZERO = Decimal(0)
 # quota names that count a kind's objects without the `count/` prefix
 LEGACY_COUNTS = {"pods": ("", "pods"), "persistentvolumeclaims": ("", "persistentvolumeclaims"),
                  "services": ("", "services"), "configmaps": ("", "configmaps"), "secrets": ("", "secrets"),
@@ -33,66 +38,6 @@ LEGACY_COUNTS = {"pods": ("", "pods"), "persistentvolumeclaims": ("", "persisten
 MUST_SPECIFY = {"cpu": ("requests", "cpu"), "requests.cpu": ("requests", "cpu"),
                 "memory": ("requests", "memory"), "requests.memory": ("requests", "memory"),
                 "limits.cpu": ("limits", "cpu"), "limits.memory": ("limits", "memory")}
-BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
-DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
-
-
-@lru_cache(maxsize=4096)
-def _qty(text: str) -> Decimal:
-    return parse_quantity(text)
-
-
-def qty(value) -> Decimal:
-    """A resource quantity ("500m", "2Gi", "1e3", 4) as a Decimal; ValueError when it does not parse."""
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"quantities must match the regular expression: {value!r}")
-    try:
-        return _qty(str(value))
-    except (ValueError, InvalidOperation) as e:
-        raise ValueError(str(e)) from None
-
-
-def format_qty(resource: str, amount: Decimal) -> str:
-    """Canonical-looking quantity text for messages and status (`2`, `1500m`, `2Gi`)."""
-    if amount != amount.to_integral_value():
-        milli = amount * 1000
-        return f"{int(milli)}m" if milli == milli.to_integral_value() else str(amount)
-    n = int(amount)
-    if n and resource.rsplit(".", 1)[-1] in ("memory", "storage", "ephemeral-storage"):
-        for suffix, factor in BINARY + DECIMAL:
-            if n % factor == 0:
-                return f"{n // factor}{suffix}"
-    return str(n)
-
-
-def _containers(pod: dict, key: str) -> list[dict]:
-    return (pod.get("spec") or {}).get(key) or []
-
-
-def container_amounts(container: dict, kind: str) -> dict[str, Decimal]:
-    """A container's `requests` (falling back to its limits, as API defaulting does) or `limits`."""
-    res = container.get("resources") or {}
-    out = {k: qty(v) for k, v in (res.get("limits") or {}).items()} if kind == "requests" else {}
-    out.update({k: qty(v) for k, v in (res.get(kind) or {}).items()})
-    return out
-
-
-def pod_amounts(pod: dict, kind: str) -> dict[str, Decimal]:
-    """Effective pod requests/limits: sum over containers, at least the largest init container."""
-    total: dict[str, Decimal] = {}
-    for c in _containers(pod, "containers"):
-        for r, a in container_amounts(c, kind).items():
-            total[r] = total.get(r, ZERO) + a
-    for c in _containers(pod, "initContainers"):
-        for r, a in container_amounts(c, kind).items():
-            total[r] = max(total.get(r, ZERO), a)
-    for r, a in ((pod.get("spec") or {}).get("overhead") or {}).items():
-        total[r] = total.get(r, ZERO) + qty(a)
-    return total
-
-
-def pod_requests(pod: dict) -> dict[str, Decimal]:
-    return pod_amounts(pod, "requests")
 
 
 def terminal(pod: dict) -> bool:
@@ -118,11 +63,6 @@ def pvc_usage(pvc: dict) -> dict[str, Decimal]:
     return usage
 
 
-def add(total: dict[str, Decimal], more: dict[str, Decimal]) -> None:
-    for k, v in more.items():
-        total[k] = total.get(k, ZERO) + v
-
-
 def count_key(rt) -> str:
     return f"count/{rt.plural}" + (f".{rt.group}" if rt.group else "")
 
@@ -131,7 +71,7 @@ def missing_specs(pod: dict, hard: dict) -> str | None:
     """kube's `must specify limits.cpu for: a,b; requests.cpu for: a` for a quota on compute resources."""
     required = sorted(name for name in hard if name in MUST_SPECIFY)
     missing: dict[str, list[str]] = {}
-    for c in _containers(pod, "containers") + _containers(pod, "initContainers"):
+    for c in containers_of(pod, "containers") + containers_of(pod, "initContainers"):
         res = c.get("resources") or {}
         for name in required:
             kind, resource = MUST_SPECIFY[name]
@@ -170,7 +110,7 @@ class LimitRanger:
                     continue
                 default = item.get("default") or {}
                 default_request = {**default, **(item.get("defaultRequest") or {})}
-                for c in _containers(pod, "containers") + _containers(pod, "initContainers"):
+                for c in containers_of(pod, "containers") + containers_of(pod, "initContainers"):
                     res = c.setdefault("resources", {})
                     limits = res.setdefault("limits", {}) if default else res.get("limits") or {}
                     for r, v in default.items():
@@ -333,7 +273,7 @@ class QuotaController(Controller):
 
     name = "resourcequota-controller"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.rq_rt = cluster.rt("resourcequotas")
 

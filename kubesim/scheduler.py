@@ -10,15 +10,11 @@ event, and is retried when capacity frees (a pod ends or goes, a node is added o
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
-from kubesim.controller import Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
-from kubesim.quota import pod_requests, qty
+from kubesim.resources import pod_requests, qty
 from kubesim.selectors import node_selector_requirements, selector_from_map
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -107,7 +103,7 @@ def unschedulable_message(total: int, reasons: dict[str, int]) -> str:
 class Scheduler(Controller):
     name = "scheduler"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.events = EventRecorder(self.store, "default-scheduler")
         self.pods_rt = cluster.rt("pods")

@@ -1,5 +1,5 @@
 """`KubeSim`: kubesim's API server (app.py) and cluster (cluster.py) served from a daemon thread of this
-process, with the fault-injection API for tests, and kubeconfig writing."""
+process, with the fault-injection API for tests (kubeconfig writing: kubeconfig.py)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,34 +8,14 @@ import socket
 import threading
 from pathlib import Path
 
-import yaml
 from aiohttp import web
 
 from kubesim.app import ApiServer
 from kubesim.authz import Access
 from kubesim.controls import TestControls
+from kubesim.kubeconfig import kubeconfig, write_kubeconfig  # noqa: F401  (kubesim.server.write_kubeconfig)
 from kubesim.routes_discovery import GIT_VERSION  # noqa: F401  (kubesim.server.GIT_VERSION)
 from kubesim.store import Store
-
-
-def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default") -> dict:
-    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz)."""
-    return {
-        "apiVersion": "v1", "kind": "Config", "preferences": {},
-        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": user,
-                                                     "namespace": namespace}}],
-        "current-context": "kubesim",
-    }
-
-
-def write_kubeconfig(url: str, path, **kw) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(kubeconfig(url, **kw), sort_keys=False))
-    return path
-
 
 
 def _cluster_class():

@@ -30,7 +30,7 @@ from referencing import Registry
 
 from kubesim import names as names_mod
 from kubesim.errors import ApiError
-from kubesim.quota import qty
+from kubesim.resources import qty
 from kubesim.selectors import label_selector_from_dict
 
 SCHEMA_VERSION = "v1.31.0-local"

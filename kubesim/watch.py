@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+import threading
+from typing import Protocol
 
 from kubesim.registry import ResourceType
 from kubesim.selectors import FieldSelector, LabelSelector
 from kubesim.views import dumps, is_view, view
 
-if TYPE_CHECKING:
-    from kubesim.store import Store
+
+class WatchSource(Protocol):
+    """What a `Watch` needs of the store that feeds it (the store is above this module, not imported)."""
+
+    lock: threading.RLock
+    _current_rv: int
+
+    def _drop_watch(self, watch: Watch) -> None: ...
 
 
 class Event:
@@ -59,7 +66,7 @@ class Watch:
 
     _CLOSED = object()
 
-    def __init__(self, store: Store, rt: ResourceType, namespace: str | None, label: LabelSelector,
+    def __init__(self, store: WatchSource, rt: ResourceType, namespace: str | None, label: LabelSelector,
                  field: FieldSelector):
         self.store, self.rt, self.namespace = store, rt, namespace
         self.label, self.field = label, field

@@ -11,20 +11,16 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from typing import TYPE_CHECKING
 
 from kubesim.clock import parse_time
-from kubesim.controller import Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 TERMINAL = ("Succeeded", "Failed")
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alphabet
 
 
-def controllers(cluster: Cluster) -> list[Controller]:
+def controllers(cluster: ControllerContext) -> list[Controller]:
     return [JobController(cluster), DeploymentController(cluster), ReplicaSetController(cluster),
             StatefulSetController(cluster), PVCBinder(cluster), EndpointsController(cluster),
             HorizontalPodAutoscalerController(cluster)]
@@ -77,7 +73,7 @@ class OwnerController(Controller):
     child: tuple[str, str] = ("", "pods")
     component = ""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.rt = cluster.rt(self.kind[1], self.kind[0])
         self.child_rt = cluster.rt(self.child[1], self.child[0])
@@ -228,7 +224,7 @@ class JobController(OwnerController):
     kind = ("batch", "jobs")
     component = "job-controller"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.counted: dict[str, set[str]] = {}    # job uid -> uids of finished pods already in its status
         self.lost: dict[str, set[str]] = {}       # job uid -> uids of pods deleted before they finished
@@ -673,7 +669,7 @@ class PVCBinder(Controller):
 
     name = "persistentvolume-binder"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.rt = cluster.rt("persistentvolumeclaims")
 
@@ -710,7 +706,7 @@ class EndpointsController(Controller):
 
     name = "endpoints-controller"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.svc_rt = cluster.rt("services")
         self.ep_rt = cluster.rt("endpoints")
@@ -831,7 +827,7 @@ class HorizontalPodAutoscalerController(Controller):
 
     name = "horizontal-pod-autoscaler"
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.rt = cluster.rt("horizontalpodautoscalers", "autoscaling", "v2")
         self.events = EventRecorder(self.store, "horizontal-pod-autoscaler")

@@ -1,0 +1,26 @@
+"""Kubeconfig files pointing a client at kubesim: the shape `kubectl config view` prints (clientcmd's
+v1 Config, k8s.io/client-go/tools/clientcmd/api/v1/types.go), one cluster, one token user, one context."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default") -> dict:
+    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz)."""
+    return {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": user,
+                                                     "namespace": namespace}}],
+        "current-context": "kubesim",
+    }
+
+
+def write_kubeconfig(url: str, path, **kw) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(kubeconfig(url, **kw), sort_keys=False))
+    return path

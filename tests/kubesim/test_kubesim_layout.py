@@ -1,0 +1,140 @@
+"""kubesim's import graph, read from its source with `ast` (function-level and `TYPE_CHECKING` imports
+included, since they are imports all the same): no module imports itself back through others, and the
+layers point one way, as kube-apiserver's do (the generic registry under the per-kind strategies, the
+controllers beside them, the HTTP handlers and the process on top).
+
+A new module goes into LAYERS; one left out is still checked for cycles.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kubesim
+
+PACKAGE = Path(kubesim.__file__).parent
+
+# lowest first: a module may import its own layer and those below, never one above
+LAYERS: list[tuple[str, set[str]]] = [
+    ("base", {"errors", "clock", "names", "registry", "resources", "mergekeys", "nodes", "qos", "selectors",
+              "rbac", "views", "wire", "kubeconfig"}),
+    ("storage", {"apply", "patch", "strategy", "watch", "store"}),
+    ("admission and controllers", {"controller", "validation", "quota", "serviceaccounts", "scheduler",
+                                   "kubelet", "gc", "workloads"}),
+    ("cluster", {"cluster"}),
+    ("http", {"controls", "proxy", "routes_discovery", "routes_logs", "routes_resources", "authz", "app"}),
+    ("process", {"server", "testing", "__main__", "__init__"}),
+]
+
+
+def module_name(path: Path) -> str:
+    """`store`, `strategies.pod`, `strategies` (its __init__.py); the package's own __init__ is `__init__`."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(path: Path, known: set[str]) -> set[str]:
+    """The kubesim modules `path` imports, anywhere in the file (names relative to the package)."""
+    this = module_name(path)
+    package = list(path.relative_to(PACKAGE).parent.parts)     # what a relative import starts from
+    out: set[str] = set()
+
+    def add(dotted: str) -> None:
+        # `kubesim.a.b` -> "a.b"; a name that is not a module (a class, a function) -> its module
+        rel = dotted.removeprefix("kubesim").lstrip(".") or "__init__"
+        while rel not in known and "." in rel:
+            rel = rel.rsplit(".", 1)[0]
+        if rel in known:
+            out.add(rel)
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "kubesim" or alias.name.startswith("kubesim."):
+                    add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                module = ".".join(["kubesim", *base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module != "kubesim" and not module.startswith("kubesim."):
+                continue
+            for alias in node.names:
+                add(f"{module}.{alias.name}")
+    out.discard(this)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imported(path, known) for name, path in mods.items()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_every_kind_of_import():
+    """The reader itself: top-level, `from kubesim import x`, function-level and TYPE_CHECKING imports all count."""
+    g = graph()
+    assert "errors" in g["wire"]                       # from kubesim.errors import ApiError
+    assert {"gc", "kubelet", "workloads"} <= g["cluster"]   # from kubesim import gc, kubelet, ...
+    assert "cluster" in g["server"]                    # imported inside a function
+    assert g["errors"] == set()
+
+
+def test_kubesim_has_no_import_cycle():
+    assert cycles(graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_layers_point_one_way():
+    rank = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+    mods = modules()
+    assert set(rank) - set(mods) == set(), "LAYERS names a module that does not exist"
+    upward = sorted(f"{a} ({LAYERS[rank[a]][0]}) imports {b} ({LAYERS[rank[b]][0]})"
+                    for a, deps in graph().items() if a in rank
+                    for b in deps if b in rank and rank[b] > rank[a])
+    assert upward == []
