@@ -145,15 +145,16 @@ def components(cluster: Cluster) -> tuple[list, list]:
     a controller is a `kubesim.controller.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
     # imported here, not at the top: quota.py still imports `kubesim.cluster` (validation and the scheduler
     # import quota), so a top-level import would be a cycle; the other components import kubesim.controller
-    from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
+    from kubesim import gc, kubelet, kueue, quota, scheduler, serviceaccounts, validation, workloads
 
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
     # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-    admission = [cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
+    # Kueue's mutating webhooks (inert until its CRDs are installed) before validation, as webhooks run
+    admission = [*kueue.admission(cluster), cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
                  quota.LimitRanger(cluster.store), cluster.quota]
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
-                   *workloads.controllers(cluster)]
+                   *workloads.controllers(cluster), *kueue.controllers(cluster)]
     return admission, controllers
