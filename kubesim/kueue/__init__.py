@@ -4,10 +4,11 @@ Kueue's own CRDs (`crds/`, Apache-2.0: `LICENSE`) are served as CRDs once instal
 `KubeSim(kueue=True)`/`python -m kubesim --kueue`, or any client creating them, as `helm install` does - and
 its controller-manager runs inside kubesim's: `controller.Webhook` (suspend/gate defaulting),
 `controller.Scheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
-and `jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish). Each module's docstring
-cites the Kueue source file it follows.
+`jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish) and
+`statefulsets.StatefulSetReconciler` (a set's pods gated by `kueue.x-k8s.io/admission` until its Workload is
+admitted; scaled to 0 its quota is released). Each module's docstring cites the Kueue source file it follows.
 
-Not simulated: the StatefulSet/pod integrations (pods gated by `kueue.x-k8s.io/admission`), admission checks, TopologyAwareScheduling, fair sharing, hierarchical Cohort objects with
+Not simulated: plain pod groups outside StatefulSets, admission checks, TopologyAwareScheduling, fair sharing, hierarchical Cohort objects with
 their own quota, `borrowWithinCohort`, partial admission, waitForPodsReady, MultiKueue, the visibility
 API; flavors match pods by nodeSelector only (not node affinity).
 """
@@ -57,4 +58,5 @@ def admission(cluster) -> list:
 def controllers(cluster) -> list:
     from kubesim.kueue.controller import Scheduler
     from kubesim.kueue.jobs import JobReconciler
-    return [Scheduler(cluster), JobReconciler(cluster)]
+    from kubesim.kueue.statefulsets import StatefulSetReconciler
+    return [Scheduler(cluster), JobReconciler(cluster), StatefulSetReconciler(cluster)]

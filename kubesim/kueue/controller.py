@@ -5,9 +5,7 @@ install` does): until the ClusterQueue kind is served, every part here does noth
 
 - `Webhook` (an admission plugin, before validation as a mutating webhook runs): a Job created with the
   `kueue.x-k8s.io/queue-name` label is suspended (`pkg/controller/jobframework/defaults.go`
-  ApplyDefaultForSuspend). The StatefulSet integration (pods gated by `kueue.x-k8s.io/admission`,
-  `pkg/controller/jobs/statefulset/`) is not simulated yet: kubesim's scheduler and pod validation already
-  honour scheduling gates, the gating and ungating controller is still to write.
+  ApplyDefaultForSuspend); a StatefulSet's pods are gated (`statefulsets.gate_pod`).
 - `Scheduler`: after any change of a Kueue object or a namespace, `cycle.run` decides; this writes the
   decisions (quota reserved and admitted, evicted/preempted, pending messages) and the ClusterQueue and
   LocalQueue status counts and flavor usage (`pkg/controller/core/clusterqueue_controller.go`).
@@ -46,7 +44,7 @@ def kueue_rt(store, plural: str):
 
 
 class Webhook:
-    """Kueue's mutating webhook for Jobs (an admission plugin)."""
+    """Kueue's mutating webhooks for Jobs, StatefulSets and their pods (an admission plugin)."""
 
     def __init__(self, store):
         self.store = store
@@ -56,8 +54,17 @@ class Webhook:
             return
         labels = req.obj["metadata"].get("labels") or {}
         kind = (req.rt.group, req.rt.plural)
-        if kind == ("batch", "jobs") and labels.get(wlib.QUEUE_LABEL):
+        queue = labels.get(wlib.QUEUE_LABEL)
+        if kind == ("batch", "jobs") and queue:
             req.obj.setdefault("spec", {})["suspend"] = True
+        elif kind == ("apps", "statefulsets") and queue:
+            # statefulset_webhook.go: the queue name reaches the pods through the template
+            tmd = req.obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
+            tmd.setdefault("labels", {})[wlib.QUEUE_LABEL] = queue
+        elif kind == ("", "pods") and queue:
+            from kubesim.kueue import statefulsets
+            if statefulsets.sts_owner(req.obj):
+                statefulsets.gate_pod(req.obj)
 
 
 class KueueController(Controller):
@@ -74,7 +81,8 @@ class KueueController(Controller):
         rt = self.rt(plural)
         return self.cluster.cache.list(rt, namespace) if rt is not None else []
 
-    def write_status(self, rt, obj: dict, status: dict) -> dict | None:
+    def write_status(self, rt, obj: dict, status: dict, retry: Key | None = None) -> dict | None:
+        """Write `status` unless it is already there; on a conflict, reconcile `retry` again."""
         ns, name = key_of(obj)
         try:
             fresh = self.store.get(rt, ns, name)
@@ -84,7 +92,7 @@ class KueueController(Controller):
             return self.cluster.observe(rt, self.store.update(rt, ns, name, fresh, subresource="status"))
         except ApiError as e:
             if e.code in (404, 409):
-                self.queue.add_after(key_of(obj) if not isinstance(self, Scheduler) else CYCLE, 0.01)
+                self.queue.add_after(retry or CYCLE, 0.01)
                 return None
             raise
 

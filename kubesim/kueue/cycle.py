@@ -91,8 +91,8 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
                 for fr, v in rec.usage.items():
                     quota.add_usage(nodes[rec.cluster_queue], fr, v)
             continue
-        if wl["spec"].get("active") is False:
-            continue
+        if wl["spec"].get("active") is False or (wlib.condition(wl, "QuotaReserved") or {}).get("reason") == "OnHold":
+            continue          # deactivated, or a StatefulSet scaled to zero (statefulset_reconciler.go)
         cq_name, why = _cluster_queue_of(wl, lqs, cqs, namespaces)
         if why:
             out.pending[key(wl)] = why

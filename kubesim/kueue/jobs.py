@@ -108,7 +108,7 @@ class JobReconciler(KueueController):
                 status = copy.deepcopy(wl.get("status") or {})
                 wlib.set_condition(status, "Finished", True, "Succeeded" if finished[1] else "Failed",
                                    finished[0], now, wl["metadata"].get("generation", 1))
-                self.write_status(wl_rt, wl, status)
+                self.write_status(wl_rt, wl, status, key)
                 self.job_events.record(job, "Normal", "FinishedWorkload",
                                        f"Workload '{wl['metadata']['namespace']}/{wl['metadata']['name']}' is declared finished")
             return
@@ -126,7 +126,7 @@ class JobReconciler(KueueController):
                 status = wlib.unreserve(wl, "Pending", evicted.get("message") or "", now)
                 wlib.set_condition(status, "Requeued", evicted.get("reason") == "Preempted", evicted.get("reason") or "",
                                    evicted.get("message") or "", now, wl["metadata"].get("generation", 1))
-                self.write_status(wl_rt, wl, status)
+                self.write_status(wl_rt, wl, status, key)
             return
         if suspended:                                                          # 4
             if admitted:

@@ -110,3 +110,28 @@ class Kueue:
                     if r["name"] == resource:
                         return r["total"], r["borrowed"]
         return None
+
+
+def statefulset(kq, namespace, name, queue, cpu="1", replicas=1, priority=None):
+    labels = {QUEUE: queue}
+    if priority:
+        labels[PRIORITY] = priority
+    requests = {"cpu": str(cpu)}
+    return kubernetes.client.AppsV1Api(kq.co.api_client).create_namespaced_stateful_set(namespace, {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "labels": labels},
+        "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "main", "image": "busybox",
+                                                       "resources": {"requests": requests, "limits": requests}}]}}}})
+
+
+def sts_pod(kq, namespace, name):
+    pods = kq.core.list_namespaced_pod(namespace, label_selector=f"app={name}").items
+    return pods[0] if pods else None
+
+
+def sts_workload(kq, namespace, name):
+    sts = kubernetes.client.AppsV1Api(kq.co.api_client).read_namespaced_stateful_set(name, namespace)
+    items = kq.co.list_namespaced_custom_object(
+        G, V, namespace, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={sts.metadata.uid}")["items"]
+    return items[0] if items else None
