@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--faults RATE --seed N]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--kueue] [--faults RATE --seed N]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", default=None, help="a nodes file (see kubesim/nodes.py) instead of the defaults")
     parser.add_argument("--authz", choices=["none", "rbac"], default="none",
                         help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
+    parser.add_argument("--kueue", action="store_true", help="install Kueue's CRDs (kubesim/kueue simulates Kueue)")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
     parser.add_argument("--faults", type=float, default=0.0,
                         help="fraction of API requests that fail (500/503/429/reset/slow) and resumed watches"
@@ -31,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     try:
-        sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz).start()
+        sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz,
+                      kueue=args.kueue).start()
         if args.faults:
             try:
                 sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)

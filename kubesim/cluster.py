@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Iterable
 
-from kubesim import gc, kubelet, quota, scheduler, serviceaccounts, validation, workloads
+from kubesim import gc, kubelet, kueue, quota, scheduler, serviceaccounts, validation, workloads
 from kubesim.controller import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.errors import ApiError
 from kubesim.nodes import load_nodes_file, node_manifests
@@ -138,9 +138,10 @@ def components(cluster: Cluster) -> tuple[list, list]:
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
     # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-    admission = [cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
+    # Kueue's mutating webhooks (inert until its CRDs are installed) before validation, as webhooks run
+    admission = [*kueue.admission(cluster), cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
                  quota.LimitRanger(cluster.store), cluster.quota]
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
-                   *workloads.controllers(cluster)]
+                   *workloads.controllers(cluster), *kueue.controllers(cluster)]
     return admission, controllers

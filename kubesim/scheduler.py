@@ -138,7 +138,8 @@ class Scheduler(Controller):
             self.unschedulable.discard(key)
         if freed:
             self._retry_unschedulable()
-        if (event_type != "DELETED" and not node and not gone
+        # a pod with schedulingGates waits (SchedulingGates PreEnqueue plugin) until they are all removed
+        if (event_type != "DELETED" and not node and not gone and not spec.get("schedulingGates")
                 and (spec.get("schedulerName") or "default-scheduler") == "default-scheduler"
                 and not obj["metadata"].get("deletionTimestamp")):
             self.queue.add(key)

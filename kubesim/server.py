@@ -33,8 +33,10 @@ class KubeSim:
     """kubesim in a daemon thread of this process: `start()`, `.url`, `reset()` between tests, `stop()`."""
 
     def __init__(self, nodes=None, timing=None, history: int = 10000, port: int = 0, host: str = "127.0.0.1",
-                 bookmark_interval: float = 5.0, with_cluster: bool | None = None, authz: str | None = None):
+                 bookmark_interval: float = 5.0, with_cluster: bool | None = None, authz: str | None = None,
+                 kueue: bool = False):
         self.nodes, self.timing, self.history = nodes, timing, history
+        self.kueue = kueue        # install Kueue's CRDs at start and after every reset (kubesim.kueue)
         if authz not in (None, "none", "rbac"):
             raise ValueError(f"authz must be 'rbac' or None, not {authz!r}")
         # with_cluster=False (or env KUBESIM_CLUSTER=0): the API server alone, no controllers
@@ -110,6 +112,9 @@ class KubeSim:
             return
         self.cluster = cls(self.store, nodes=self.nodes, timing=self.timing)
         await self.cluster.start()
+        if self.kueue:
+            from kubesim import kueue
+            kueue.install(self.store)
 
     async def _stop_cluster(self) -> None:
         if self.cluster is not None:

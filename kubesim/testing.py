@@ -5,6 +5,7 @@
 - `kubeconfig` (session): a kubeconfig file path for it.
 - `k8s`: a `kubernetes.client.ApiClient` for it; `k8s_async`: a `kubernetes_asyncio` ApiClient.
 - `async_api_client(url)`: an async context manager giving a `kubernetes_asyncio` ApiClient.
+- `kubesim_kueue_server` (session) / `kubesim_kueue` (function, reset): a KubeSim with Kueue installed.
 - `kubesim_rbac_server` (session) / `kubesim_rbac` (function, reset, 403 log cleared): a KubeSim enforcing
   RBAC (`authz="rbac"`); `sync_api_client(url, token="kubesim")` is its admin, a ServiceAccount's client comes
   from `kubesim.authz.write_service_account_kubeconfig`.
@@ -116,3 +117,20 @@ def kubesim_rbac(kubesim_rbac_server):
     kubesim_rbac_server.reset()
     kubesim_rbac_server.access.denials.clear()
     yield kubesim_rbac_server
+
+
+@pytest.fixture(scope="session")
+def kubesim_kueue_server():
+    from kubesim.nodes import DEFAULT_NODES
+    # two big untainted nodes besides the default set: Kueue's documented examples use 9- to 21-CPU Jobs
+    big = [{"name": f"big-{i}", "cpu": 32, "memory": "128Gi"} for i in (1, 2)]
+    sim = KubeSim(kueue=True, nodes=DEFAULT_NODES + big).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def kubesim_kueue(kubesim_kueue_server):
+    """A fresh cluster with Kueue installed (its CRDs served, kubesim.kueue's controllers running)."""
+    kubesim_kueue_server.reset()
+    yield kubesim_kueue_server

@@ -1000,9 +1000,11 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
                 causes.invalid(f"spec.{f}", v, "must be greater than or equal to "
                                + ("1" if f == "activeDeadlineSeconds" else "0"))
         if old is not None:
-            for f in ("selector", "template", "completionMode"):
+            for f in ("selector", "completionMode"):
                 if spec.get(f) != old_spec.get(f):
                     causes.invalid(f"spec.{f}", spec.get(f), "field is immutable")
+            if _job_template_changed(spec, old_spec, (old.get("status") or {}).get("startTime")):
+                causes.invalid("spec.template", spec.get("template"), "field is immutable")
     elif kind in (("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")):
         if isinstance(spec.get("replicas"), int) and spec["replicas"] < 0:
             causes.invalid("spec.replicas", spec["replicas"], "must be greater than or equal to 0")
@@ -1019,6 +1021,25 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
         for i, ver in enumerate(spec.get("versions") or []):
             if isinstance(ver, dict) and not ((ver.get("schema") or {}).get("openAPIV3Schema")):
                 causes.required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
+
+
+# pod template fields a suspended Job that never started may change (JobMutableNodeSchedulingDirectives, GA
+# in 1.27: pkg/registry/batch/job/strategy.go AllowMutableSchedulingDirectives) - what Kueue sets on start
+_SCHEDULING_DIRECTIVES = (("spec", "nodeSelector"), ("spec", "tolerations"), ("spec", "affinity"),
+                          ("spec", "schedulingGates"), ("metadata", "labels"), ("metadata", "annotations"))
+
+
+def _job_template_changed(spec: dict, old_spec: dict, started: str | None) -> bool:
+    new, old = spec.get("template"), old_spec.get("template")
+    if new == old:
+        return False
+    if not old_spec.get("suspend") or started or not isinstance(new, dict) or not isinstance(old, dict):
+        return True
+    new, old = copy.deepcopy(new), copy.deepcopy(old)
+    for part, field in _SCHEDULING_DIRECTIVES:
+        for t in (new, old):
+            (t.get(part) or {}).pop(field, None)
+    return new != old
 
 
 def _quantity_maps(kind: tuple[str, str], spec: dict):
@@ -1055,6 +1076,18 @@ def _check_pod_update(new: dict, old: dict, causes: Causes) -> None:
             ns["tolerations"] = old_tol
         else:
             ns.pop("tolerations", None)
+    if os_.get("schedulingGates"):
+        # a gated pod: gates may be removed (not added) and nodeSelector entries added (PodSchedulingReadiness,
+        # pkg/apis/core/validation ValidatePodUpdate with AllowMutableSchedulingDirectives)
+        new_gates, old_gates = ns.get("schedulingGates") or [], os_.get("schedulingGates") or []
+        if all(g in old_gates for g in new_gates):
+            ns["schedulingGates"] = old_gates
+        old_sel, new_sel = os_.get("nodeSelector") or {}, ns.get("nodeSelector") or {}
+        if all(new_sel.get(k) == v for k, v in old_sel.items()):
+            if old_sel:
+                ns["nodeSelector"] = old_sel
+            else:
+                ns.pop("nodeSelector", None)
     if not os_.get("nodeName") and ns.get("nodeName"):
         ns.pop("nodeName")     # binding (kubesim's scheduler binds with an update)
     if ns != os_:
