@@ -105,7 +105,7 @@ def _seed_cluster(api, kube) -> None:
     core.create_namespaced_persistent_volume_claim(TRAIN_NS, {
         "metadata": {"name": "alice-home"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
-    settings, image = Settings.from_env(), platform.default_image()
+    settings, image = Settings.from_config(), platform.default_image()
     for i in range(N_INSTANCES):
         owner = owners[i % len(owners)]
         req = build_request(owner=owner, name=f"nb{i:02d}", team="recsys", image=image.name, cpu="100m",
@@ -173,7 +173,7 @@ def run() -> str:
         for argv in (["db", "migrate"], ["dags", "reserialize"]):
             subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, check=True, capture_output=True)
         subprocess.run([sys.executable, "-c", SEED_TIS], env=env, cwd=REPO, check=True, capture_output=True)
-        os.environ.update({k: v for k, v in env.items() if k.startswith("SKIFF_")})
+        os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW__SKIFF__")})  # same [skiff]
         _seed_usage_report(Path(env["AIRFLOW_HOME"]) / "skiff" / "usage.json")
         api = sim.api_client()
         kube = Kube(api)

@@ -1,5 +1,5 @@
-"""Airflow DAG: stop development instances nobody has used for longer than ``SKIFF_DEVINSTANCE_IDLE_HOURS``
-(default 8 h).
+"""Airflow DAG: stop development instances nobody has used for longer than ``[skiff] devinstance_idle_hours``
+(default 8 h; the schedule is ``[skiff] devinstance_cull_cron``).
 
 Idle means: JupyterLab saw no activity (no kernel or terminal activity, no request from a browser tab) for that
 long, read from Jupyter's ``jupyter_server_last_activity_timestamp_seconds`` metric through the Kubernetes API

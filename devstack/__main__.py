@@ -53,8 +53,10 @@ def show_dev_instance(stack: Stack) -> None:
     run_id = stack.trigger(DEV_CREATE, DEMO_INSTANCE, user=owner)
     say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=150).upper()}")
     api = stack.k8s()
+    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
+    # variable)
     try:
-        wait_until(lambda: (v := get_instance(api, owner, team, name, Settings.from_env(), with_idle=False))
+        wait_until(lambda: (v := get_instance(api, owner, team, name, Settings(), with_idle=False))
                    and v.state == "Running", 30, what="the demo instance Running")
     except TimeoutError as exc:
         say(str(exc))

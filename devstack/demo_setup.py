@@ -37,7 +37,9 @@ def demo_instance_lines(api_client, owner: str = DEMO_INSTANCE_OWNER) -> list[st
     from operators.devinstances.settings import Settings
 
     lines = []
-    for v in list_instances(api_client, owner, Settings.from_env(), with_idle=False):
+    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
+    # variable)
+    for v in list_instances(api_client, owner, Settings(), with_idle=False):
         lines.append(f"{v.owner}'s instance {v.namespace}/{v.name}: {v.state}, image {v.image_name} "
                      f"({v.resources.get('cpu')} CPU, {v.resources.get('memory')})")
         lines += [f"  {svc:<12} {url}" for svc, url in v.urls.items()]

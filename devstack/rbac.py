@@ -51,7 +51,9 @@ def _ingress_nginx_port_map(admin) -> None:
     from operators.devinstances.desired import tcp_services_configmap
     from operators.devinstances.settings import Settings
 
-    settings = Settings.from_env()
+    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
+    # variable)
+    settings = Settings()
     try:
         client.CoreV1Api(admin).create_namespaced_config_map(
             settings.tcp_namespace, tcp_services_configmap(settings.tcp_namespace, settings.tcp_name))

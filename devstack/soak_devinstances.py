@@ -32,7 +32,9 @@ def ports(api) -> tuple[dict[str, str], set[str]]:
 
     from operators.devinstances.settings import Settings
 
-    s = Settings.from_env()
+    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
+    # variable)
+    s = Settings()
     core = client.CoreV1Api(api)
     try:
         data = core.read_namespaced_config_map(s.tcp_name, s.tcp_namespace).data or {}

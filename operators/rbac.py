@@ -18,12 +18,13 @@ import re
 from typing import Any
 
 from operators.k8s.resource import Resource
+from operators.settings import default
 from operators.templating import render
 
 FEATURES = ("training", "sedna", "platform", "devinstances", "ui")
 DEFAULT_NAMESPACE = "airflow"
 DEFAULT_SERVICE_ACCOUNT = "skiff"
-DEFAULT_TCP_SERVICES = "kube-system/tcp-services"
+DEFAULT_TCP_SERVICES = default("devinstance_tcp_services")
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -8,11 +8,11 @@ the run validates the name against the catalogue).
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, Param, task
 
+from operators import settings
 from operators.devinstances.operator import DevInstanceOperator
 from operators.devinstances.spec import MAX_CPU, MAX_EXTRA_PORTS, MAX_GPU, MAX_MEMORY_GI
 
@@ -96,7 +96,7 @@ def cull_dag(doc_md: str) -> DAG:
     with DAG(
         dag_id="dev_instance_cull",
         description="Stop development instances idle for longer than the configured time (default 8 h)",
-        schedule=os.environ.get("SKIFF_DEVINSTANCE_CULL_CRON", "*/15 * * * *"),
+        schedule=settings.get("devinstance_cull_cron"),
         start_date=START,
         catchup=False,
         max_active_runs=1,
@@ -110,7 +110,7 @@ def cull_dag(doc_md: str) -> DAG:
             from operators.devinstances.settings import Settings
             from operators.k8s import Kube, api_client
 
-            summary = run_cull(Kube(api_client()), Settings.from_env())
+            summary = run_cull(Kube(api_client()), Settings.from_config())
             if summary["errors"]:
                 raise RuntimeError(f"{len(summary['errors'])} instance(s) could not be checked; "
                                    f"first: {summary['errors'][0]}")

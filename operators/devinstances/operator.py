@@ -81,7 +81,7 @@ class DevInstanceOperator(BaseOperator):
 
         params = context["params"]
         user = context["dag_run"].triggering_user_name
-        settings = Settings.from_env()
+        settings = Settings.from_config()
         name, team = params.get("name"), params.get("team")
         if self.action == "create":  # for oneself (Airflow admins: for anybody)
             from operators.platform import load_platform

@@ -9,13 +9,12 @@
 * ``airflow dags trigger`` records the OS user's name; such a user can only pass ``owner`` for somebody
   else when listed as an admin (operators with a shell on Airflow's machines).
 
-Admins: the users in ``SKIFF_DEVINSTANCE_ADMINS`` (comma-separated) and, with Airflow's simple auth manager,
+Admins: the users in ``[skiff] devinstance_admins`` (comma-separated) and, with Airflow's simple auth manager,
 the users whose role is ``admin`` in ``[core] simple_auth_manager_users``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 ANONYMOUS = ("", "dag_test")
@@ -32,14 +31,12 @@ def admins_from_config(env_admins: str | None, simple_users: str | None) -> froz
 
 
 def configured_admins() -> frozenset[str]:
-    simple = None
-    try:
-        from airflow.configuration import conf
+    from airflow.configuration import conf
 
-        simple = conf.get("core", "simple_auth_manager_users", fallback=None)
-    except Exception:  # noqa: BLE001 - outside Airflow: the environment alone decides
-        simple = None
-    return admins_from_config(os.environ.get("SKIFF_DEVINSTANCE_ADMINS"), simple)
+    from operators import settings
+
+    return admins_from_config(settings.get("devinstance_admins"),
+                              conf.get("core", "simple_auth_manager_users", fallback=None))
 
 
 def resolve_owner(triggering_user: str | None, conf_owner: object, admins: Iterable[str] = ()) -> str:

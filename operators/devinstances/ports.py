@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-DEFAULT_RANGE = (20000, 29999)
-
 
 @dataclass(frozen=True)
 class PortRange:
-    low: int = DEFAULT_RANGE[0]
-    high: int = DEFAULT_RANGE[1]
+    low: int
+    high: int
 
     def __post_init__(self) -> None:
         if not (1 <= self.low <= self.high <= 65535):
@@ -27,7 +25,7 @@ class PortRange:
 
     @classmethod
     def parse(cls, text: str) -> PortRange:
-        """``"20000-29999"`` -> PortRange (the form of ``SKIFF_DEVINSTANCE_PORT_RANGE``)."""
+        """``"20000-29999"`` -> PortRange (the form of ``[skiff] devinstance_port_range``)."""
         low, sep, high = str(text).partition("-")
         if not sep or not low.strip().isdigit() or not high.strip().isdigit():
             raise ValueError(f"port range={text!r}: must look like 20000-29999")

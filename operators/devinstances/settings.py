@@ -1,55 +1,46 @@
-"""Operator settings of development instances, from the environment (no I/O at import).
+"""Operator settings of development instances: the ``[skiff] devinstance_*`` options (``operators/settings.py``
+declares them, with their defaults) parsed and checked into one value; no I/O at import.
 
-| variable | default | meaning |
-| --- | --- | --- |
-| ``SKIFF_DEVINSTANCE_TCP_SERVICES`` | ``kube-system/tcp-services`` | ingress-nginx's tcp-services ConfigMap |
-| ``SKIFF_DEVINSTANCE_PORT_RANGE`` | ``20000-29999`` | external ports Skiff may hand out |
-| ``SKIFF_DEVINSTANCE_HOST`` | ``localhost`` | the host name users connect to (ingress-nginx's address) |
-| ``SKIFF_DEVINSTANCE_MAX_PER_OWNER`` | ``3`` | instances per user, stopped ones included |
-| ``SKIFF_DEVINSTANCE_IDLE_HOURS`` | ``8`` | the culler stops instances idle for longer than this |
+A bad value fails naming the option and the value, before anything is written.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from operators import settings
 from operators.devinstances.ports import PortRange
-from operators.devinstances.spec import DEFAULT_MAX_PER_OWNER
 from operators.validation import is_dns_label, is_dns_subdomain
 
-DEFAULT_TCP_SERVICES = "kube-system/tcp-services"
-DEFAULT_IDLE_HOURS = 8.0
+Lookup = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
 class Settings:
-    tcp_namespace: str = "kube-system"
-    tcp_name: str = "tcp-services"
-    port_range: PortRange = field(default_factory=PortRange)
-    host: str = "localhost"
-    max_per_owner: int = DEFAULT_MAX_PER_OWNER
-    idle_seconds: float = DEFAULT_IDLE_HOURS * 3600
+    tcp_namespace: str = settings.default("devinstance_tcp_services").partition("/")[0]
+    tcp_name: str = settings.default("devinstance_tcp_services").partition("/")[2]
+    port_range: PortRange = field(default_factory=lambda: PortRange.parse(settings.default("devinstance_port_range")))
+    host: str = settings.default("devinstance_host")
+    max_per_owner: int = int(settings.default("devinstance_max_per_owner"))
+    idle_seconds: float = float(settings.default("devinstance_idle_hours")) * 3600
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if env is None else env
-        ref = env.get("SKIFF_DEVINSTANCE_TCP_SERVICES") or DEFAULT_TCP_SERVICES
+    def from_config(cls, get: Lookup = settings.get) -> Settings:
+        """The configured settings (``get``: an option's value by name, Airflow's config by default)."""
+        ref = get("devinstance_tcp_services")
         ns, sep, name = ref.partition("/")
         if not sep or not is_dns_label(ns) or not is_dns_subdomain(name):
-            raise ValueError(f"SKIFF_DEVINSTANCE_TCP_SERVICES={ref!r}: must be <namespace>/<configmap>")
-        max_text = env.get("SKIFF_DEVINSTANCE_MAX_PER_OWNER") or str(DEFAULT_MAX_PER_OWNER)
+            raise ValueError(f"[skiff] devinstance_tcp_services={ref!r}: must be <namespace>/<configmap>")
+        max_text = get("devinstance_max_per_owner")
         if not max_text.isdigit() or int(max_text) < 1:
-            raise ValueError(f"SKIFF_DEVINSTANCE_MAX_PER_OWNER={max_text!r}: must be a whole number >= 1")
-        idle_text = env.get("SKIFF_DEVINSTANCE_IDLE_HOURS") or str(DEFAULT_IDLE_HOURS)
+            raise ValueError(f"[skiff] devinstance_max_per_owner={max_text!r}: must be a whole number >= 1")
+        idle_text = get("devinstance_idle_hours")
         try:
             idle = float(idle_text)
         except ValueError:
             idle = -1.0
         if not idle > 0:
-            raise ValueError(f"SKIFF_DEVINSTANCE_IDLE_HOURS={idle_text!r}: must be a positive number of hours")
-        return cls(tcp_namespace=ns, tcp_name=name,
-                   port_range=PortRange.parse(env.get("SKIFF_DEVINSTANCE_PORT_RANGE") or "20000-29999"),
-                   host=env.get("SKIFF_DEVINSTANCE_HOST") or "localhost",
-                   max_per_owner=int(max_text), idle_seconds=idle * 3600)
+            raise ValueError(f"[skiff] devinstance_idle_hours={idle_text!r}: must be a positive number of hours")
+        return cls(tcp_namespace=ns, tcp_name=name, port_range=PortRange.parse(get("devinstance_port_range")),
+                   host=get("devinstance_host"), max_per_owner=int(max_text), idle_seconds=idle * 3600)

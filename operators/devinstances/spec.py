@@ -26,7 +26,6 @@ MAX_EXTRA_PORTS = 5
 MAX_CPU = 64
 MAX_MEMORY_GI = 512
 MAX_GPU = 8
-DEFAULT_MAX_PER_OWNER = 3
 
 
 @dataclass(frozen=True)

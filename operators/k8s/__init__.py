@@ -17,7 +17,9 @@ Kubernetes client; the clients load where a task or trigger runs.
 
 from importlib import import_module
 
-DEFAULT_CONN_ID = "kubernetes_default"
+from operators.settings import default
+
+DEFAULT_CONN_ID = default("kubernetes_conn_id")
 
 _EXPORTS = {
     "conn_id": "connection", "sync_hook": "connection", "async_hook": "connection",

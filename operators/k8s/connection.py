@@ -2,7 +2,7 @@
 
 Whatever the connection says (in-cluster, ``kube_config_path``, ``kube_config`` in the extras, a context)
 applies the same way in sync and deferrable mode. The id is the caller's, else ``[skiff] kubernetes_conn_id``
-(env ``AIRFLOW__SKIFF__KUBERNETES_CONN_ID``), else ``kubernetes_default``.
+(default ``kubernetes_default``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from operators.k8s import DEFAULT_CONN_ID
+from operators import settings
 
 if TYPE_CHECKING:
     from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
@@ -19,11 +19,7 @@ if TYPE_CHECKING:
 
 def conn_id(explicit: str | None = None) -> str:
     """The connection to use: ``explicit`` if given, else ``[skiff] kubernetes_conn_id``, else the default."""
-    if explicit:
-        return explicit
-    from airflow.configuration import conf
-
-    return conf.get("skiff", "kubernetes_conn_id", fallback=DEFAULT_CONN_ID) or DEFAULT_CONN_ID
+    return explicit or settings.get("kubernetes_conn_id")
 
 
 def sync_hook(conn: str | None = None) -> KubernetesHook:

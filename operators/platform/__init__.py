@@ -12,6 +12,7 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
+from operators import settings
 from operators.platform.loader import parse_platform, schema
 from operators.platform.model import (
     Image,
@@ -25,9 +26,7 @@ from operators.platform.model import (
     home_pvc,
 )
 
-ENV_PLATFORM_FILE = "AIRFLOW__SKIFF__PLATFORM_FILE"
-DEFAULT_ONLINE_KEY = "node.netease.com/node-pool"
-DEFAULT_ONLINE_VALUE = "online"
+ENV_PLATFORM_FILE = settings.env_var("platform_file")
 
 __all__ = [
     "Image", "Member", "NodePools", "Platform", "PlatformError", "Quota", "SharedVolume", "Team",
@@ -40,25 +39,15 @@ def example_path() -> Path:
     return Path(str(files("operators.platform").joinpath("example.yaml")))
 
 
-def skiff_conf(key: str) -> str | None:
-    try:
-        from airflow.configuration import conf
-    except ImportError:  # outside Airflow (e.g. a script): the environment variable still applies
-        return os.environ.get(f"AIRFLOW__SKIFF__{key.upper()}") or None
-    return conf.get("skiff", key, fallback=None) or None
-
-
 def platform_file(path: str | os.PathLike | None = None) -> Path:
-    """The file to read: ``path``, else ``[skiff] platform_file`` (env ``AIRFLOW__SKIFF__PLATFORM_FILE``),
-    else the packaged example."""
-    chosen = path or skiff_conf("platform_file")
+    """The file to read: ``path``, else ``[skiff] platform_file``, else the packaged example."""
+    chosen = path or settings.get("platform_file")
     return Path(chosen) if chosen else example_path()
 
 
 def node_pool_defaults() -> NodePools:
     """Today's ``[skiff] online_pool_key/value`` settings are the defaults the file may override."""
-    return NodePools(online_key=skiff_conf("online_pool_key") or DEFAULT_ONLINE_KEY,
-                     online_value=skiff_conf("online_pool_value") or DEFAULT_ONLINE_VALUE)
+    return NodePools(online_key=settings.get("online_pool_key"), online_value=settings.get("online_pool_value"))
 
 
 def load_platform(path: str | os.PathLike | None = None) -> Platform:

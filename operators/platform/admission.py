@@ -109,9 +109,10 @@ def check_request(platform: Platform, req: Request, quota_status: dict | None) -
 def enforced_platform() -> Platform | None:
     """The platform file when one is configured (``[skiff] platform_file``); without one nothing is enforced
     (the packaged example is a demo, not a rule)."""
-    from operators.platform import load_platform, skiff_conf
+    from operators import settings
+    from operators.platform import load_platform
 
-    return load_platform() if skiff_conf("platform_file") else None
+    return load_platform() if settings.get("platform_file") else None
 
 
 def _how_it_waits(quota_wait: float | None) -> str:

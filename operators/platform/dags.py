@@ -18,8 +18,8 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
-from operators.platform import platform_file, skiff_conf
-from operators.platform.pools import DEFAULT_API_CONN_ID
+from operators import settings
+from operators.platform import platform_file
 from operators.platform.trigger import PlatformFileTrigger
 from operators.platform.usage import run_usage_report  # light: stdlib and the model; the cluster at run time
 
@@ -31,7 +31,7 @@ def platform_asset() -> Asset:
     path = str(platform_file())
     return Asset(name="skiff_platform_file", uri=f"file://{path}", watchers=[AssetWatcher(
         name="skiff_platform_file_watch",
-        trigger=PlatformFileTrigger(path=path, poll_seconds=float(skiff_conf("platform_poll_seconds") or 5)))])
+        trigger=PlatformFileTrigger(path=path, poll_seconds=settings.get_float("platform_poll_seconds")))])
 
 
 def run_platform_sync() -> dict:
@@ -45,7 +45,7 @@ def run_platform_sync() -> dict:
 
     platform = load_platform()                       # PlatformError: nothing is written
     report = sync_cluster(api_client(), platform).as_dict()
-    conn_id = skiff_conf("airflow_api_conn_id") or DEFAULT_API_CONN_ID
+    conn_id = settings.get("airflow_api_conn_id")
     try:
         report["pools"] = AirflowPools.from_connection(conn_id).sync(desired_pools(platform))
     except AirflowNotFoundException:

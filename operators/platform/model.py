@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from operators.platform.quantity import parse_quantity
+from operators.settings import default
 from operators.validation import is_dns_label
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -116,8 +117,8 @@ class NodePools:
     gpu_taint_key: str = GPU_RESOURCE
     gpu_taint_value: str = "true"
     gpu_taint_effect: str = "NoSchedule"
-    online_key: str = "node.netease.com/node-pool"
-    online_value: str = "online"
+    online_key: str = default("online_pool_key")
+    online_value: str = default("online_pool_value")
     online_taint_effect: str = "NoSchedule"
 
 

@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from operators import settings
 from operators.platform.model import POOL_PREFIX
 
-DEFAULT_API_CONN_ID = "skiff_airflow_api"
+DEFAULT_API_CONN_ID = settings.default("airflow_api_conn_id")
 
 
 def send_retrying_database_errors(send):

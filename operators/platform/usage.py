@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from operators import settings
 from operators.platform.model import QUOTA_NAME, Platform, home_pvc
 from operators.platform.quantity import parse_quantity
 
@@ -114,12 +115,7 @@ def usage(api_client, platform: Platform, *, since: datetime | None = None, unti
 
 
 def usage_file() -> Path:
-    from operators.platform import skiff_conf
-
-    configured = skiff_conf("usage_file")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow") / "skiff" / "usage.json"
+    return Path(settings.get("usage_file"))
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:

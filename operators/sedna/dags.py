@@ -7,33 +7,25 @@ run (the reconcile is level-triggered: one run fixes everything it sees). The si
 CR of its kind and returns (and logs) the summary of what it changed; it fails (after reconciling everything
 else) if the API server refused something, e.g. a child name taken by a foreign object.
 
-Configuration, read from the environment (no I/O when the DAG file is parsed): the Kubernetes connection is
-``[skiff] kubernetes_conn_id`` (``AIRFLOW__SKIFF__KUBERNETES_CONN_ID``; default ``kubernetes_default``);
-``SKIFF_SEDNA_NAMESPACES`` comma-separated namespaces to watch and reconcile (default: all);
-``SKIFF_SEDNA_RESYNC_CRON`` the resync schedule (default every 5 minutes);
-``SKIFF_SEDNA_LC_SERVER`` the Sedna LocalController URL given to workers (default Sedna's);
-``SKIFF_SEDNA_CONCURRENCY`` how many CRs a run acts on at once (default 16).
+Configuration (``operators/settings.py``; no I/O when the DAG file is parsed): ``[skiff] kubernetes_conn_id``,
+``sedna_namespaces`` (the namespaces to watch and reconcile; default all), ``sedna_resync_cron``,
+``sedna_lc_server`` (the Sedna LocalController URL given to workers) and ``sedna_concurrency``.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
+from operators import settings
 from operators.k8s.connection import conn_id
-from operators.sedna.desired import DEFAULT_LC_SERVER
 from operators.sedna.kinds import kind_spec
 from operators.sedna.trigger import SednaWatchTrigger
 
-DEFAULT_RESYNC_CRON = "*/5 * * * *"
-
 
 def configured_namespaces() -> list[str] | None:
-    raw = os.environ.get("SKIFF_SEDNA_NAMESPACES", "")
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    return names or None
+    return settings.get_list("sedna_namespaces") or None
 
 
 def sedna_asset(kind: str) -> Asset:
@@ -52,12 +44,11 @@ def run_reconcile(kind: str) -> dict:
     import logging
 
     from operators.k8s.connection import api_client
-    from operators.sedna.reconcile import DEFAULT_CONCURRENCY, reconcile
+    from operators.sedna.reconcile import reconcile
 
     api = api_client(conn_id())
-    summary = reconcile(api, kind, configured_namespaces(),
-                        os.environ.get("SKIFF_SEDNA_LC_SERVER", DEFAULT_LC_SERVER),
-                        int(os.environ.get("SKIFF_SEDNA_CONCURRENCY", DEFAULT_CONCURRENCY)))
+    summary = reconcile(api, kind, configured_namespaces(), settings.get("sedna_lc_server"),
+                        settings.get_int("sedna_concurrency"))
     log = logging.getLogger("skiff.sedna")
     for line in summary["actions"]:
         log.info("%s", line)
@@ -78,7 +69,7 @@ def reconcile_dag(dag_id: str, kind: str, doc_md: str) -> DAG:
         dag_id=dag_id,
         description=f"Keep Sedna {kind}s and their children in sync (event-driven + periodic resync)",
         schedule=AssetOrTimeSchedule(
-            timetable=CronTriggerTimetable(os.environ.get("SKIFF_SEDNA_RESYNC_CRON", DEFAULT_RESYNC_CRON),
+            timetable=CronTriggerTimetable(settings.get("sedna_resync_cron"),
                                            timezone="UTC"),
             assets=sedna_asset(kind),
         ),

@@ -42,6 +42,7 @@ from operators.sedna.storage import (
     inject_env,
     inject_mounts,
 )
+from operators.settings import default
 from operators.templating import render
 from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
@@ -57,7 +58,7 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "skiff"}
 
 AGG_PORT = 7363
 BIG_MODEL_PORT = 5000
-DEFAULT_LC_SERVER = "http://localhost:9100"  # Sedna's default LocalController address
+DEFAULT_LC_SERVER = default("sedna_lc_server")  # Sedna's default LocalController address
 
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s utilrand.String's alphabet
 

@@ -60,12 +60,13 @@ from operators.sedna.plan import (
     updated_body,
 )
 from operators.sedna.storage import credential_names, secret_summary
+from operators.settings import default
 from operators.templating import render
 
 log = logging.getLogger(__name__)
 
 MAX_LISTED_ACTIONS = 200  # the summary lists actions up to this many (it goes to XCom and the log)
-DEFAULT_CONCURRENCY = 16  # CRs acted on at once (each does its writes in order)
+DEFAULT_CONCURRENCY = int(default("sedna_concurrency"))  # CRs acted on at once (each does its writes in order)
 
 
 def now_rfc3339() -> str:

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from airflow.configuration import conf
 
+from operators import settings
 from operators.training.operator import TrainingJobFailed
 from operators.training.spec import default_pvc
 
@@ -43,7 +44,7 @@ def task_log_url(ti: Any) -> str | None:
     url = getattr(ti, "log_url", None)
     if url:
         return str(url)
-    base = conf.get("skiff", "ui_base_url", fallback=None) or conf.get("api", "base_url", fallback=None)
+    base = settings.get("ui_base_url") or conf.get("api", "base_url", fallback=None)
     if not base or ti is None:
         return None
     run_id, map_index = quote(str(ti.run_id), safe=""), getattr(ti, "map_index", -1)

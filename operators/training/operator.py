@@ -26,20 +26,17 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from airflow.configuration import conf
 from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import BaseOperator
 from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
+from operators import settings
 from operators.platform.admission import enforce_training
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
 from operators.training.waiting import FollowSettings
-
-DEFAULT_POOL_KEY = "node.netease.com/node-pool"
-DEFAULT_POOL_VALUE = "online"
 
 
 class TrainingJobFailed(AirflowException):
@@ -190,10 +187,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
             gpu=self.gpu, pvc=self.pvc if self.pvc is not None else default_pvc(self.owner),
             volumes_=self.volumes, online=self.online,
-            pool_key=self.online_pool_key or (pools.online_key if pools else
-                                              conf.get("skiff", "online_pool_key", fallback=DEFAULT_POOL_KEY)),
-            pool_value=self.online_pool_value or (pools.online_value if pools else
-                                                  conf.get("skiff", "online_pool_value", fallback=DEFAULT_POOL_VALUE)),
+            pool_key=self.online_pool_key or (pools.online_key if pools else settings.get("online_pool_key")),
+            pool_value=self.online_pool_value or (pools.online_value if pools else settings.get("online_pool_value")),
             node_pools=pools,
         )
 
@@ -246,8 +241,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 trigger=TrainingJobTrigger(namespace=external_id["namespace"], name=external_id["name"],
                                            uid=external_id.get("uid"), kubernetes_conn_id=conn_id(self.kubernetes_conn_id),  # resolved here: the worker's config
                                            settings=self.follow_settings.to_dict(),
-                                           not_before=time.time() + conf.getfloat(
-                                               "skiff", "defer_resume_guard_seconds", fallback=10.0)),
+                                           not_before=time.time() + settings.get_float("defer_resume_guard_seconds")),
                 method_name="execute_complete",
                 timeout=self._defer_timeout(context),
             )

@@ -18,9 +18,10 @@ LIFECYCLE_DAGS = {action: f"dev_instance_{action}" for action in ("create", "sto
 
 def airflow_api_url(request: Request) -> str:
     from airflow.api_fastapi.app import API_ROOT_PATH
-    from airflow.configuration import conf
 
-    configured = conf.get("skiff", "airflow_api_url", fallback="")
+    from operators import settings
+
+    configured = settings.get("airflow_api_url")
     if configured:
         return configured.rstrip("/")
     host, port = request.scope.get("server") or (request.url.hostname, request.url.port)

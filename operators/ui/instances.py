@@ -95,7 +95,7 @@ def visible_instances(caller: Caller) -> list[dict]:
         return []
     pods = {(p["metadata"]["namespace"], p["metadata"]["name"].rsplit("-", 1)[0]): p
             for p in sources.list_all(k, "v1", "pods", labels=SELECTOR)}
-    host, now, rows = Settings.from_env().host, datetime.now(UTC), []
+    host, now, rows = Settings.from_config().host, datetime.now(UTC), []
     for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])):
         ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
         first = view(sts, pods.get((ns, name)), host, now)
@@ -150,7 +150,7 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
         if resource in free and amount > free[resource]:
             raise HTTPException(400, f"{resource}={body.get(resource)!r}: team {req.namespace} has only "
                                      f"{free[resource]:g} free")
-    settings = Settings.from_env()
+    settings = Settings.from_config()
     existing = count_instances(k, caller.name)
     if len(existing) >= settings.max_per_owner:
         raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "

@@ -73,3 +73,12 @@ def test_values_deploy_skiffs_production_shape(values):
     # a fresh deployment keeps Airflow's default (new DAGs paused); platform DAGs unpause themselves
     assert "dags_are_paused_at_creation" not in values["config"]["core"]
     assert not any("PASSWORD" in e["name"] or "SECRET" in e["name"] for e in values["env"])
+
+
+def test_values_set_only_declared_skiff_options(values):
+    """A misspelt option would be silently ignored by Airflow: every ``config.skiff`` key is declared in
+    ``operators/settings.py``, and Skiff is configured there, not by other environment variables."""
+    from operators.settings import OPTIONS
+
+    assert set(values["config"]["skiff"]) <= set(OPTIONS), set(values["config"]["skiff"]) - set(OPTIONS)
+    assert not any(e["name"].startswith(("SKIFF_", "AIRFLOW__SKIFF__")) for e in values["env"])

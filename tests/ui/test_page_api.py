@@ -240,7 +240,7 @@ def instances(api_server):
     platform = load_platform()
     for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
         req = request_from_params(platform, owner, {"name": name, "team": "recsys", "cpu": 1, "memory": 1})
-        lifecycle.create(api_server.k8s, req, Settings.from_env())
+        lifecycle.create(api_server.k8s, req, Settings.from_config())
     return api_server
 
 
@@ -319,7 +319,7 @@ def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
     from operators.devinstances.settings import Settings
     from operators.platform import load_platform
 
-    settings = Settings.from_env()
+    settings = Settings.from_config()
     req = request_from_params(load_platform(), "carol", {"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
     lifecycle.create(instances.k8s, req, settings)  # carol's own instance: only her Airflow role stands in the way
     try:
