@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from operators.platform import kueue
 from operators.platform.model import Platform, Team, home_pvc
 from operators.templating import render
 
@@ -39,6 +40,8 @@ def quota_hard(platform: Platform, team: Team) -> dict[str, str]:
     q = team.quota
     hard = {"limits.cpu": q.cpu, "requests.cpu": q.cpu, "limits.memory": q.memory, "requests.memory": q.memory,
             f"requests.{platform.node_pools.gpu_resource}": q.gpu, "requests.storage": q.storage}
+    if platform.queueing == "kueue":     # Kueue's ClusterQueues cap pod requests (and may lend): storage stays here
+        hard = {"requests.storage": q.storage}
     if q.pods is not None:
         hard["pods"] = str(q.pods)
     if q.jobs is not None:
@@ -78,11 +81,25 @@ def team_objects(platform: Platform, team: Team) -> TeamObjects:
                     "ReadWriteOnce", platform.default_pvc_size, platform.storage_class) for m in team.members]
     volumes += [_pvc(v.name, team.namespace, {**labels, LABEL_VOLUME: "shared"}, v.owner, v.access_mode, v.size,
                      v.storage_class) for v in platform.volumes if v.team == team.name]
+    if platform.queueing == "kueue":     # the LocalQueues; their ClusterQueues are in cluster_objects
+        docs += [_stamp(d) for d in kueue.team_objects(platform, team, labels) if d["kind"] == "LocalQueue"]
     return TeamObjects(team.name, team.namespace, tuple(docs[:2]), tuple(docs[2:]), tuple(volumes))
 
 
 def desired_objects(platform: Platform) -> list[TeamObjects]:
     return [team_objects(platform, team) for team in platform.teams]
+
+
+def cluster_objects(platform: Platform) -> list[dict]:
+    """Cluster-scoped objects, applied before the teams': with ``queueing: kueue``, Kueue's ResourceFlavors,
+    WorkloadPriorityClasses and every team's ClusterQueues (``operators.platform.kueue``)."""
+    if platform.queueing != "kueue":
+        return []
+    docs = kueue.cluster_objects(platform, dict(MANAGED_BY))
+    for team in platform.teams:
+        docs += [d for d in kueue.team_objects(platform, team, {**MANAGED_BY, LABEL_TEAM: team.name})
+                 if d["kind"] == "ClusterQueue"]
+    return [_stamp(d) for d in docs]
 
 
 def desired_pools(platform: Platform) -> dict[str, dict[str, Any]]:

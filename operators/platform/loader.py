@@ -20,6 +20,7 @@ import yaml
 
 from operators.platform.model import (
     TEAM_PREFIX,
+    FlavorQuota,
     Image,
     Member,
     NodePools,
@@ -242,6 +243,39 @@ def pool_slots(quota: Quota, default_cpu: str) -> int:
     return max(1, math.floor(parse_quantity(quota.cpu) / parse_quantity(default_cpu)))
 
 
+def _amounts(d: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((r, quantity_text(d[r])) for r in ("cpu", "memory", "gpu") if r in d)
+
+
+def _flavor_quotas(spec: dict | None, defaults: dict[str, dict]) -> tuple[FlavorQuota, ...]:
+    """The ``kueue.flavors``/``kueue.dev`` mapping as ``FlavorQuota``s (``defaults`` when not given)."""
+    return tuple(FlavorQuota(flavor, _amounts(q), _amounts(q.get("borrowing_limit") or {}),
+                             _amounts(q.get("lending_limit") or {}))
+                 for flavor, q in (defaults if spec is None else spec).items())
+
+
+def _default_flavors(quota: Quota, allow_online: bool) -> dict[str, dict]:
+    """Without ``kueue.flavors``: the quota's cpu/memory in each pool the team may use, its GPUs in the gpu pool."""
+    both = {"cpu": quota.cpu, "memory": quota.memory}
+    out = {"default": both}
+    if parse_quantity(quota.gpu) > 0:
+        out["gpu"] = {**both, "gpu": quota.gpu}
+    if allow_online:
+        out["online"] = both
+    return out
+
+
+def _check_kueue(data: dict, errors: _Errors) -> None:
+    kueue_mode = data.get("queueing") == "kueue"
+    for i, t in enumerate(data.get("teams") or []):
+        block = t.get("kueue")
+        if block is not None and not kueue_mode:
+            errors.add(("teams", i, "kueue"), "only with queueing: kueue")
+        for part in ("flavors", "dev"):
+            if "online" in ((block or {}).get(part) or {}) and not t.get("allow_online", False):
+                errors.add(("teams", i, "kueue", part, "online"), "the online pool needs allow_online: true")
+
+
 def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
     users = data.get("users") or {}
     limits = data.get("limit_range") or {}
@@ -275,6 +309,9 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
             allow_online=t.get("allow_online", False),
             pull_secrets=tuple(dict.fromkeys(secrets.get(t["name"], []))),
             pool_slots=pool_slots(quota, default_cpu) if slots == "from_quota" else slots,
+            kueue_flavors=_flavor_quotas((t.get("kueue") or {}).get("flavors"),
+                                         _default_flavors(quota, t.get("allow_online", False))),
+            kueue_dev=_flavor_quotas((t.get("kueue") or {}).get("dev"), {}),
         ))
     return Platform(
         source=source, teams=tuple(teams),
@@ -290,6 +327,8 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
         storage_class=users.get("storage_class"),
         default_cpu=default_cpu,
         default_memory=quantity_text(limits.get("default_memory", "2Gi")),
+        queueing=data.get("queueing", "quota"),
+        cohort=(data.get("kueue") or {}).get("cohort", "skiff"),
     )
 
 
@@ -304,5 +343,6 @@ def parse_platform(text: str, source: str = "platform.yaml", node_defaults: Node
     errors.raise_if_any()
     _check_names(data, errors)
     _check_storage(data, errors)
+    _check_kueue(data, errors)
     errors.raise_if_any()
     return _build(data, source, node_defaults or NodePools())

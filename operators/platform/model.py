@@ -65,6 +65,17 @@ class Quota:
 
 
 @dataclass(frozen=True)
+class FlavorQuota:
+    """A team's quota in one Kueue ResourceFlavor (``default``, ``gpu``, ``online``), with ``queueing: kueue``:
+    (resource, quantity) pairs with resource ``cpu``, ``memory`` or ``gpu``."""
+
+    flavor: str
+    nominal: tuple[tuple[str, str], ...]
+    borrowing_limit: tuple[tuple[str, str], ...] = ()
+    lending_limit: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Member:
     user: str
     email: str | None = None
@@ -81,6 +92,8 @@ class Team:
     pull_secrets: tuple[str, ...] = ()
     service_account: str = "default"
     pool_slots: int = 1
+    kueue_flavors: tuple[FlavorQuota, ...] = ()   # queueing: kueue: the team's ClusterQueue
+    kueue_dev: tuple[FlavorQuota, ...] = ()       # queueing: kueue: its development instances' ClusterQueue
 
     @property
     def users(self) -> tuple[str, ...]:
@@ -133,6 +146,8 @@ class Platform:
     storage_class: str | None = None
     default_cpu: str = "1"
     default_memory: str = "2Gi"
+    queueing: str = "quota"        # "kueue": Kueue's ClusterQueues decide; "quota": ResourceQuotas cap
+    cohort: str = "skiff"          # queueing: kueue: the cohort of every team's ClusterQueues
 
     # ---- catalogue -------------------------------------------------------------------------------------
     def image(self, name: str) -> Image:

@@ -6,7 +6,8 @@ or a value was changed by hand (drift). A second run over an unchanged cluster o
 manager ``skiff`` with ``force=true``: the reviewed file is the source of truth (as Flux and Argo CD apply),
 so a hand edit of a field Skiff owns is taken back and its ownership moves to Skiff.
 
-Per team: Namespace and ResourceQuota first, then wait until the quota controller has filled in the quota's
+With ``queueing: kueue``, Kueue's cluster-wide objects first (ResourceFlavors, WorkloadPriorityClasses, the teams'
+ClusterQueues), each team's LocalQueues with its other objects. Per team: Namespace and ResourceQuota first, then wait until the quota controller has filled in the quota's
 status (until then the API server refuses or, on a real cluster, does not count creates in the namespace),
 then the LimitRange, ServiceAccount, RoleBindings and PVCs. One object's failure is reported and the others go
 on (a team whose namespace or quota fails is skipped; a new team's namespace, with Skiff's RoleBindings in it,
@@ -21,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from operators.k8s.resource import Resource
-from operators.platform.desired import ANNOTATION_HASH, MANAGED_BY, TeamObjects, desired_objects, ref
+from operators.platform.desired import (
+    ANNOTATION_HASH,
+    MANAGED_BY,
+    TeamObjects,
+    cluster_objects,
+    desired_objects,
+    ref,
+)
 from operators.platform.model import QUOTA_NAME, Platform
 from operators.platform.quantity import parse_quantity
 
@@ -40,11 +48,18 @@ KINDS = {
     "RoleBinding": (Resource("rbac.authorization.k8s.io/v1", "rolebindings"), True),
     "PersistentVolumeClaim": (Resource("v1", "persistentvolumeclaims"), True),
 }
+# queueing: kueue (operators.platform.kueue): Kueue's kinds, observed only then (its CRDs may not be installed)
+KUEUE_KINDS = {
+    "ResourceFlavor": (Resource("kueue.x-k8s.io/v1beta2", "resourceflavors"), False),
+    "WorkloadPriorityClass": (Resource("kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"), False),
+    "ClusterQueue": (Resource("kueue.x-k8s.io/v1beta2", "clusterqueues"), False),
+    "LocalQueue": (Resource("kueue.x-k8s.io/v1beta2", "localqueues"), True),
+}
 
 
 def apply_request(kube, doc: dict, *, force: bool = True) -> dict:
     """One server-side apply of ``doc`` as field manager ``skiff`` (a PATCH through the access layer)."""
-    res, namespaced = KINDS[doc["kind"]]
+    res, namespaced = {**KINDS, **KUEUE_KINDS}[doc["kind"]]
     meta = doc["metadata"]
     path = res.path(meta.get("namespace") if namespaced else None, meta["name"])
     query = [("fieldManager", FIELD_MANAGER)] + ([("force", "true")] if force else [])
@@ -110,8 +125,8 @@ class ClusterSync:
         self.report = SyncReport()
         self.live: dict[tuple[str, str, str], dict] = {}
 
-    def observe(self) -> None:
-        for kind, (res, _) in KINDS.items():
+    def observe(self, kueue: bool = False) -> None:
+        for kind, (res, _) in ({**KINDS, **KUEUE_KINDS} if kueue else KINDS).items():
             for item in self.kube.list(res, label_selector=SELECTOR):
                 item["kind"] = kind
                 self.live[_key(item)] = item
@@ -168,7 +183,9 @@ def sync_cluster(api_client, platform: Platform, *, quota_timeout: float = 60.0)
 
     teams = desired_objects(platform)
     shell = ClusterSync(Kube(api_client), quota_timeout=quota_timeout)
-    shell.observe()
+    shell.observe(kueue=platform.queueing == "kueue")
+    for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: before the teams'
+        shell.apply(doc)
     for team in teams:
         shell.sync_team(team)
     shell.report.orphaned = shell.orphans(teams)

@@ -1,0 +1,91 @@
+"""Kueue's objects for a platform file with ``queueing: kueue`` (pure: ``Platform`` in, manifests out).
+
+- ResourceFlavors from the node pools: ``default`` (any untainted node), ``gpu`` (the gpu pool's taint, so
+  only pods tolerating it - GPU steps - get it) and ``online`` (the online pool's label and taint: only
+  online steps, which tolerate it, get it and are placed there).
+- WorkloadPriorityClasses ``skiff-online`` > ``skiff-scheduled`` > ``skiff-dev``.
+- Per team a ClusterQueue ``<team>`` in the one cohort (nominal quota per flavor, optional borrowing and
+  lending limits), ``withinClusterQueue: LowerPriority`` (an online step preempts the team's own scheduled
+  ones) and ``reclaimWithinCohort: Any`` (lent quota comes back when the owner needs it; Kueue's default
+  ``Never`` would never give it back), with LocalQueue ``skiff`` in the team's namespace.
+- Per team a ClusterQueue ``<team>-dev`` for development instances, in the same cohort, LocalQueue
+  ``skiff-dev``. It never preempts inside itself (``withinClusterQueue: Never``): a preempted notebook loses
+  its session, so one instance must never evict another. Training ClusterQueues reclaim only from queues
+  that borrow, so an instance within the dev queue's own quota is never taken; one running on borrowed
+  (idle) quota is reclaimed - before any scheduled Job that runs within its team's quota, which no one
+  may reclaim. With no ``dev`` quota in the file every instance runs on idle quota.
+Kueue counts pod requests only: storage stays in the team's ResourceQuota (``desired.quota_hard``).
+"""
+from __future__ import annotations
+
+from operators.platform.model import FlavorQuota, Platform, Team
+from operators.templating import render
+
+ONLINE, SCHEDULED, DEV = "skiff-online", "skiff-scheduled", "skiff-dev"
+PRIORITIES = ((ONLINE, 3000, "online training steps"), (SCHEDULED, 2000, "scheduled training steps"),
+              (DEV, 1000, "development instances"))
+LOCAL_QUEUE, DEV_LOCAL_QUEUE = "skiff", "skiff-dev"
+FLAVOR_ORDER = ("online", "gpu", "default")      # a pod gets the first flavor whose taints it tolerates
+
+
+def flavors(platform: Platform) -> list[dict]:
+    pools = platform.node_pools
+    gpu_taint = {"key": pools.gpu_taint_key, "value": pools.gpu_taint_value, "effect": pools.gpu_taint_effect}
+    online_taint = {"key": pools.online_key, "value": pools.online_value, "effect": pools.online_taint_effect}
+    return [{"name": "online", "node_labels": {pools.online_key: pools.online_value}, "node_taints": [online_taint]},
+            {"name": "gpu", "node_labels": {}, "node_taints": [gpu_taint]},
+            {"name": "default", "node_labels": {}, "node_taints": []}]
+
+
+def cluster_objects(platform: Platform, labels: dict) -> list[dict]:
+    """The ResourceFlavors and WorkloadPriorityClasses."""
+    return render("kueue/cluster.yaml.j2", labels=labels, annotations={}, flavors=flavors(platform),
+                  priorities=[{"name": n, "value": v, "description": d} for n, v, d in PRIORITIES])
+
+
+def _resource(platform: Platform, key: str) -> str:
+    return platform.node_pools.gpu_resource if key == "gpu" else key
+
+
+def _flavor_entries(platform: Platform, quotas: tuple[FlavorQuota, ...], covered: list[str]) -> list[dict]:
+    """ClusterQueue ``resourceGroups[0].flavors``: every covered resource listed, 0 where the file says none."""
+    by_name = {q.flavor: q for q in quotas}
+    out = []
+    for name in FLAVOR_ORDER:
+        q = by_name.get(name)
+        if q is None:
+            continue
+        nominal, borrow, lend = dict(q.nominal), dict(q.borrowing_limit), dict(q.lending_limit)
+        resources = []
+        for key in ("cpu", "memory", "gpu"):
+            if _resource(platform, key) not in covered:
+                continue
+            entry = {"name": _resource(platform, key), "nominalQuota": nominal.get(key, "0")}
+            if key in borrow:
+                entry["borrowingLimit"] = borrow[key]
+            if key in lend:
+                entry["lendingLimit"] = lend[key]
+            resources.append(entry)
+        out.append({"name": name, "resources": resources})
+    return out
+
+
+def team_objects(platform: Platform, team: Team, labels: dict) -> list[dict]:
+    """The team's two ClusterQueues with their LocalQueues: [CQ, LQ, dev CQ, dev LQ]."""
+    covered = ["cpu", "memory", platform.node_pools.gpu_resource]
+    docs = []
+    for name, local, quotas, within in ((team.name, LOCAL_QUEUE, team.kueue_flavors, "LowerPriority"),
+                                        (f"{team.name}-dev", DEV_LOCAL_QUEUE, team.kueue_dev, "Never")):
+        # a queue needs every flavor its team's pods may get, even at 0 quota, to borrow in it
+        allowed = {q.flavor for q in team.kueue_flavors} | {q.flavor for q in quotas}
+        present = {q.flavor for q in quotas}
+        full = quotas + tuple(FlavorQuota(f, ()) for f in FLAVOR_ORDER if f in allowed and f not in present)
+        docs += render("kueue/clusterqueue.yaml.j2", name=name, local_queue=local, cohort=platform.cohort,
+                       namespace=team.namespace, labels=labels, annotations={}, covered=covered,
+                       flavors=_flavor_entries(platform, full, covered), within=within, reclaim="Any")
+    return docs
+
+
+def priority_class(online: bool, dev: bool = False) -> str:
+    """The WorkloadPriorityClass of a workload: online steps, scheduled steps, development instances."""
+    return DEV if dev else ONLINE if online else SCHEDULED
