@@ -29,6 +29,7 @@ class ApiError(Exception):
         self.message = message
         self.reason = reason or REASONS.get(code, "Unknown")
         self.details: dict = {}
+        self.always_details = False  # the real body carries "details": {} even when empty (see no_route)
         if name is not None:
             self.details["name"] = name
         if group:         # the real server omits the empty core group
@@ -41,7 +42,7 @@ class ApiError(Exception):
     def status(self) -> dict:
         body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": self.message, "reason": self.reason, "code": self.code}
-        if self.details:
+        if self.details or self.always_details:
             body["details"] = dict(self.details)
         return body
 
@@ -52,6 +53,19 @@ class ApiError(Exception):
 def _qualified(rt) -> str:
     """`pods`, `deployments.apps`: how the real server names a resource in messages."""
     return rt.plural if not rt.group else f"{rt.plural}.{rt.group}"
+
+
+def no_route() -> ApiError:
+    """A path under a served group/version that names no resource there (a Secret under ``apps/v1``, a
+    Deployment under ``/api/v1``, a subresource the kind lacks). kube-apiserver's director hands any path
+    under a registered group/version to go-restful; no route matches, and its service error handler
+    (k8s.io/apiserver/pkg/server/handler.go, ``serviceErrorHandler``) answers
+    ``apierrors.NewGenericServerResponse(404, "", schema.GroupResource{}, "", ...)``: reason NotFound, this
+    fixed message, and an empty but present ``details`` (k8s.io/apimachinery/pkg/api/errors/errors.go).
+    Never the object of the right group that has the same name."""
+    err = ApiError(404, "the server could not find the requested resource", "NotFound")
+    err.always_details = True
+    return err
 
 
 def not_found(rt, name: str) -> ApiError:

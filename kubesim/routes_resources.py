@@ -9,7 +9,7 @@ from aiohttp import web
 
 from kubesim import patch as patchmod
 from kubesim.controls import EXPIRE
-from kubesim.errors import ApiError, gone
+from kubesim.errors import ApiError, gone, no_route
 from kubesim.registry import ResourceType
 from kubesim.routes_logs import pod_log
 from kubesim.store import Store
@@ -28,15 +28,15 @@ class ResourceRoutes:
         store = self.store
         rt = store.registry.lookup(t.group, t.version, t.plural)
         if rt is None:
-            raise ApiError(404, "the server could not find the requested resource", "NotFound")
+            raise no_route()
         if t.namespace is not None and not rt.namespaced:
-            raise ApiError(404, "the server could not find the requested resource", "NotFound")
+            raise no_route()
         if t.subresource and t.subresource not in rt.subresources:
-            raise ApiError(404, "the server could not find the requested resource", "NotFound")
+            raise no_route()
         dry_run = request.query.get("dryRun") == "All"
         ns = t.namespace
         if rt.namespaced and t.name is not None and ns is None:
-            raise ApiError(404, "the server could not find the requested resource", "NotFound")
+            raise no_route()
 
         if t.name is None:
             return await self._collection(request, rt, ns, dry_run)

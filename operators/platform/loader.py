@@ -3,7 +3,12 @@ schema cannot say (unique names, known teams and users, storage that fits the qu
 ``Platform`` or ``PlatformError`` out; ``load_platform`` in ``__init__`` adds the file lookup.
 
 Every error names the file, the line and the field: ``platform.yaml:12: teams[1].quota.gpu: '2x' is not a
-quantity``. All errors of a file are reported at once, sorted by line.
+quantity``. All errors of a file are reported at once, sorted by line; every value they echo is cut to a
+bounded excerpt with its size (``short_repr``), so a 5 MB field cannot become a 5 MB message.
+
+YAML anchors and aliases are refused before anything is built: a few hundred bytes of nested aliases
+("billion laughs") expand to gigabytes, and a self-referencing alias makes a recursive structure that
+nothing downstream can walk. The parser's event stream is read once, which expands nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +37,16 @@ from operators.platform.model import (
     home_pvc,
 )
 from operators.platform.quantity import human, is_quantity, parse_quantity, quantity_text
-from operators.validation import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from operators.validation import (
+    bounded,
+    image_credentials,
+    is_dns_label,
+    is_dns_subdomain,
+    is_extended_resource,
+    is_label_key,
+    is_label_value,
+    short_repr,
+)
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _FORMATS = {
@@ -44,6 +58,13 @@ _FORMATS = {
     "label-value": ("a valid label value (at most 63: A-Z, a-z, 0-9, '-', '_', '.')", is_label_value),
 }
 Path = tuple[str | int, ...]
+# libyaml when built in: the pure-Python parser takes ~14 s over a 200 KB file (an exhaustion of its own)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_BYTES = 1 << 20  # a platform file is a few KB; a bigger one is refused before it is parsed
+# kube-apiserver's own namespaces (``kube-system``, ``kube-public``, ``kube-node-lease``; the ``kube-`` prefix is
+# reserved for them) and ``default``: a team there would get its RoleBindings, quota and members' pods in
+# the cluster's control-plane namespaces
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 @lru_cache(maxsize=1)
@@ -54,6 +75,7 @@ def schema() -> dict:
 def field_name(path: Path) -> str:
     text = ""
     for part in path:
+        part = part if isinstance(part, int) or len(part) <= 64 else short_repr(part, 40)  # a 5 MB key
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "(file)"
 
@@ -74,14 +96,29 @@ class _Errors:
             raise PlatformError("\n".join(lines))
 
 
+def _refuse_aliases(text: str, source: str) -> None:
+    """``PlatformError`` at the first anchor or alias (the parser's events: nothing is expanded)."""
+    for event in yaml.parse(text, Loader=_LOADER):
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            what = "alias" if isinstance(event, yaml.AliasEvent) else "anchor"
+            raise PlatformError(f"{source}:{event.start_mark.line + 1}: YAML {what} {short_repr(anchor, 40)}: "
+                                "anchors and aliases are not allowed in the platform file (write each value out)")
+
+
 def _read_yaml(text: str, source: str) -> tuple[Any, dict[Path, int]]:
+    if len(text) > MAX_BYTES:
+        raise PlatformError(f"{source}:1: (file): {len(text)} characters; a platform file may have at most "
+                            f"{MAX_BYTES} (1 MiB)")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _refuse_aliases(text, source)
+        node = yaml.compose(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
-        raise PlatformError(f"{source}:{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        problem = str(getattr(exc, "problem", None) or exc)
+        raise PlatformError(f"{source}:{line}: not valid YAML: {bounded(problem, 200)}") from None
     lines: dict[Path, int] = {}
     dupes: list[tuple[Path, int]] = []
 
@@ -123,8 +160,9 @@ def _describe(schema_: dict) -> str:
 
 def _schema_message(error) -> tuple[Path, str]:
     path, value, kind = tuple(error.absolute_path), error.instance, error.validator
+    shown = short_repr(value)
     if kind == "format":
-        return path, f"{value!r} is not {_FORMATS[error.validator_value][0]}"
+        return path, f"{shown} is not {_FORMATS[error.validator_value][0]}"
     if kind == "additionalProperties":
         extra = sorted(set(value) - set(error.schema.get("properties", {})))
         allowed = ", ".join(error.schema.get("properties", {}))
@@ -133,13 +171,16 @@ def _schema_message(error) -> tuple[Path, str]:
         missing = error.message.split("'")[1]
         return path + (missing,), "is required"
     if kind == "oneOf":
-        return path, f"{value!r} is not valid: expected " + " or ".join(_describe(s) for s in error.validator_value)
+        return path, f"{shown} is not valid: expected " + " or ".join(_describe(s) for s in error.validator_value)
     if kind == "type":
         want = error.validator_value
-        return path, f"{value!r} is not of type {' or '.join(want) if isinstance(want, list) else want}"
+        return path, f"{shown} is not of type {' or '.join(want) if isinstance(want, list) else want}"
     if kind == "pattern":
-        return path, f"{value!r} is not allowed (spaces, ':' and '/' are not allowed here)"
-    return path, error.message
+        return path, f"{shown} is not allowed (spaces, ':' and '/' are not allowed here)"
+    message, full = error.message, repr(value)
+    if message.startswith(full):  # jsonschema's "<repr of the value> is not one of ...": the value cut
+        message = shown + message[len(full):]
+    return path, bounded(message)
 
 
 def _validate_schema(data: Any, errors: _Errors) -> None:
@@ -193,6 +234,41 @@ def _check_names(data: dict, errors: _Errors) -> None:
                 if name not in seen_team:
                     errors.add(("registries", i, "teams", j), f"no team {name!r} in this file")
     _check_volumes(data, seen_team, {m["user"] for t in teams for m in t.get("members") or []}, errors)
+
+
+def _check_namespaces(data: dict, errors: _Errors) -> None:
+    """No team in a system namespace (as its name or its ``namespace:``), and no team named like another
+    team's namespace (the page, the pools and the DAG params name a team; its objects live in its namespace)."""
+    teams = data.get("teams") or []
+    namespaces = {t.get("namespace", t["name"]): i for i, t in enumerate(teams)}
+    for i, team in enumerate(teams):
+        for key in ("name", "namespace"):
+            value = team.get(key)
+            if value in SYSTEM_NAMESPACES or (isinstance(value, str) and value.startswith("kube-")):
+                errors.add(("teams", i, key), f"{value!r} is a Kubernetes system namespace (reserved: "
+                           f"{', '.join(SYSTEM_NAMESPACES)} and every 'kube-' name); choose another")
+        other = namespaces.get(team["name"], i)
+        if other != i:
+            errors.add(("teams", i, "name"), f"{team['name']!r} is the namespace of teams[{other}]; "
+                       "a team's name may not be another team's namespace")
+
+
+def _check_values(data: dict, errors: _Errors) -> None:
+    """Values the schema admits that nothing should accept."""
+    resource = ((data.get("node_pools") or {}).get("gpu") or {}).get("resource")
+    if resource is not None and not is_extended_resource(resource):
+        errors.add(("node_pools", "gpu", "resource"), f"{short_repr(resource)} is not an extended resource name "
+                   "(a domain-qualified name such as 'nvidia.com/gpu'; not cpu, memory or another native "
+                   "resource)")
+    for i, img in enumerate(data.get("images") or []):
+        masked = image_credentials(img["image"])
+        if masked is not None:
+            errors.add(("images", i, "image"), f"{short_repr(masked)} carries credentials ('user:token@'): an "
+                       "image reference is shown to every member; put them in a pull secret (registries:)")
+    for key in ("default_cpu", "default_memory"):
+        value = (data.get("limit_range") or {}).get(key)
+        if value is not None and parse_quantity(value) <= 0:
+            errors.add(("limit_range", key), f"{short_repr(value)} must be more than zero")
 
 
 def _check_volumes(data: dict, teams: dict[str, int], users: set[str], errors: _Errors) -> None:
@@ -342,6 +418,8 @@ def parse_platform(text: str, source: str = "platform.yaml", node_defaults: Node
     _validate_schema(data, errors)
     errors.raise_if_any()
     _check_names(data, errors)
+    _check_namespaces(data, errors)
+    _check_values(data, errors)
     _check_storage(data, errors)
     _check_kueue(data, errors)
     errors.raise_if_any()

@@ -25,6 +25,7 @@ from operators.ui import actions, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
 from operators.ui.auth import Caller, may_trigger
 from operators.ui.views import free_quota
+from operators.validation import bounded, short_repr
 
 IDLE_TTL = 30.0
 SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"
@@ -137,7 +138,7 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
 
     unknown = sorted(set(body) - set(FORM_FIELDS))
     if unknown:
-        raise HTTPException(400, f"{unknown[0]}={body[unknown[0]]!r}: not a field of the form "
+        raise HTTPException(400, f"{bounded(unknown[0], 64)}={short_repr(body[unknown[0]])}: not a field of the form "
                                  f"({', '.join(FORM_FIELDS)})")
     try:
         req = request_from_params(_platform(), caller.name, body)
@@ -148,7 +149,7 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
     asked = {"cpu": _cores(req.cpu), "memory": float(req.memory_gi), "gpu": float(req.gpu)}
     for resource, amount in asked.items():
         if resource in free and amount > free[resource]:
-            raise HTTPException(400, f"{resource}={body.get(resource)!r}: team {req.namespace} has only "
+            raise HTTPException(400, f"{resource}={short_repr(body.get(resource))}: team {req.namespace} has only "
                                      f"{free[resource]:g} free")
     settings = Settings.from_config()
     existing = count_instances(k, caller.name)

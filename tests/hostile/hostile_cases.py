@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 MB = "x" * 1_000_000
+FIVE_MB = "y" * 5_000_000
+# "billion laughs": nine levels of nine aliases, 300 bytes that would expand to 9**9 strings
+LAUGHS = "version: 1\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)) + "teams: []\n"
 ARG_128K = "a" * (128 * 1024)
 
 
@@ -146,6 +150,38 @@ CASES: list[Case] = [
          field="quota.cpu", value="1e309"),
     Case("platform-quota-negative", P, "quota gpu '-1'", {"replace": ('gpu: "1"', 'gpu: "-1"')}, field="quota.gpu",
          value="-1"),
+    Case("platform-team-kube-system", P, "a team named 'kube-system'", {"replace": ("name: nlp", "name: kube-system")},
+         field="teams[1].name", value="kube-system"),
+    Case("platform-namespace-default", P, "a team whose namespace: is 'default'",
+         {"replace": ("  - name: nlp\n", "  - name: nlp\n    namespace: default\n")}, field="teams[1].namespace",
+         value="'default'"),
+    Case("platform-namespace-kube-node-lease", P, "namespace: 'kube-node-lease' (and any 'kube-' name)",
+         {"replace": ("  - name: nlp\n", "  - name: nlp\n    namespace: kube-node-lease\n")},
+         field="teams[1].namespace", value="kube-node-lease"),
+    Case("platform-team-is-other-namespace", P, "team 'nlp' while team recsys lives in namespace 'nlp'",
+         {"replace": [("  - name: recsys\n", "  - name: recsys\n    namespace: nlp\n"),
+                      ("  - name: nlp\n", "  - name: nlp\n    namespace: nlp-team\n")]},
+         field="teams[1].name", value="namespace of teams[0]"),
+    Case("platform-alias-bomb", P, "nested YAML aliases, 400 bytes expanding to 9**9 strings ('billion laughs')",
+         {"text": LAUGHS}, field="YAML anchor", value="a0"),
+    Case("platform-alias-self", P, "a self-referencing alias (was a raw RecursionError)",
+         {"text": "version: 1\nteams: &t [*t]\n"}, field="YAML anchor", value="t"),
+    Case("platform-file-5mb", P, "a platform file of 5 MB (refused before it is parsed)",
+         {"replace": ("version: 1\n", f"version: 1\n# {FIVE_MB}\n")}, field="(file)", value="5002"),
+    Case("platform-user-900kb", P, "a member user of 900 KB (echoed cut, with its size)",
+         {"replace": ("user: bob,", f"user: {'y' * 900_000},")}, field="members[1].user",
+         value="900000 characters"),
+    Case("platform-gpu-resource-cpu", P, "node_pools.gpu.resource 'cpu' (a core resource as the GPU)",
+         {"replace": ("resource: nvidia.com/gpu", "resource: cpu")}, field="node_pools.gpu.resource", value="cpu"),
+    Case("platform-gpu-resource-memory", P, "node_pools.gpu.resource 'kubernetes.io/memory' (native domain)",
+         {"replace": ("resource: nvidia.com/gpu", "resource: kubernetes.io/memory")},
+         field="node_pools.gpu.resource", value="kubernetes.io/memory"),
+    Case("platform-image-credentials", P, "image 'bob:ghp_token@registry/...' (credentials shown to every member)",
+         {"replace": ('image: "docker.io/tensorflow/tensorflow:2.15.0",',
+                      'image: "bob:ghp_token@docker.io/tensorflow/tensorflow:2.15.0",'), "secret": "ghp_token"},
+         field="images[0].image", value="***@docker.io"),
+    Case("platform-default-cpu-zero", P, "limit_range.default_cpu '0' (was a raw ZeroDivisionError)",
+         {"replace": ('default_cpu: "1"', 'default_cpu: "0"')}, field="limit_range.default_cpu", value="0"),
     Case("platform-home-pvc-collision", P, "user 'Bob' and user '<slug-and-hash-of-Bob>' (same home volume name)",
          {"collide": True}, field="user", value="Bob"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
@@ -161,6 +197,10 @@ CASES: list[Case] = [
     Case("ui-body-not-json", U, "body 'not json'", {"raw": b"not json"}, field="body", value="not JSON"),
     Case("ui-body-array", U, "body '[1, 2]'", {"json": [1, 2]}, field="body", value="list"),
     Case("ui-unknown-field", U, "unknown field 'command'", {"json": {"command": "id"}}, field="command", value="id"),
+    Case("ui-unknown-field-5mb", U, "an unknown field of 5 MB (its value echoed cut, with its size)",
+         {"json": {"notes": FIVE_MB}}, field="notes", value="5000000 characters"),
+    Case("ui-unknown-field-name-5mb", U, "an unknown field whose name is 5 MB", {"json": {FIVE_MB: 1}},
+         field="yyyy", value="5000000 characters"),
     Case("ui-cpu-submilli", U, "cpu '0.0001m'", {"json": {"cpu": "0.0001m"}}, field="cpu", value="0.0001m"),
     Case("ui-name-1mb", U, "name of 1 MB", {"json": {"name": MB}}, field="name", value="xxxx"),
     Case("ui-port-out-of-range", U, "extra_ports [70000]", {"json": {"extra_ports": [70000]}},

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -92,9 +93,13 @@ def platform_text(case: Case) -> str:
         data = yaml.safe_load(EXAMPLE)
         data["teams"][0]["members"] += [{"user": "Bob"}, {"user": twin}]
         return yaml.safe_dump(data)
-    old, new = case.args["replace"]
-    assert old in EXAMPLE, old
-    return EXAMPLE.replace(old, new, 1)
+    if "text" in case.args:
+        return case.args["text"]
+    text, edits = EXAMPLE, case.args["replace"]
+    for old, new in [edits] if isinstance(edits, tuple) else edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
 
 
 @pytest.mark.parametrize("case", by_entry("platform"))
@@ -107,9 +112,18 @@ def test_platform_file(case: Case):
         twin = home_pvc("Bob").removesuffix("-home")
         assert home_pvc("Bob") != home_pvc(twin), "two users share one home PVC"
         return
-    with pytest.raises(PlatformError) as info:
-        parse_platform(text)
+    tracemalloc.start()
+    try:
+        with pytest.raises(PlatformError) as info:
+            parse_platform(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
     assert_names(case, str(info.value))
+    assert case.args.get("secret", "\0") not in str(info.value), "the error echoes the credential"
+    assert "Traceback" not in str(info.value)
+    # nothing bigger than the text itself is built on the way to the refusal (an alias bomb expands nothing)
+    assert peak < 20 * len(text) + 20_000_000, f"{case.id}: {peak} bytes allocated for {len(text)} of text"
 
 
 def test_home_volume_names_are_injective_over_tricky_users():
