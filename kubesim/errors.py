@@ -19,6 +19,9 @@ REASONS = {
 }
 
 
+_DETAIL_ORDER = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
 class ApiError(Exception):
     """A failure that becomes a `Status` body with `code` as the HTTP status."""
 
@@ -40,10 +43,14 @@ class ApiError(Exception):
             self.details["causes"] = causes
 
     def status(self) -> dict:
+        """The Status body, fields in metav1.Status's order (k8s.io/apimachinery/pkg/apis/meta/v1/types.go:
+        TypeMeta, ListMeta, status, message, reason, details, code), details in StatusDetails' (name, group,
+        kind, uid, causes, retryAfterSeconds), as Go's encoder writes a struct."""
         body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+                "message": self.message, "reason": self.reason}
         if self.details or self.always_details:
-            body["details"] = dict(self.details)
+            body["details"] = {k: self.details[k] for k in _DETAIL_ORDER if k in self.details}
+        body["code"] = self.code
         return body
 
     def __repr__(self) -> str:
@@ -92,7 +99,8 @@ def invalid(rt, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """causes: (field, reason type e.g. 'FieldValueRequired', message e.g. 'Required value')."""
     parts = [f"{field}: {msg}" for field, _t, msg in causes]
     text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return ApiError(422, f'{rt.kind} "{name}" is invalid: {text}', "Invalid", name=name, group=rt.group,
+    kind = rt.kind if not rt.group else f"{rt.kind}.{rt.group}"     # schema.GroupKind.String(): Job.batch
+    return ApiError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", name=name, group=rt.group,
                     kind=rt.kind,
                     causes=[{"reason": t, "message": m, "field": f} for f, t, m in causes])
 

@@ -74,6 +74,9 @@ class Watch:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.closed = False
         self.last_rv = 0       # every event of this watch up to here is in the queue or sent (bookmarks)
+        # offers made on another thread and not yet in the queue (call_soon_threadsafe): while any is in
+        # flight, an offer or close on the loop goes behind them, and no bookmark is sent (`progress`)
+        self.in_flight = 0
 
     def _matches(self, obj: dict | None) -> bool:
         if obj is None:
@@ -108,30 +111,39 @@ class Watch:
         item = self._translate(ev)
         if item is None or self.closed:
             return
-        payload = (item[0], item[1], item[2], ev.rv)
         if running is _UNSET:
             running = running_loop()
+        self._put((item[0], item[1], item[2], ev.rv), running)
+
+    def _put(self, payload, running) -> None:
+        """Into the queue in commit order: at once on the watch's loop unless offers from other threads are
+        still in flight (then behind them, FIFO on the loop); from another thread through the loop."""
         if running is self.loop:
-            self.queue.put_nowait(payload)
+            if self.in_flight:
+                self.in_flight += 1
+                self.loop.call_soon(self._arrive, payload)
+            else:
+                self.queue.put_nowait(payload)
         elif not self.loop.is_closed():
+            self.in_flight += 1
             try:
-                self.loop.call_soon_threadsafe(self.queue.put_nowait, payload)
+                self.loop.call_soon_threadsafe(self._arrive, payload)
             except RuntimeError:       # the watcher's loop closed between the check and the call
+                self.in_flight -= 1
                 self.closed = True
+
+    def _arrive(self, payload) -> None:
+        self.queue.put_nowait(payload)
+        with self.store.lock:
+            self.in_flight -= 1
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
         self.store._drop_watch(self)
-        running = running_loop()
-        if running is self.loop:
-            self.queue.put_nowait(self._CLOSED)
-        elif not self.loop.is_closed():
-            try:
-                self.loop.call_soon_threadsafe(self.queue.put_nowait, self._CLOSED)
-            except RuntimeError:
-                pass
+        with self.store.lock:      # after every event offered before it
+            self._put(self._CLOSED, running_loop())
 
     def __aiter__(self):
         return self
@@ -145,12 +157,15 @@ class Watch:
     async def progress(self) -> int | None:
         """The resourceVersion a BOOKMARK carries now: the store's, as kube-apiserver's watch cache sends its
         own progress (not the last event this watcher got), so a client resumes past writes it does not watch
-        instead of from a version compacted away. None while events up to it are still queued: send them first."""
+        instead of from a version compacted away. None while events up to it are still queued or in flight
+        from another thread: send them first. (kube-apiserver's cacher carries the last dispatched event's
+        version in a bookmark and puts it into each watcher's input channel behind the events dispatched before
+        it: k8s.io/apiserver/pkg/storage/cacher/cacher.go `dispatchEvents` / `dispatchEvent`, and
+        cache_watcher.go `nonblockingAdd`, the channel `process` sends from in order.)"""
         with self.store.lock:  # a commit in progress elsewhere has offered its event once the lock is free
+            if self.in_flight or not self.queue.empty():   # events up to `rv` not all sent yet
+                return None
             rv = self.store._current_rv
-        await asyncio.sleep(0)  # events offered from other threads (call_soon_threadsafe) reach the queue
-        if not self.queue.empty():
-            return None
         self.last_rv = max(self.last_rv, rv)
         return self.last_rv
 

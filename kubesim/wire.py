@@ -9,6 +9,7 @@ import yaml
 from aiohttp import web
 
 from kubesim.errors import ApiError
+from kubesim.gojson import go_json
 
 JSON = "application/json"
 TRUE = ("true", "True", "1")
@@ -25,12 +26,13 @@ def response(data: bytes | dict, status: int = 200) -> web.Response:
 
 
 def error(e: ApiError) -> web.Response:
+    """A Status answer, byte for byte as kube-apiserver encodes it (gojson.py)."""
     if e.code != 429:
-        return response(e.status(), e.code)
+        return response(go_json(e.status()), e.code)
     # kube-apiserver's max-in-flight and priority-and-fairness filters say when to come back, in the
     # Retry-After header and the Status details
     e.details.setdefault("retryAfterSeconds", 1)
-    resp = response(e.status(), e.code)
+    resp = response(go_json(e.status()), e.code)
     resp.headers["Retry-After"] = str(e.details["retryAfterSeconds"])
     return resp
 

@@ -233,3 +233,44 @@ def test_client_disconnect_closes_the_watch(apisim):
     wait_until(lambda: apisim.store.watch_count == before + 1)
     sock.close()
     wait_until(lambda: apisim.store.watch_count == before)
+
+
+async def _on_other_thread(fn) -> None:
+    """Run `fn` on another thread and wait for it WITHOUT yielding to this loop: what it offered to this loop's
+    watches is still in flight (call_soon_threadsafe) when this returns."""
+    import threading
+    t = threading.Thread(target=fn)
+    t.start()
+    t.join()
+
+
+async def test_events_keep_commit_order_when_writers_are_on_other_threads():
+    """A watch delivers events in resourceVersion order, and a BOOKMARK never goes ahead of an event still on its
+    way to the watch (kube-apiserver's cacher puts a bookmark into the watcher's input channel behind the events
+    dispatched before it: apiserver/pkg/storage/cacher/cacher.go `dispatchEvent`, cache_watcher.go
+    `nonblockingAdd`). Deterministic: a write on another thread (an in-process test, a benchmark) hands its event
+    to the watch's loop; a write on the loop right after it must not overtake it, nor must a close or a bookmark.
+    Before the fix the loop's write was queued first (rv 2 before rv 1) and a close dropped the first event."""
+    from kubesim.store import Store
+    store = Store()
+    rt = store.registry.lookup("", "v1", "configmaps")
+
+    def create(name):
+        return store.create(rt, "default", configmap(name))
+
+    w = store.watch(rt, "default", store.resource_version)
+    await _on_other_thread(lambda: create("from-thread"))
+    create("on-loop")
+    w.close()   # e.g. the server cutting watches: after every event committed before it
+    got = []
+    while (item := await w.next_raw(5)) is not None:
+        got.append((item[1]["metadata"]["name"], item[3]))
+    assert [n for n, _ in got] == ["from-thread", "on-loop"]
+    assert got[0][1] < got[1][1]
+
+    w = store.watch(rt, "default", store.resource_version)
+    await _on_other_thread(lambda: create("again"))
+    assert await w.progress() is None
+    assert (await w.next_raw(5))[1]["metadata"]["name"] == "again"
+    assert await w.progress() == int(store.resource_version)  # everything sent: the bookmark carries the store's
+    w.close()
