@@ -205,6 +205,13 @@ def json_patch(doc, ops):
     return doc
 
 
+def require_field_manager(field_manager: str | None) -> None:
+    """An apply patch names its field manager (PatchOptions validation)."""
+    if not field_manager:
+        raise ApiError(400, "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required "
+                            "value: is required for apply patch", "BadRequest")
+
+
 def decode_body(patch_type: str, raw) -> object:
     """Body bytes/str (or an already-decoded object) → JSON value; apply bodies may be YAML."""
     if not isinstance(raw, (bytes, str)):

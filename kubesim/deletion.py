@@ -1,0 +1,54 @@
+"""What a DELETE does before anything is removed: preconditions, the propagation policy, and the finalizers
+that turn a delete into "being deleted" (deletionTimestamp set, object kept until they are gone).
+
+Upstream: k8s.io/apiserver/pkg/registry/rest/delete.go (`BeforeDelete`: uid and resourceVersion
+preconditions, deletionTimestamp on first delete), k8s.io/apiserver/pkg/registry/generic/registry/store.go
+(`deletionFinalizersForGarbageCollection`: Foreground adds `foregroundDeletion`, Orphan adds `orphan`, a
+Background delete of an object already being deleted drops them) and
+staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation (the supported propagation policies). Pure.
+"""
+from __future__ import annotations
+
+from kubesim import errors
+from kubesim.errors import ApiError
+from kubesim.registry import ResourceType
+
+POLICIES = (None, "Background", "Foreground", "Orphan")
+
+
+def check(rt: ResourceType, name: str, md: dict, preconditions: dict | None, propagation: str | None) -> None:
+    """409 on a failed uid or resourceVersion precondition, 400 on an unknown propagation policy."""
+    pre = preconditions or {}
+    if pre.get("uid") and pre["uid"] != md["uid"]:
+        raise errors.conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                                        f"UID in object meta: {md['uid']}")
+    if pre.get("resourceVersion") and pre["resourceVersion"] != md["resourceVersion"]:
+        raise errors.conflict(rt, name, "Precondition failed: ResourceVersion in precondition: "
+                                        f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                        f"{md['resourceVersion']}")
+    if propagation not in POLICIES:
+        raise ApiError(400, f"DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: "
+                            f"Unsupported value: \"{propagation}\": supported values: \"Foreground\", "
+                            f"\"Background\", \"Orphan\"", "BadRequest")
+
+
+def finalizers_for(policy: str, md: dict) -> list[str]:
+    """The object's finalizers after a delete with `policy`."""
+    finalizers = list(md.get("finalizers") or [])
+    if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+        finalizers.append("foregroundDeletion")
+    if policy == "Orphan" and "orphan" not in finalizers:
+        finalizers.append("orphan")
+    if policy == "Background" and md.get("deletionTimestamp"):
+        finalizers = [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
+    return finalizers
+
+
+def mark_deleting(md: dict, finalizers: list[str], now: str, grace_period_seconds: int | None) -> None:
+    """`md` of an object that stays until its finalizers are done (first delete: deletionTimestamp)."""
+    if not md.get("deletionTimestamp"):
+        md["deletionTimestamp"] = now
+        md["deletionGracePeriodSeconds"] = grace_period_seconds or 0
+        md["generation"] = md.get("generation", 1) + 1
+    if finalizers:
+        md["finalizers"] = finalizers
