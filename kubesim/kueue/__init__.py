@@ -2,7 +2,7 @@
 
 Kueue's own CRDs (`crds/`, Apache-2.0: `LICENSE`) are served as CRDs once installed - `install(store)`,
 `KubeSim(kueue=True)`/`python -m kubesim --kueue`, or any client creating them, as `helm install` does - and
-its controller-manager runs inside kubesim's: `controller.Webhook` (suspend/gate defaulting),
+its controller-manager runs inside kubesim's: `webhook.Webhook` (suspend/gate defaulting),
 `controller.Scheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
 `jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish) and
 `statefulsets.StatefulSetReconciler` (a set's pods gated by `kueue.x-k8s.io/admission` until its Workload is
@@ -51,7 +51,7 @@ def install(store) -> None:
 
 
 def admission(cluster) -> list:
-    from kubesim.kueue.controller import Webhook
+    from kubesim.kueue.webhook import Webhook
     return [Webhook(cluster.store)]
 
 

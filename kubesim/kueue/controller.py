@@ -20,16 +20,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import TYPE_CHECKING
 
-from kubesim.controller import Controller, EventRecorder, Key, key_of
+from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
 from kubesim.kueue import cycle, quota
 from kubesim.kueue import workload as wlib
 from kubesim.quota import format_qty
-
-if TYPE_CHECKING:
-    from kubesim.cluster import Cluster
 
 log = logging.getLogger("kubesim.kueue")
 CYCLE: Key = (None, "cycle")
@@ -43,34 +39,10 @@ def kueue_rt(store, plural: str):
     return store.registry.lookup(wlib.GROUP, wlib.VERSION, plural)
 
 
-class Webhook:
-    """Kueue's mutating webhooks for Jobs, StatefulSets and their pods (an admission plugin)."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def __call__(self, req) -> None:
-        if req.operation != "CREATE" or req.obj is None or not installed(self.store):
-            return
-        labels = req.obj["metadata"].get("labels") or {}
-        kind = (req.rt.group, req.rt.plural)
-        queue = labels.get(wlib.QUEUE_LABEL)
-        if kind == ("batch", "jobs") and queue:
-            req.obj.setdefault("spec", {})["suspend"] = True
-        elif kind == ("apps", "statefulsets") and queue:
-            # statefulset_webhook.go: the queue name reaches the pods through the template
-            tmd = req.obj.setdefault("spec", {}).setdefault("template", {}).setdefault("metadata", {})
-            tmd.setdefault("labels", {})[wlib.QUEUE_LABEL] = queue
-        elif kind == ("", "pods") and queue:
-            from kubesim.kueue import statefulsets
-            if statefulsets.sts_owner(req.obj):
-                statefulsets.gate_pod(req.obj)
-
-
 class KueueController(Controller):
     """Shared reads and status writes of the Kueue components."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.events = EventRecorder(self.store, "kueue-admission")
 

@@ -4,7 +4,7 @@ Follows kubernetes-sigs/kueue (v0.19):
 - `pkg/controller/jobs/statefulset/statefulset_webhook.go` + `jobs/pod/pod_webhook.go`: a pod of a
   StatefulSet with the `kueue.x-k8s.io/queue-name` label is created with the scheduling gate
   `kueue.x-k8s.io/admission` and the labels `kueue.x-k8s.io/managed: "true"` and
-  `kueue.x-k8s.io/pod-group-name: <workload>` (`Webhook` below, run with the Job webhook);
+  `kueue.x-k8s.io/pod-group-name: <workload>` (`webhook.Webhook`, run with the Job webhook);
 - `statefulset_reconciler.go`: one Workload per StatefulSet (`statefulset-<name>-<hash>`, pod set `main`
   with count = replicas, owned by the set); scaled to 0 its quota is released and the Workload put on
   hold (QuotaReserved False `OnHold` "StatefulSet scaled to zero; workload on hold"), scaled up again it
