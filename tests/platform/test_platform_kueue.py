@@ -11,6 +11,7 @@ from operators.platform import PlatformError
 from operators.platform.desired import cluster_objects, desired_objects, quota_hard
 from operators.platform.kueue import queue_shares
 from operators.platform.sync import sync_cluster
+from operators.rbac import apply_manifests, platform_team_manifests
 
 KUEUE = PLATFORM.replace("version: 1\n", "version: 1\nqueueing: kueue\n").replace(
     "    quota: {cpu: \"3\", memory: 8Gi, storage: 10Gi}\n",
@@ -88,6 +89,11 @@ def test_bad_kueue_settings_name_the_field(text, field, message):
 def test_sync_applies_kueue_objects_and_a_team_job_borrows_idle_quota(kubesim_kueue):
     api = sync_api_client(kubesim_kueue.url)
     p = platform(KUEUE)
+    # Kueue's cluster-scoped objects are a cluster admin's step: without them the sync says so
+    missing = sync_cluster(api, p)
+    assert any(e.startswith("ClusterQueue/nlp: missing") and "python -m operators.rbac teams --platform FILE" in e
+               for e in missing.errors), missing.errors
+    apply_manifests(api, platform_team_manifests(p))
     report = sync_cluster(api, p)
     assert report.errors == []
     co = client.CustomObjectsApi(api)
