@@ -37,6 +37,10 @@ _RESOURCES = {
     "Role": (Resource(_RBAC, "roles"), True),
     "RoleBinding": (Resource(_RBAC, "rolebindings"), True),
     "Namespace": (Resource("v1", "namespaces"), False),
+    # queueing: kueue: Kueue's cluster-wide objects are a cluster admin's step too (Skiff only lists them)
+    "ResourceFlavor": (Resource("kueue.x-k8s.io/v1beta2", "resourceflavors"), False),
+    "WorkloadPriorityClass": (Resource("kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"), False),
+    "ClusterQueue": (Resource("kueue.x-k8s.io/v1beta2", "clusterqueues"), False),
 }
 BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (the label on each ClusterRole)
 
@@ -102,14 +106,16 @@ def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
                             service_account: str = DEFAULT_SERVICE_ACCOUNT,
                             features: tuple[str, ...] | list[str] = FEATURES) -> list[dict]:
     """For each team of a platform file: its Namespace (as the sync renders it, so the sync finds it in place)
-    and Skiff's RoleBindings in it. What a cluster admin applies when the file gains a team."""
-    from operators.platform.desired import desired_objects
+    and Skiff's RoleBindings in it; with ``queueing: kueue`` also Kueue's ResourceFlavors, priority classes and
+    the teams' ClusterQueues (cluster-scoped: Skiff may only list them). What a cluster admin applies when
+    the file gains a team or changes a team's Kueue quota."""
+    from operators.platform.desired import cluster_objects, desired_objects
 
     docs: list[dict] = []
     for team in desired_objects(platform):
         docs.append(team.setup[0])
         docs += team_manifests([team.namespace], namespace, service_account, features)
-    return docs
+    return docs + cluster_objects(platform)
 
 
 def apply_manifests(api_client, docs: list[dict]) -> list[str]:

@@ -21,6 +21,7 @@ effect - a Workload already evicted - are the caller's to skip).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -100,80 +101,110 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
         pending.setdefault(cq_name, []).append(wl)
     for wls in pending.values():
         wls.sort(key=order_key)
-    evicting: set[tuple] = {a.key for a in admitted if a.evicted}
-    set_aside: set[tuple] = set()
+    state = _Pass(cqs, nodes, flavors, admitted, pending, out)
     for _ in range(sum(len(v) for v in pending.values()) + 1):
-        heads = []
-        for cq_name, wls in pending.items():
-            strict = (cqs[cq_name].get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
-            for wl in wls:
-                if key(wl) not in set_aside:
-                    heads.append((cq_name, wl))
-                    break
-                if strict:
-                    break
+        heads = state.heads()
         if not heads:
             break
-        before = len(set_aside)
-        admitted_now = _cycle(heads, cqs, nodes, flavors, admitted, evicting, set_aside, pending, out)
-        if not admitted_now and len(set_aside) == before:
+        before = len(state.set_aside)
+        if not state.cycle(heads) and len(state.set_aside) == before:
             break
     return out
 
 
-def _cycle(heads, cqs, nodes, flavors, admitted, evicting, set_aside, pending, out) -> bool:
-    def assignment_for(cq_name, wl):
-        cq_obj, node = cqs[cq_name], nodes[cq_name]
-        prio, created = int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or ""
+class _Pass:
+    """One `run`: the queues' heads, the usage taken so far, and what was set aside.
+
+    `memo` is Kueue's scheduling equivalence (pkg/workload `EquivalenceHash`, scheduler.go
+    `lastAssignmentOutdated`): Workloads of one ClusterQueue with the same priority and pod sets get the same
+    assignment until usage changes, so a thousand identical queued Jobs cost one evaluation, not a thousand."""
+
+    def __init__(self, cqs, nodes, flavors, admitted, pending, out):
+        self.cqs, self.nodes, self.flavors, self.admitted, self.pending, self.out = (
+            cqs, nodes, flavors, admitted, pending, out)
+        self.evicting: set[tuple] = {a.key for a in admitted if a.evicted}
+        self.set_aside: set[tuple] = set()
+        self.next = {cq: 0 for cq in pending}      # index of each queue's first Workload not set aside
+        self.memo: dict[tuple, fa.Assignment] = {}
+        self.signatures: dict[tuple, tuple] = {}
+
+    def heads(self) -> list[tuple[str, dict]]:
+        heads = []
+        for cq_name, wls in self.pending.items():
+            strict = (self.cqs[cq_name].get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
+            i = self.next[cq_name]
+            while i < len(wls) and key(wls[i]) in self.set_aside and not strict:
+                i += 1
+            self.next[cq_name] = i
+            if i < len(wls) and key(wls[i]) not in self.set_aside:
+                heads.append((cq_name, wls[i]))
+        return heads
+
+    def take(self, node, usage) -> None:
+        for fr, v in usage.items():
+            quota.add_usage(node, fr, v)
+        self.memo.clear()
+
+    def assignment(self, cq_name: str, wl: dict) -> fa.Assignment:
+        k = key(wl)
+        sig = self.signatures.get(k)
+        if sig is None:
+            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0),
+                                        json.dumps(wl["spec"].get("podSets"), sort_keys=True))
+        found = self.memo.get(sig)
+        if found is not None:
+            return found
+        cq_obj, node = self.cqs[cq_name], self.nodes[cq_name]
+        prio, created = sig[1], wl["metadata"].get("creationTimestamp") or ""
 
         def oracle(usage):
-            return bool(preemption.targets(cq_obj, nodes, usage, prio, created, admitted))
-        return fa.assign(cq_obj, node, flavors, podsets(wl), oracle)
+            return bool(preemption.targets(cq_obj, self.nodes, usage, prio, created, self.admitted))
+        a = self.memo[sig] = fa.assign(cq_obj, node, self.flavors, podsets(wl), oracle)
+        return a
 
-    entries = [(cq_name, wl, assignment_for(cq_name, wl)) for cq_name, wl in heads]
-    entries.sort(key=lambda e: (e[2].borrows, order_key(e[1])))
-    admitted_any = False
-    preempted_this_cycle: set[tuple] = set()
-    for cq_name, wl, first in entries:
-        k = key(wl)
-        a = assignment_for(cq_name, wl)
-        node = nodes[cq_name]
-        if a.mode == fa.NOFIT and first.mode != fa.NOFIT:
-            out.pending[k] = ("Pending", "Workload no longer fits after processing another workload")
-            continue
-        if a.mode == fa.NOFIT:
-            out.pending[k] = ("Pending", a.message())
-            set_aside.add(k)
-            continue
-        if a.mode == fa.PREEMPT:
-            prio, created = int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or ""
-            targets = preemption.targets(cqs[cq_name], nodes, a.usage, prio, created, admitted)
-            set_aside.add(k)
-            if not targets:
+    def cycle(self, heads) -> bool:
+        entries = [(cq_name, wl, self.assignment(cq_name, wl)) for cq_name, wl in heads]
+        entries.sort(key=lambda e: (e[2].borrows, order_key(e[1])))
+        admitted_any = False
+        preempted_this_cycle: set[tuple] = set()
+        for cq_name, wl, first in entries:
+            k, out = key(wl), self.out
+            a = self.assignment(cq_name, wl)
+            node = self.nodes[cq_name]
+            if a.mode == fa.NOFIT and first.mode != fa.NOFIT:
+                out.pending[k] = ("Pending", "Workload no longer fits after processing another workload")
+                continue
+            if a.mode == fa.NOFIT:
                 out.pending[k] = ("Pending", a.message())
+                self.set_aside.add(k)
                 continue
-            if preempted_this_cycle & {t.key for t, _ in targets}:
-                out.pending[k] = ("Pending", "Workload has overlapping preemption targets with another workload")
+            if a.mode == fa.PREEMPT:
+                prio, created = int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or ""
+                targets = preemption.targets(self.cqs[cq_name], self.nodes, a.usage, prio, created, self.admitted)
+                self.set_aside.add(k)
+                if not targets:
+                    out.pending[k] = ("Pending", a.message())
+                    continue
+                if preempted_this_cycle & {t.key for t, _ in targets}:
+                    out.pending[k] = ("Pending", "Workload has overlapping preemption targets with another workload")
+                    continue
+                preempted_this_cycle |= {t.key for t, _ in targets}
+                self.take(node, a.usage)
+                for t, reason in targets:
+                    if t.key in self.evicting:
+                        continue
+                    msg = preemption.message(wl["metadata"].get("uid", ""),
+                                             (wl["metadata"].get("labels") or {}).get(wlib.JOB_UID_LABEL, ""), reason,
+                                             preemption.cq_path(node), preemption.cq_path(self.nodes[t.cluster_queue]))
+                    out.evict.append((t.key, "Preempted", reason, msg))
+                    self.evicting.add(t.key)
+                out.pending[k] = ("Pending", f"{a.message()}. Pending the preemption of {len(targets)} workload(s)")
                 continue
-            preempted_this_cycle |= {t.key for t, _ in targets}
-            for fr, v in a.usage.items():
-                quota.add_usage(node, fr, v)
-            fresh = [(t, r) for t, r in targets if t.key not in evicting]
-            for t, reason in fresh:
-                msg = preemption.message(wl["metadata"].get("uid", ""),
-                                         (wl["metadata"].get("labels") or {}).get(wlib.JOB_UID_LABEL, ""),
-                                         reason, preemption.cq_path(node), preemption.cq_path(nodes[t.cluster_queue]))
-                out.evict.append((t.key, "Preempted", reason, msg))
-                evicting.add(t.key)
-            out.pending[k] = ("Pending", f"{a.message()}. Pending the preemption of {len(targets)} workload(s)")
-            continue
-        admission = {"clusterQueue": cq_name, "podSetAssignments": a.to_api(podsets(wl))}
-        for fr, v in a.usage.items():
-            quota.add_usage(node, fr, v)
-        rec = _admitted_record({**wl, "status": {"admission": admission}}, cq_name)
-        admitted.append(rec)
-        out.admit.append((wl, admission))
-        pending[cq_name].remove(wl)
-        out.pending.pop(k, None)
-        admitted_any = True
-    return admitted_any
+            admission = {"clusterQueue": cq_name, "podSetAssignments": a.to_api(podsets(wl))}
+            self.take(node, a.usage)
+            self.admitted.append(_admitted_record({**wl, "status": {"admission": admission}}, cq_name))
+            out.admit.append((wl, admission))
+            self.pending[cq_name].remove(wl)
+            out.pending.pop(k, None)
+            admitted_any = True
+        return admitted_any

@@ -89,3 +89,42 @@ def team_objects(platform: Platform, team: Team, labels: dict) -> list[dict]:
 def priority_class(online: bool, dev: bool = False) -> str:
     """The WorkloadPriorityClass of a workload: online steps, scheduled steps, development instances."""
     return DEV if dev else ONLINE if online else SCHEDULED
+
+
+def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per ClusterQueue (a team's ``<team>``, its instances' ``<team>-dev``) and resource, summed over flavors:
+    ``nominal``, ``used``, ``borrowed`` (used over nominal, from the cohort) and ``lent`` (idle nominal quota
+    other queues of the cohort are using). Kueue does not say whose quota a borrower uses: per flavor, the
+    cohort's borrowing is spread over the other queues' idle quota in proportion.
+    Input: ClusterQueue objects with Kueue's ``status.flavorsUsage`` (``total``, ``borrowed``)."""
+    from operators.platform.quantity import parse_quantity
+
+    def amount(v) -> float:
+        return float(parse_quantity(str(v)))
+    cells: dict[tuple[str, str, str], dict[str, float]] = {}      # (queue, flavor, resource) -> figures
+    cohort_of: dict[str, str] = {}
+    for cq in cluster_queues:
+        name = cq["metadata"]["name"]
+        cohort_of[name] = (cq.get("spec") or {}).get("cohortName") or f"/{name}"
+        for flavor in ((cq.get("spec") or {}).get("resourceGroups") or [{}])[0].get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                cells[(name, flavor["name"], r["name"])] = {"nominal": amount(r.get("nominalQuota", 0)),
+                                                           "used": 0.0, "borrowed": 0.0, "lent": 0.0}
+        for flavor in (cq.get("status") or {}).get("flavorsUsage") or []:
+            for r in flavor.get("resources") or []:
+                cell = cells.setdefault((name, flavor["name"], r["name"]),
+                                        {"nominal": 0.0, "used": 0.0, "borrowed": 0.0, "lent": 0.0})
+                cell["used"], cell["borrowed"] = amount(r.get("total", 0)), amount(r.get("borrowed", 0))
+    for (name, flavor, res), cell in cells.items():
+        peers = [c for (n, f, r), c in cells.items() if f == flavor and r == res and cohort_of[n] == cohort_of[name]
+                 and n != name]
+        free = max(0.0, cell["nominal"] - cell["used"])
+        others_borrowed = sum(c["borrowed"] for c in peers)
+        idle = free + sum(max(0.0, c["nominal"] - c["used"]) for c in peers)
+        cell["lent"] = min(free, others_borrowed * free / idle) if free and others_borrowed else 0.0
+    rows: dict[str, dict[str, dict[str, float]]] = {}
+    for (name, _flavor, res), cell in cells.items():
+        out = rows.setdefault(name, {}).setdefault(res, {"nominal": 0.0, "used": 0.0, "borrowed": 0.0, "lent": 0.0})
+        for k, v in cell.items():
+            out[k] += v
+    return rows

@@ -6,8 +6,9 @@ or a value was changed by hand (drift). A second run over an unchanged cluster o
 manager ``skiff`` with ``force=true``: the reviewed file is the source of truth (as Flux and Argo CD apply),
 so a hand edit of a field Skiff owns is taken back and its ownership moves to Skiff.
 
-With ``queueing: kueue``, Kueue's cluster-wide objects first (ResourceFlavors, WorkloadPriorityClasses, the teams'
-ClusterQueues), each team's LocalQueues with its other objects. Per team: Namespace and ResourceQuota first, then wait until the quota controller has filled in the quota's
+With ``queueing: kueue``, each team's LocalQueues are applied with its other objects; Kueue's cluster-wide
+objects (ResourceFlavors, WorkloadPriorityClasses, the teams' ClusterQueues) are a cluster admin's step like a
+new team's namespace, and are only checked (an error names the step when one is missing or differs). Per team: Namespace and ResourceQuota first, then wait until the quota controller has filled in the quota's
 status (until then the API server refuses or, on a real cluster, does not count creates in the namespace),
 then the LimitRange, ServiceAccount, RoleBindings and PVCs. One object's failure is reported and the others go
 on (a team whose namespace or quota fails is skipped; a new team's namespace, with Skiff's RoleBindings in it,
@@ -38,6 +39,9 @@ APPLY = "application/apply-patch+yaml"
 # Skiff may not create namespaces nor bind its roles outside its team namespaces (k8s_templates/rbac/platform.yaml.j2)
 NEW_TEAM = (" (a new team's namespace and Skiff's RoleBindings in it are a cluster admin's step: "
             "python -m operators.rbac teams --platform FILE | kubectl apply -f -)")
+# Kueue's cluster-scoped objects: Skiff may only list them (cluster-wide it never writes)
+CLUSTER_STEP = (" (a cluster admin applies Kueue's cluster-wide objects: python -m operators.rbac teams --platform FILE"
+                " | kubectl apply -f -)")
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 # kind -> (resource, namespaced), in the access layer's terms (operators.k8s.Resource)
 KINDS = {
@@ -184,8 +188,11 @@ def sync_cluster(api_client, platform: Platform, *, quota_timeout: float = 60.0)
     teams = desired_objects(platform)
     shell = ClusterSync(Kube(api_client), quota_timeout=quota_timeout)
     shell.observe(kueue=platform.queueing == "kueue")
-    for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: before the teams'
-        shell.apply(doc)
+    for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: a cluster admin's
+        if needs_apply(doc, shell.live.get(_key(doc))):
+            shell.report.errors.append(f"{ref(doc)}: missing or not as the platform file says" + CLUSTER_STEP)
+        else:
+            shell.report.unchanged += 1
     for team in teams:
         shell.sync_team(team)
     shell.report.orphaned = shell.orphans(teams)

@@ -194,3 +194,21 @@ def _by_ns_name(objs: list[dict]) -> dict[str, dict[str, dict]]:
     for o in objs:
         out.setdefault(o["metadata"]["namespace"], {})[o["metadata"]["name"]] = o
     return out
+
+
+# ---------------------------------------------------------------- Kueue queues (queueing: kueue)
+
+CLUSTER_QUEUES = Resource("kueue.x-k8s.io/v1beta2", "clusterqueues")
+
+
+def queue_shares(k: Kube) -> dict:
+    """Each team's Kueue ClusterQueues: nominal, used, borrowed and lent per resource
+    (``operators.platform.kueue.queue_shares``); {} where Kueue is not installed (404)."""
+    from operators.platform.kueue import queue_shares as shares
+    try:
+        cqs = _list(k, CLUSTER_QUEUES, labels="app.kubernetes.io/managed-by=skiff")
+    except KubeError as exc:
+        if exc.status == 404:
+            return {}
+        raise
+    return shares(cqs)

@@ -124,10 +124,12 @@ def test_preemption_within_cluster_queue_evicts_the_lower_priority_job_and_reque
 
 def test_reclaim_within_cohort_preempts_only_the_borrowing_workload(kq):
     """cluster_queue.md `reclaimWithinCohort: Any`: a pending Workload that fits in its ClusterQueue's
-    nominal quota preempts Workloads of cohort ClusterQueues that borrow, "irrespective of priority";
-    of B's two equal Workloads the most recently admitted goes (preemption.md "Candidates"), and only
-    as many as needed (minimal set)."""
+    nominal quota preempts Workloads of cohort ClusterQueues that borrow, "irrespective of priority" (a1
+    is lower than all of B's); of B's candidates the lowest priority goes first (preemption.md
+    "Candidates"; admission times tie within a second, as Kueue's condition timestamps do), and only as
+    many as needed (minimal set)."""
     kq.priority_class("low", 100)
+    kq.priority_class("mid", 500)
     kq.priority_class("high", 1000)
     policy = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
     two_teams(kq, a=4, b=4, preemption=policy)
@@ -135,7 +137,7 @@ def test_reclaim_within_cohort_preempts_only_the_borrowing_workload(kq):
     kq.wait_running(NS, "b1")
     kq.job(NS, "b2", "b", cpu=2, priority="high")
     kq.wait_running(NS, "b2")
-    kq.job(NS, "b3", "b", cpu=2, priority="high")
+    kq.job(NS, "b3", "b", cpu=2, priority="mid")
     kq.wait_running(NS, "b3")
     assert kq.cluster_queue_usage("team-b-cq", "default-flavor", "cpu") == ("8", "4")
     kq.job(NS, "a1", "a", cpu=2, priority="low")

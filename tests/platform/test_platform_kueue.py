@@ -9,7 +9,9 @@ from platform_support import PLATFORM, platform
 from kubesim.testing import sync_api_client, wait_until
 from operators.platform import PlatformError
 from operators.platform.desired import cluster_objects, desired_objects, quota_hard
+from operators.platform.kueue import queue_shares
 from operators.platform.sync import sync_cluster
+from operators.rbac import apply_manifests, platform_team_manifests
 
 KUEUE = PLATFORM.replace("version: 1\n", "version: 1\nqueueing: kueue\n").replace(
     "    quota: {cpu: \"3\", memory: 8Gi, storage: 10Gi}\n",
@@ -87,6 +89,11 @@ def test_bad_kueue_settings_name_the_field(text, field, message):
 def test_sync_applies_kueue_objects_and_a_team_job_borrows_idle_quota(kubesim_kueue):
     api = sync_api_client(kubesim_kueue.url)
     p = platform(KUEUE)
+    # Kueue's cluster-scoped objects are a cluster admin's step: without them the sync says so
+    missing = sync_cluster(api, p)
+    assert any(e.startswith("ClusterQueue/nlp: missing") and "python -m operators.rbac teams --platform FILE" in e
+               for e in missing.errors), missing.errors
+    apply_manifests(api, platform_team_manifests(p))
     report = sync_cluster(api, p)
     assert report.errors == []
     co = client.CustomObjectsApi(api)
@@ -110,4 +117,10 @@ def test_sync_applies_kueue_objects_and_a_team_job_borrows_idle_quota(kubesim_ku
     assert {r["name"]: (r["total"], r["borrowed"]) for r in default["resources"]}["cpu"] == ("5", "2")
     wl = co.list_namespaced_custom_object(G, V, "nlp", "workloads")["items"][0]
     assert wl["spec"]["priorityClassRef"]["name"] == "skiff-scheduled" and wl["spec"]["priority"] == 2000
+    # what the page shows per team: nlp borrows 2 CPUs in the default pool, lent by recsys (the only idle
+    # nominal quota there besides nlp-dev's 1 CPU, so the 2 are spread 8:1)
+    shares = queue_shares(co.list_cluster_custom_object(G, V, "clusterqueues")["items"])
+    assert shares["nlp"]["cpu"] == {"nominal": 5.0, "used": 5.0, "borrowed": 2.0, "lent": 0.0}
+    assert shares["recsys"]["cpu"]["lent"] == pytest.approx(2 * 8 / 9)
+    assert shares["recsys"]["cpu"]["nominal"] == 24.0 and shares["recsys"]["cpu"]["used"] == 0.0
     api.close()

@@ -311,6 +311,18 @@ def platform(env: Env) -> None:
     assert first.applied and not first.errors, first.errors
     assert not sync_cluster(env.skiff, example, quota_timeout=10).applied
     usage(env.skiff, example)
+    # queueing: kueue (Kueue installed, its cluster-wide objects applied by a cluster admin): the LocalQueues
+    from kubesim import kueue
+    from operators.platform import parse_platform
+    from operators.rbac import apply_manifests, platform_team_manifests
+
+    kueue.install(env.sim.store)
+    queued = parse_platform(Path(example.source).read_text().replace("queueing: quota", "queueing: kueue"))
+    apply_manifests(env.admin, [d for d in platform_team_manifests(queued, SKIFF_NS, SKIFF_SA, env.features)
+                                if d["apiVersion"].startswith("kueue.x-k8s.io/")])
+    first = sync_cluster(env.skiff, queued, quota_timeout=10)
+    assert not first.errors and any(a.startswith("LocalQueue/") for a in first.applied), first
+    assert not sync_cluster(env.skiff, queued, quota_timeout=10).applied
 
 
 # ---- development instances -----------------------------------------------------------------------------

@@ -61,6 +61,9 @@ NEEDED: dict[tuple, str] = {
                                                          "serviceaccounts", "persistentvolumeclaims")},
     **_each(PO, RBAC, "rolebindings", "list", "platform"),
     **_each(PO, "batch", "jobs", "list", "platform"),
+    **_each(P, "kueue.x-k8s.io", "localqueues", "create patch", "platform"),
+    **{(PO, "kueue.x-k8s.io", res, "list", ""): "platform" for res in (
+        "resourceflavors", "workloadpriorityclasses", "clusterqueues", "localqueues")},
     **_each(D, "apps", "statefulsets", "get create patch delete", "devinstances"),
     **_each(D, "", "services", "create delete", "devinstances"),
     **_each(D, "", "configmaps", "create delete", "devinstances"),
