@@ -14,9 +14,9 @@ Two steps, both a cluster admin's (``apply_manifests`` with an admin client, or 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from operators.core.names import is_dns_label
 from operators.k8s.resource import Resource
 from operators.settings import default
 from operators.templating import render
@@ -27,7 +27,6 @@ DEFAULT_SERVICE_ACCOUNT = "skiff"
 DEFAULT_TCP_SERVICES = default("devinstance_tcp_services")
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RBAC = "rbac.authorization.k8s.io/v1"
 # where each kind these templates hold is served, in the access layer's terms: (resource, namespaced)
 _RESOURCES = {
@@ -42,7 +41,7 @@ BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (t
 
 
 def _dns_label(field: str, value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.fullmatch(value):
+    if not is_dns_label(value):
         raise ValueError(f"{field}: {value!r} is not a valid name (DNS-1123 label, at most 63 characters)")
     return value
 
