@@ -10,6 +10,11 @@ Two steps, both a cluster admin's (``apply_manifests`` with an admin client, or 
   (everything that acts: pods, Jobs, Secrets by name, the team's objects). Skiff cannot do this step itself:
   the right to bind its roles in a namespace that does not exist yet would be the right to bind them in
   kube-system too (docs/security.md).
+
+Layer: with the platform (policy), above the access layer and below the features. It renders and applies the
+permissions of every feature and reads ``platform.desired`` for the team people's bindings; Sedna's install
+binds its roles through ``team_manifests``. It knows each feature by name (``FEATURES``) only as a key into
+``k8s_templates/rbac/``, never by importing it (``tests/architecture/test_layers.py``).
 """
 
 from __future__ import annotations
