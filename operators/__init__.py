@@ -9,7 +9,7 @@ _EXPORTS = {
     "TrainingJobOperator": "operators.training.operator",
     "TrainingJobFailed": "operators.training.operator",
     "TrainingJobTrigger": "operators.training.trigger",
-    "Volume": "operators.platform.admission",
+    "Volume": "operators.core.volumes",
     "SkiffAlert": "operators.training.alerts",
     "skiff_default_args": "operators.training.alerts",
 }

@@ -10,13 +10,18 @@ Two steps, both a cluster admin's (``apply_manifests`` with an admin client, or 
   (everything that acts: pods, Jobs, Secrets by name, the team's objects). Skiff cannot do this step itself:
   the right to bind its roles in a namespace that does not exist yet would be the right to bind them in
   kube-system too (docs/security.md).
+
+Layer: with the platform (policy), above the access layer and below the features. It renders and applies the
+permissions of every feature and reads ``platform.desired`` for the team people's bindings; Sedna's install
+binds its roles through ``team_manifests``. It knows each feature by name (``FEATURES``) only as a key into
+``k8s_templates/rbac/``, never by importing it (``tests/architecture/test_layers.py``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from operators.core.names import is_dns_label
 from operators.k8s.resource import Resource
 from operators.settings import default
 from operators.templating import render
@@ -27,7 +32,6 @@ DEFAULT_SERVICE_ACCOUNT = "skiff"
 DEFAULT_TCP_SERVICES = default("devinstance_tcp_services")
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RBAC = "rbac.authorization.k8s.io/v1"
 # where each kind these templates hold is served, in the access layer's terms: (resource, namespaced)
 _RESOURCES = {
@@ -46,7 +50,7 @@ BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (t
 
 
 def _dns_label(field: str, value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.fullmatch(value):
+    if not is_dns_label(value):
         raise ValueError(f"{field}: {value!r} is not a valid name (DNS-1123 label, at most 63 characters)")
     return value
 

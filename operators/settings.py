@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from operators.core.nodepools import DEFAULT_ONLINE_KEY, DEFAULT_ONLINE_VALUE
+
 SECTION = "skiff"
 
 
@@ -53,9 +55,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "How often the platform file's watch trigger hashes the file (seconds)."),
     Option("usage_file", "string", "{AIRFLOW_HOME}/skiff/usage.json",
            "Where the usage_report DAG writes the usage JSON the page reads."),
-    Option("online_pool_key", "string", "node.netease.com/node-pool",
+    Option("online_pool_key", "string", DEFAULT_ONLINE_KEY,
            "Label key (and taint key) of the online node pool, unless the platform file's node_pools says."),
-    Option("online_pool_value", "string", "online",
+    Option("online_pool_value", "string", DEFAULT_ONLINE_VALUE,
            "Label value of the online node pool, unless the platform file's node_pools says."),
     # ---- training
     Option("defer_resume_guard_seconds", "float", "10",

@@ -4,6 +4,9 @@ A team queue is what ``platform_sync`` applies for a team: a namespace with the 
 LimitRange defaults, the ServiceAccount its pods run as (with pull secrets), RoleBindings for its members, a
 home PVC per member and the team's shared PVCs, plus the Airflow pool ``skiff-<team>``. These helpers are the
 short names DAG authors and scripts use.
+
+Layer: with the platform, of which it is a facade (it imports ``operators.platform`` only); a feature may use
+it, it uses no feature (``tests/architecture/test_layers.py``).
 """
 
 from __future__ import annotations

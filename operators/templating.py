@@ -21,6 +21,11 @@ the values), parses each distinct skeleton once, and fills copies of the parsed 
 value's flow YAML parses back to exactly the value (``yaml_value``'s contract, tested), so the result is what
 parsing the fully rendered text gives. A skeleton in which a placeholder is not a whole scalar (a value
 juxtaposed with text, inside a block scalar or a comment, an anchor/alias) takes the plain YAML path.
+
+Layer: the shared core's (with ``operators.core``): pure text-to-objects, importing nothing else of
+``operators``, so that every layer which writes a manifest (the platform, RBAC, the features) renders it here
+and every manifest shape stays written once in ``k8s_templates/``. It stays at this path because the
+templates' contract and the security docs name it.
 """
 
 from __future__ import annotations

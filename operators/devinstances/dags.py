@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, Param, task
 
 from operators import settings
+from operators.core.names import DNS_LABEL_PATTERN
 from operators.devinstances.operator import DevInstanceOperator
 from operators.devinstances.spec import MAX_CPU, MAX_EXTRA_PORTS, MAX_GPU, MAX_MEMORY_GI
 
@@ -35,7 +36,7 @@ def catalogue() -> tuple[list[str], str | None]:
 def identity_params() -> dict[str, Param]:
     return {
         "name": Param("", type="string", title="Instance name", minLength=1, maxLength=40,
-                      pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                      pattern=DNS_LABEL_PATTERN,
                       description="Lower-case letters, digits and '-', unique among your instances."),
         "team": Param("", type="string", title="Team", minLength=1,
                       description="Your team's queue (namespace), e.g. recsys."),

@@ -11,9 +11,8 @@ kept verbatim in the ``skiff.io/owner`` annotation.
 
 from __future__ import annotations
 
-import re
-
-from operators.validation import invalid, is_dns_label
+from operators.core.checks import invalid
+from operators.core.names import is_dns_label, slug
 
 MANAGED_BY = "skiff"
 KIND = "dev-instance"
@@ -34,10 +33,10 @@ def owner_slug(owner: str) -> str:
     """``Alice.Smith`` -> ``alice-smith``; raises if nothing usable is left (field ``owner``)."""
     if not isinstance(owner, str):
         raise ValueError(f"owner={owner!r}: must be an Airflow user name")
-    slug = re.sub(r"[^a-z0-9-]+", "-", owner.lower()).strip("-")[:40].strip("-")
-    if not slug:
+    owner_part = slug(owner, 40)
+    if not owner_part:
         raise ValueError(f"owner={owner!r}: has no character usable in a Kubernetes name")
-    return slug
+    return owner_part
 
 
 def check_name(owner: str, name: str) -> str:

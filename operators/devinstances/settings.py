@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from operators import settings
+from operators.core.names import is_dns_label, is_dns_subdomain
 from operators.devinstances.ports import PortRange
-from operators.validation import is_dns_label, is_dns_subdomain
 
 Lookup = Callable[[str], "str | None"]
 

@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from operators.core.checks import invalid
+from operators.core.names import is_dns_label, is_dns_subdomain
+from operators.core.nodepools import NodePools
+from operators.core.quantity import cpu_quantity, gpu_count, memory_gi, parse_quantity
+from operators.core.volumes import ROOT_MOUNT, Volume, mount_path
 from operators.devinstances.naming import check_name, owner_slug
-from operators.platform.admission import Volume  # a mount, as training steps ask for theirs
-from operators.platform.model import Image, NodePools  # Image: one entry of the platform's image catalogue
-from operators.platform.quantity import parse_quantity
-from operators.training.spec import cpu_quantity, gpu_count, memory_gi, mount_path
-from operators.validation import invalid, is_dns_label, is_dns_subdomain
+from operators.platform.model import Image  # one entry of the platform's image catalogue
 
-HOME = "/root"
 # name -> container port; the order is the order of the Service's ports and of the tcp-services entries
 BUILTIN_PORTS = {"jupyter": 8888, "code-server": 8080, "ssh": 22, "tensorboard": 6006}
 MAX_EXTRA_PORTS = 5
@@ -94,7 +94,7 @@ def mounts(value: Any, access: Callable[[str], str | None]) -> tuple[Volume, ...
     if isinstance(value, str | Mapping) or not isinstance(value, Sequence):
         raise invalid("mounts", value, "must be a list of {pvc, path, read_only}")
     out: list[Volume] = []
-    paths = {HOME}
+    paths = {ROOT_MOUNT}
     for i, item in enumerate(value):
         if not isinstance(item, Mapping) or set(item) - {"pvc", "path", "read_only"}:
             raise invalid(f"mounts[{i}]", item, "must be {pvc, path, read_only}")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from operators.validation import invalid, is_dns_label, is_dns_subdomain
+from operators.core.checks import invalid
+from operators.core.names import is_dns_label, is_dns_subdomain
 
 # a subresource path Skiff's own code writes ("status", "log", "proxy/metrics"): plain words only
 _SUB_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")

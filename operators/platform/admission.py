@@ -18,24 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from operators.platform.model import QUOTA_NAME, NodePools, Platform, home_pvc
-from operators.platform.quantity import human, parse_quantity
+from operators.core.nodepools import NodePools
+from operators.core.quantity import cpu_quantity, gpu_count, human, memory_gi, parse_quantity
+from operators.core.volumes import Volume, home_pvc, volumes
+from operators.platform.model import QUOTA_NAME, Platform
 
 RULE = "a user mounts their own home PVC, their team's volumes and volumes shared with them"
 
 
 class AdmissionError(ValueError):
     """The request can never be admitted under the platform file; the message names the field and rule."""
-
-
-@dataclass(frozen=True)
-class Volume:
-    """An extra PVC mounted into the container (read-only unless ``read_only=False``): what a training step
-    (``TrainingJobOperator(volumes=...)``) or a development instance (``mounts``) asks, and what it is granted."""
-
-    pvc: str
-    mount_path: str
-    read_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,7 +122,6 @@ def enforce_training(op, log) -> NodePools | None:
     node pools (GPU and online pool taints for the Job), None when no platform file is enforced."""
     from operators.k8s import Kube, api_client
     from operators.k8s.resource import Resource
-    from operators.training.spec import cpu_quantity, gpu_count, memory_gi, volumes
 
     platform = enforced_platform()
     if platform is None:

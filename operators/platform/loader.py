@@ -23,6 +23,16 @@ from typing import Any
 
 import yaml
 
+from operators.core.checks import bounded, short_repr
+from operators.core.names import (
+    image_credentials,
+    is_dns_label,
+    is_dns_subdomain,
+    is_extended_resource,
+    is_label_key,
+    is_label_value,
+)
+from operators.core.quantity import human, is_quantity, parse_quantity, quantity_text
 from operators.platform.model import (
     TEAM_PREFIX,
     FlavorQuota,
@@ -35,17 +45,6 @@ from operators.platform.model import (
     SharedVolume,
     Team,
     home_pvc,
-)
-from operators.platform.quantity import human, is_quantity, parse_quantity, quantity_text
-from operators.validation import (
-    bounded,
-    image_credentials,
-    is_dns_label,
-    is_dns_subdomain,
-    is_extended_resource,
-    is_label_key,
-    is_label_value,
-    short_repr,
 )
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

@@ -2,42 +2,26 @@
 
 ``Platform`` answers: which images exist, which teams a user is in, a user's home PVC name, and whether a user
 may mount a PVC in a team's namespace read-write, read-only or not at all. It is built by ``loader`` after the
-file passed the schema and the cross-field checks, so every value here is already valid.
+file passed the schema and the cross-field checks, so every value here is already valid. ``home_pvc`` and
+``NodePools`` come from the shared core (``operators.core``): training steps use them without a platform file.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from operators.platform.quantity import parse_quantity
-from operators.settings import default
-from operators.validation import is_dns_label
+from operators.core.nodepools import NodePools
+from operators.core.quantity import parse_quantity
+from operators.core.volumes import home_pvc
 
-GPU_RESOURCE = "nvidia.com/gpu"
 TEAM_PREFIX = "team:"
 POOL_PREFIX = "skiff-"
 QUOTA_NAME = "skiff-quota"
-# a DNS-safe name ending like a hashed one ("bob-1a2b3c4d") is hashed too, so the two forms never meet
-_HASHED = re.compile(r"-[0-9a-f]{8}\Z")
 
 
 class PlatformError(ValueError):
     """The platform file is unreadable or invalid; the message names the file, line and field."""
-
-
-def home_pvc(user: str) -> str:
-    """A user's default PVC (mounted at /root): ``<user>-home`` when the name is already DNS-safe, else the
-    normalised name plus a hash of the original, so "Bob.Smith" and "bob-smith" never share a volume. A DNS-safe
-    name that ends like a hash ("bob-1a2b3c4d") takes the hashed form too, so no user's plain name can equal
-    another user's hashed name (tests/hostile: ``platform-home-pvc-collision``)."""
-    if len(user) <= 58 and is_dns_label(user) and not _HASHED.search(user):
-        return f"{user}-home"
-    slug = re.sub(r"[^a-z0-9-]+", "-", user.lower()).strip("-")[:44].strip("-") or "user"
-    digest = hashlib.sha256(user.encode("utf-8")).hexdigest()[:8]
-    return f"{slug}-{digest}-home"
 
 
 @dataclass(frozen=True)
@@ -122,17 +106,6 @@ class SharedVolume:
     storage_class: str | None = None
     readers: tuple[str, ...] = ()
     writers: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NodePools:
-    gpu_resource: str = GPU_RESOURCE
-    gpu_taint_key: str = GPU_RESOURCE
-    gpu_taint_value: str = "true"
-    gpu_taint_effect: str = "NoSchedule"
-    online_key: str = default("online_pool_key")
-    online_value: str = default("online_pool_value")
-    online_taint_effect: str = "NoSchedule"
 
 
 @dataclass(frozen=True)

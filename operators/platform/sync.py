@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from operators.core.quantity import parse_quantity
 from operators.k8s.resource import Resource
 from operators.platform.desired import (
     ANNOTATION_HASH,
@@ -32,7 +33,6 @@ from operators.platform.desired import (
     ref,
 )
 from operators.platform.model import QUOTA_NAME, Platform
-from operators.platform.quantity import parse_quantity
 
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from operators import settings
+from operators.core.quantity import parse_quantity
 from operators.platform.model import QUOTA_NAME, Platform, home_pvc
-from operators.platform.quantity import parse_quantity
 
 QUOTA_RESOURCES = {"cpu": "requests.cpu", "memory": "requests.memory", "storage": "requests.storage"}
 ROOT_VOLUME = "root-dir"

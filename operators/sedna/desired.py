@@ -33,6 +33,7 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
+from operators.core.names import is_dns_label, is_dns_subdomain, is_label_value
 from operators.sedna.storage import (
     S3_ENDPOINT_ANNOTATION,
     S3_SECRET_KEYS,
@@ -44,7 +45,6 @@ from operators.sedna.storage import (
 )
 from operators.settings import default
 from operators.templating import render
-from operators.training.naming import is_dns_label, is_dns_subdomain, is_label_value
 
 API_VERSION = "sedna.io/v1alpha1"
 FL_KIND = "FederatedLearningJob"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from operators.core.quantity import parse_quantity
+
 # strategic-merge keys of the list fields Skiff sets (k8s.io/api patchMergeKey)
 _MERGE_KEYS = ("name", "mountPath", "containerPort", "port", "devicePath")
 
@@ -74,8 +76,6 @@ def _compare_list(want: list, live: Any, path: str, out: list[str]) -> None:
 def _same_quantity(want: Any, live: Any, path: str) -> bool:
     if not (".resources." in path or ".metrics[" in path) or not isinstance(want, str | int | float) or not isinstance(live, str | int | float):
         return False
-    from kubernetes.utils import parse_quantity
-
     try:
         return parse_quantity(want) == parse_quantity(live)
     except ValueError:

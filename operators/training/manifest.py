@@ -6,10 +6,10 @@ import math
 from collections.abc import Mapping
 from datetime import timedelta
 
+from operators.core.names import is_label_value
 from operators.templating import render
 from operators.training.naming import TaskInstanceKey, job_annotations, job_labels, job_name
 from operators.training.spec import TrainingJobSpec, label_key
-from operators.validation import is_label_value
 
 TEMPLATE = "training/job.yaml.j2"
 

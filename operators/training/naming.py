@@ -12,11 +12,9 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
-# the name rules live in operators.validation; still importable from here (operators.sedna.desired does)
-from operators.validation import is_dns_label, is_dns_subdomain, is_label_value  # noqa: F401
+from operators.core.names import label_value, slug
 
 MANAGED_BY = "skiff"
 APP_NAME = "skiff-training"
@@ -24,19 +22,6 @@ APP_NAME = "skiff-training"
 LABEL_TI_HASH = "skiff.io/ti-hash"
 LABEL_TRY = "skiff.io/try-number"
 LABEL_JOB = "skiff.io/job-name"
-
-
-
-def label_value(raw: str) -> str:
-    """``raw`` made a valid label value: invalid characters become ``_``, at most 63 chars, alnum ends."""
-    value = re.sub(r"[^A-Za-z0-9_.-]", "_", str(raw))[:63]
-    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
-
-
-def dns_slug(raw: str, max_len: int) -> str:
-    """Lower-case DNS-label fragment of ``raw`` (may be empty), at most ``max_len`` chars."""
-    slug = re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-")[:max_len]
-    return slug.strip("-")
 
 
 @dataclass(frozen=True)
@@ -56,8 +41,7 @@ class TaskInstanceKey:
 
 def job_name(key: TaskInstanceKey) -> str:
     suffix = f"-{key.ti_hash}-t{key.try_number}"
-    slug = dns_slug(f"{key.dag_id}-{key.task_id}", 63 - len(suffix)) or "skiff"
-    return slug + suffix
+    return (slug(f"{key.dag_id}-{key.task_id}", 63 - len(suffix)) or "skiff") + suffix
 
 
 def job_labels(key: TaskInstanceKey, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -18,36 +18,28 @@ split ONCE with ``shlex.split`` (``"python -u"`` -> ``["python", "-u"]``); it is
 
 from __future__ import annotations
 
-import math
-import posixpath
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
-from operators.platform.admission import Volume  # noqa: F401 (also ``from operators import Volume``)
-from operators.platform.model import NodePools, home_pvc
-from operators.platform.quantity import MAX_QUANTITY, parse_quantity
-from operators.validation import invalid, is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from operators.core.checks import invalid
+from operators.core.checks import text as _text
+from operators.core.names import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from operators.core.nodepools import NodePools
+from operators.core.quantity import cpu_quantity, gpu_count, memory_gi
+from operators.core.volumes import ROOT_MOUNT, Volume, home_pvc, volumes
 
 SHELL = "/bin/bash"
 SCRIPT = 'cd -- "$1" && shift && exec "$@"'
 ARGV0 = "skiff"  # $0 of the script, shows in bash error messages
-ROOT_MOUNT = "/root"
 
-_CPU = re.compile(r"(\d+(\.\d+)?|\.\d+)m?")
-_NUMBER = re.compile(r"(\d+(\.\d+)?|\.\d+)")
 # a C identifier: what every shell and ``os.environ`` user can read back ($NAME); Kubernetes allows more
 _ENV_NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
-# Linux refuses to exec an argument or env string longer than MAX_ARG_STRLEN (32 pages = 128 KiB, with its
-# NUL), and argv + envp together beyond ARG_MAX (2 MiB by default); a Job also must stay far below etcd's
-# 1.5 MiB request limit, so the whole command and env are held to 1 MiB.
-MAX_ARG_BYTES = 128 * 1024 - 1
+# Linux refuses argv + envp together beyond ARG_MAX (2 MiB by default; one string: ``core.checks``); a Job
+# also must stay far below etcd's 1.5 MiB request limit, so the whole command and env are held to 1 MiB.
 MAX_ARGV_BYTES = 1024 * 1024
-MILLI = Decimal("0.001")
-MIN_MEMORY_GI = Decimal(1) / 1024  # 1 MiB: less is no container and rounds to zero in the quota
 
 
 @dataclass(frozen=True)
@@ -68,80 +60,6 @@ class TrainingJobSpec:
     pool_value: str
     # the GPU resource and taint, the online pool's taint effect: the platform file's node_pools
     node_pools: NodePools = NodePools()
-
-
-def _text(field: str, value: Any, *, allow_empty: bool = False) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise invalid(field, value, "must be a string")
-    text = str(value)
-    if not allow_empty and not text:
-        raise invalid(field, value, "must not be empty")
-    if "\x00" in text:
-        raise invalid(field, value, "must not contain a NUL byte (it cannot be passed to a process)")
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_ARG_BYTES:
-        raise invalid(field, value, f"is {size} bytes; Linux refuses to exec a single argument or environment "
-                                 f"value over {MAX_ARG_BYTES} bytes (MAX_ARG_STRLEN, 131072 with its NUL)")
-    return text
-
-
-def _amount(field: str, value: Any, plain: re.Pattern[str], unit: str) -> Decimal:
-    """A finite, positive, int64-sized amount from a number or a string matching ``plain`` (whole string)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise invalid(field, value, f"must be a positive {unit}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise invalid(field, value, "must be a finite number")
-    if isinstance(value, str) and not plain.fullmatch(value.strip()):
-        raise invalid(field, value, f"must be a positive {unit}")
-    try:
-        amount = parse_quantity(value)
-    except ValueError as exc:
-        raise invalid(field, value, str(exc).split(": ", 1)[-1]) from None
-    if amount <= 0:
-        raise invalid(field, value, f"must be a positive {unit}")
-    return amount
-
-
-def _decimal_text(amount: Decimal) -> str:
-    text = f"{amount.normalize():f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def cpu_quantity(value: Any) -> str:
-    """``2`` / ``0.5`` / ``"500m"`` -> a Kubernetes cpu quantity string; at least 1m, whole millicores (a
-    finer value rounds to zero in the quota, so it could escape it)."""
-    cores = _amount("cpu", value, _CPU, "number of cores or a quantity like '500m'")
-    if cores < MILLI or cores % MILLI:
-        raise invalid("cpu", value, "must be a whole number of millicores (at least 1m): finer rounds to zero")
-    if isinstance(value, str):
-        return value.strip()
-    return _decimal_text(cores)
-
-
-def memory_gi(value: Any) -> str:
-    """Memory in GiB (``4``, ``0.5``, ``"16"``) -> the number as text (the template appends ``Gi``); >= 1 MiB."""
-    gib = _amount("memory", value, _NUMBER, "number of GiB (e.g. 4 or '0.5')")
-    if gib < MIN_MEMORY_GI:
-        raise invalid("memory", value, "must be at least 1 MiB (0.0009765625 GiB): less rounds to zero")
-    if gib * 2**30 > 2**63 - 1:
-        raise invalid("memory", value, "is too large for Kubernetes (at most 2^63-1 bytes)")
-    return value.strip() if isinstance(value, str) else _decimal_text(gib)
-
-
-def gpu_count(value: Any) -> int:
-    if isinstance(value, bool):
-        raise invalid("gpu", value, "must be a whole number of GPUs >= 0")
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if not isinstance(value, int):
-        raise invalid("gpu", value, "must be a whole number of GPUs >= 0 (GPUs cannot be shared fractionally)")
-    if value < 0:
-        raise invalid("gpu", value, "must be >= 0")
-    if value > MAX_QUANTITY:
-        raise invalid("gpu", value, "is too large for Kubernetes (at most 2^63-1)")
-    return value
 
 
 def exec_argv(value: Any) -> list[str]:
@@ -204,49 +122,6 @@ def image_ref(value: Any) -> str:
     if value != value.strip() or any(c.isspace() for c in value):
         raise invalid("image", value, "must not contain whitespace")
     return value
-
-
-VOLUME_KEYS = {"pvc", "mount_path", "read_only"}
-
-
-def mount_path(field: str, value: Any) -> str:
-    """An absolute mount path, normalised before any rule looks at it (``//root``, ``/root/.`` and ``/root/``
-    are ``/root``); ``..`` and ``:`` are refused, ``/`` itself too."""
-    path = _text(field, value)
-    if not path.startswith("/") or ":" in path or any(c in path for c in "\n\r\t"):
-        raise invalid(field, value, "must be an absolute path without ':' or control characters")
-    if ".." in path.split("/"):
-        raise invalid(field, value, "must not contain '..'")
-    norm = "/" + posixpath.normpath(path).lstrip("/")
-    if norm == "/":
-        raise invalid(field, value, "cannot mount over /")
-    return norm
-
-
-def volumes(value: Any) -> tuple[Volume, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, Mapping | str) or not isinstance(value, Sequence):
-        raise invalid("volumes", value, "must be a list of Volume(pvc=..., mount_path=..., read_only=...)")
-    out: list[Volume] = []
-    paths = {ROOT_MOUNT}
-    for i, item in enumerate(value):
-        if isinstance(item, Mapping) and (set(item) - VOLUME_KEYS or not {"pvc", "mount_path"} <= set(item)):
-            raise invalid(f"volumes[{i}]", item, "must have pvc and mount_path, and optionally read_only")
-        vol = Volume(**item) if isinstance(item, Mapping) else item
-        if not isinstance(vol, Volume):
-            raise invalid(f"volumes[{i}]", item, "must be a Volume or a dict with pvc, mount_path, read_only")
-        if not is_dns_subdomain(vol.pvc):
-            raise invalid(f"volumes[{i}].pvc", vol.pvc, "is not a valid PVC name (DNS-1123 subdomain)")
-        path = mount_path(f"volumes[{i}].mount_path", vol.mount_path)
-        if path in paths:
-            raise invalid(f"volumes[{i}].mount_path", vol.mount_path, f"{path} is already mounted (/root is the "
-                                                                  "home PVC)")
-        paths.add(path)
-        if not isinstance(vol.read_only, bool):
-            raise invalid(f"volumes[{i}].read_only", vol.read_only, "must be true or false")
-        out.append(replace(vol, mount_path=path))
-    return tuple(out)
 
 
 def default_pvc(owner: str) -> str:

@@ -21,11 +21,11 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
+from operators.core.checks import bounded, short_repr
 from operators.ui import actions, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
 from operators.ui.auth import Caller, may_trigger
 from operators.ui.views import free_quota
-from operators.validation import bounded, short_repr
 
 IDLE_TTL = 30.0
 SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"
@@ -160,7 +160,7 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
 
 
 def _cores(cpu: str) -> float:
-    from operators.platform.quantity import parse_quantity
+    from operators.core.quantity import parse_quantity
 
     return float(parse_quantity(cpu))
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from urllib.parse import quote
 
-from kubernetes.utils import parse_quantity
+from operators.core.quantity import parse_quantity
 
 GI = Decimal(2**30)
 # bar -> quota keys, first present wins (requests are what the scheduler admits on; cpu/memory are aliases)

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import kubesim
+from devstack.import_graph import cycles
 
 PACKAGE = Path(kubesim.__file__).parent
 
@@ -78,41 +79,6 @@ def graph() -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
     return {name: imported(path, known) for name, path in mods.items()}
-
-
-def cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(g[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_the_graph_sees_every_kind_of_import():

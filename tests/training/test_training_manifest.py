@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from operators.core.names import is_dns_label, is_label_value
 from operators.training.manifest import job_manifest
 from operators.training.naming import TaskInstanceKey, job_name
 from operators.training.spec import Volume, build_spec
-from operators.validation import is_dns_label, is_label_value
 
 POOL = ("node.netease.com/node-pool", "online")
 KEY = TaskInstanceKey("training_recommendation_daily", "train_model", "scheduled__2026-11-29T00:00:00+00:00", 1)

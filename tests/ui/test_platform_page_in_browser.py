@@ -56,7 +56,7 @@ class Page(AirflowPage):
 
 def _used(k8s, resource: str) -> float:
     """recsys's quota used, as a number (cpu cores, memory bytes)."""
-    from operators.platform.quantity import parse_quantity
+    from operators.core.quantity import parse_quantity
 
     used = client.CoreV1Api(k8s).read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {}
     return float(parse_quantity(used.get(resource, "0")))
