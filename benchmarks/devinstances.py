@@ -59,13 +59,14 @@ def _wait_ready(api, owners, timeout=60.0) -> None:
 
 def _latencies(sim, settings) -> tuple[list[float], list[float]]:
     from operators.devinstances import lifecycle
+    from operators.k8s import Kube
 
     api = _setup(sim)
     calls, ready = [], []
     for i in range(N):
         owner = f"user{i:02d}"
         t0 = time.perf_counter()
-        lifecycle.create(api, _request(owner), settings)
+        lifecycle.create(Kube(api), _request(owner), settings)
         calls.append(time.perf_counter() - t0)
         _wait_ready(api, [owner])
         ready.append(time.perf_counter() - t0)
@@ -75,6 +76,7 @@ def _latencies(sim, settings) -> tuple[list[float], list[float]]:
 def _batch(sim, settings, parallel: bool) -> tuple[float, int, int]:
     """(seconds until all 20 are Ready, tcp-services writes, tcp-services conflicts)."""
     from operators.devinstances import lifecycle
+    from operators.k8s import Kube
 
     api = _setup(sim)
     sim.reset_stats()
@@ -82,10 +84,10 @@ def _batch(sim, settings, parallel: bool) -> tuple[float, int, int]:
     t0 = time.perf_counter()
     if parallel:
         with ThreadPoolExecutor(N) as pool:
-            list(pool.map(lambda o: lifecycle.create(api, _request(o), settings), owners))
+            list(pool.map(lambda o: lifecycle.create(Kube(api), _request(o), settings), owners))
     else:
         for o in owners:
-            lifecycle.create(api, _request(o), settings)
+            lifecycle.create(Kube(api), _request(o), settings)
     _wait_ready(api, owners)
     elapsed = time.perf_counter() - t0
     stats = sim.stats()["by_path"]

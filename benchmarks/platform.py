@@ -58,8 +58,8 @@ def run() -> str:
         api = config.new_client_from_config(str(sim.kubeconfig))
         http = httpx.Client(timeout=60)
         reports = []
-        first = _timed(http, url, lambda: reports.append(sync_cluster(api, platform)))
-        second = _timed(http, url, lambda: reports.append(sync_cluster(api, platform)))
+        first = _timed(http, url, lambda: reports.append(sync_cluster(Kube(api), platform)))
+        second = _timed(http, url, lambda: reports.append(sync_cluster(Kube(api), platform)))
         assert not reports[0].errors and not reports[1].applied, (reports[0].errors[:3], reports[1].applied[:3])
         objects = [d for t in desired_objects(platform) for d in t.setup + t.rest + t.volumes]
         kube = Kube(api)

@@ -21,16 +21,17 @@ def _setup(kubeconfig: Path) -> str:
     from kubernetes import client, config
 
     from kubesim.authz import request_token
+    from operators.k8s import Kube
     from operators.rbac import apply_manifests, install_manifests, team_manifests
 
     with config.new_client_from_config(str(kubeconfig)) as admin:
         core = client.CoreV1Api(admin)
         core.create_namespace({"metadata": {"name": "airflow"}})
-        apply_manifests(admin, install_manifests())
+        apply_manifests(Kube(admin), install_manifests())
         for i in range(TEAMS):
             team = f"team-{i:02d}"
             core.create_namespace({"metadata": {"name": team}})
-            apply_manifests(admin, team_manifests([team]))          # a cluster admin's step per team
+            apply_manifests(Kube(admin), team_manifests([team]))          # a cluster admin's step per team
             for j in range(4):        # members' RoleBindings, as the platform sync makes them
                 client.RbacAuthorizationV1Api(admin).create_namespaced_role_binding(team, {
                     "metadata": {"name": f"m{j}"}, "subjects": [{"kind": "User", "name": f"u{i}-{j}"}],

@@ -80,8 +80,8 @@ def _setup(api, n_fl: int, n_ji: int = 0) -> float:
     from operators.sedna.install import install_crds
     from operators.sedna.kube import DATASETS, FL_JOBS, JI_SERVICES, MODELS, Kube
 
-    install_crds(api)
     kube = Kube(api)
+    install_crds(kube)
 
     def mk(res, name, spec):
         kube.create(res, NS, {"apiVersion": "sedna.io/v1alpha1", "kind": "Model" if res is MODELS else "Dataset",
@@ -127,20 +127,20 @@ def _fl_size(n: int) -> dict:
     with kubesim_process() as (api, url, pid):
         t_create = _setup(api, n)
         server0 = process_cpu(pid)
-        t_first, cpu_first, first = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+        t_first, cpu_first, first = _timed(reconcile_federated_learning, Kube(api), concurrency=CONCURRENCY)
         server_first = process_cpu(pid) - server0
         assert not first["errors"], first["errors"][:3]
         nodrift = []
         for _ in range(3):
             _server_stats(url, reset=True)
-            t, cpu, s = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+            t, cpu, s = _timed(reconcile_federated_learning, Kube(api), concurrency=CONCURRENCY)
             nodrift.append((t, cpu, s, _server_stats(url)["by_resource"]))
         kube = Kube(api)
         pods = [p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")]
         victims = pods[:: max(1, len(pods) // HEAL)][:HEAL]
         for name in victims:
             kube.delete(PODS, NS, name)
-        t_heal, cpu_heal, heal = _timed(reconcile_federated_learning, api, concurrency=CONCURRENCY)
+        t_heal, cpu_heal, heal = _timed(reconcile_federated_learning, Kube(api), concurrency=CONCURRENCY)
         back = {p["metadata"]["name"] for p in kube.list(PODS, NS, "federatedlearningjob.sedna.io/name")}
     _, _, s_nd, server = nodrift[-1]
     return {
@@ -154,6 +154,7 @@ def _fl_size(n: int) -> dict:
 
 def _fl_first_pass(n: int, concurrency: int, write_latency: float = 0.0) -> dict:
     """The first pass over ``n`` FL jobs on a fresh kubesim: wall, Skiff's CPU, kubesim's CPU."""
+    from operators.k8s import Kube
     from operators.sedna.reconcile import reconcile_federated_learning
 
     with kubesim_process() as (api, url, pid):
@@ -163,20 +164,21 @@ def _fl_first_pass(n: int, concurrency: int, write_latency: float = 0.0) -> dict
                 {"verb": verb, "seconds": write_latency, "count": None}).encode())
             urllib.request.urlopen(req, timeout=30).close()
         server0 = process_cpu(pid)
-        t, cpu, s = _timed(reconcile_federated_learning, api, concurrency=concurrency)
+        t, cpu, s = _timed(reconcile_federated_learning, Kube(api), concurrency=concurrency)
         assert not s["errors"], s["errors"][:3]
         return {"t": t, "cpu": cpu, "server": process_cpu(pid) - server0, "created": s.get("created", 0),
                 "writes": s["writes"]}
 
 
 def _ji() -> dict:
+    from operators.k8s import Kube
     from operators.sedna.reconcile import reconcile_joint_inference
 
     with kubesim_process() as (api, url, _pid):
         _setup(api, 0, N_JI)
-        t_first, cpu_first, first = _timed(reconcile_joint_inference, api, concurrency=CONCURRENCY)
+        t_first, cpu_first, first = _timed(reconcile_joint_inference, Kube(api), concurrency=CONCURRENCY)
         _server_stats(url, reset=True)
-        t_nd, cpu_nd, nd = _timed(reconcile_joint_inference, api, concurrency=CONCURRENCY)
+        t_nd, cpu_nd, nd = _timed(reconcile_joint_inference, Kube(api), concurrency=CONCURRENCY)
         lists = {k: v for k, v in _server_stats(url)["by_resource"].items() if k.startswith("list ")}
     return {"t_first": t_first, "created": first.get("created", 0), "t_nd": t_nd, "cpu_nd": cpu_nd,
             "writes_nd": nd["writes"], "lists": ", ".join(f"{k} {v}" for k, v in sorted(lists.items()))}

@@ -21,8 +21,8 @@ def standalone_latency(samples: int = 12) -> list[float]:
     stack = Stack(REPO / ".airflow" / "bench-sedna", dags_dirs=[REPO / "dags"]).start()
     try:
         api = stack.k8s()
-        install_crds(api)
         kube = Kube(api)
+        install_crds(kube)
         kube.create(MODELS, NS, {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
                                  "metadata": {"name": "surface-defect-detection-model"},
                                  "spec": {"url": "/models/sdd/model.ckpt", "format": "ckpt"}})

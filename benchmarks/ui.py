@@ -93,7 +93,7 @@ def _seed_cluster(api, kube) -> None:
     from operators.training.operator import TrainingJobOperator
 
     platform = load_platform()
-    ensure_queues(api, platform)
+    ensure_queues(kube, platform)
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": TRAIN_NS}})
     owners = OWNERS
@@ -111,7 +111,7 @@ def _seed_cluster(api, kube) -> None:
         req = build_request(owner=owner, name=f"nb{i:02d}", team="recsys", image=image.name, cpu="100m",
                             memory="0.1", gpu=0, catalogue=platform.images, default_image=image.name,
                             home_pvc=f"{owner}-home", access=lambda pvc: None)
-        lifecycle.create(api, req, settings)
+        lifecycle.create(kube, req, settings)
     for i in list(range(N_RUNNING)) + list(range(N_RUNNING + N_QUEUED, N_TASKS)):
         failed = i >= N_RUNNING + N_QUEUED
         op = TrainingJobOperator(task_id=f"train_{i:03d}", image="registry.local/bench:1", entry_path="train.py",

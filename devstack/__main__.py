@@ -47,20 +47,21 @@ def show_dev_instance(stack: Stack) -> None:
     from kubesim.testing import wait_until
     from operators.devinstances.inventory import get_instance
     from operators.devinstances.settings import Settings
+    from operators.k8s import Kube
 
     owner, name, team = DEMO_INSTANCE_OWNER, DEMO_INSTANCE["name"], DEMO_INSTANCE["team"]
     say(f"{owner} creates a development instance ({DEV_CREATE}, triggered as {owner}) ...")
     run_id = stack.trigger(DEV_CREATE, DEMO_INSTANCE, user=owner)
     say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=150).upper()}")
-    api = stack.k8s()
+    kube = Kube(stack.k8s())
     # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
     # variable)
     try:
-        wait_until(lambda: (v := get_instance(api, owner, team, name, Settings(), with_idle=False))
+        wait_until(lambda: (v := get_instance(kube, owner, team, name, Settings(), with_idle=False))
                    and v.state == "Running", 30, what="the demo instance Running")
     except TimeoutError as exc:
         say(str(exc))
-    for line in demo_instance_lines(api):
+    for line in demo_instance_lines(kube):
         say(line)
     say(f"its password: Skiff's page in the Airflow UI, logged in as {owner} (password {stack.password(owner)}); "
         "kubesim runs no containers, so on the demo nothing answers at these addresses: on a cluster they reach "

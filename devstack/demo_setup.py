@@ -4,6 +4,7 @@ Airflow connection ``skiff_airflow_api`` through which the ``platform_sync`` DAG
 
 from __future__ import annotations
 
+from operators.k8s import Kube
 from operators.platform import example_path, load_platform
 from operators.platform.desired import desired_pools
 from operators.platform.pools import DEFAULT_API_CONN_ID, AirflowPools
@@ -15,7 +16,7 @@ DEMO_TEAM = "recsys"
 def setup_demo(stack) -> dict:
     """Apply the example platform file to ``stack`` (a started ``devstack.Stack``); returns what was done."""
     platform = load_platform(example_path())
-    report = ensure_queues(stack.k8s(), platform)
+    report = ensure_queues(Kube(stack.k8s()), platform)
     if report.errors:
         raise RuntimeError(f"the example platform file was refused: {report.errors}")
     stack.api("POST", "/api/v2/connections", {
@@ -31,7 +32,7 @@ DEMO_INSTANCE_OWNER = "alice"
 DEMO_INSTANCE = {"name": "notebook", "team": DEMO_TEAM, "cpu": 1, "memory": 2}
 
 
-def demo_instance_lines(api_client, owner: str = DEMO_INSTANCE_OWNER) -> list[str]:
+def demo_instance_lines(kube, owner: str = DEMO_INSTANCE_OWNER) -> list[str]:
     """How to open ``owner``'s instances: state, addresses and the ssh line (never the password)."""
     from operators.devinstances.inventory import list_instances
     from operators.devinstances.settings import Settings
@@ -39,7 +40,7 @@ def demo_instance_lines(api_client, owner: str = DEMO_INSTANCE_OWNER) -> list[st
     lines = []
     # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
     # variable)
-    for v in list_instances(api_client, owner, Settings(), with_idle=False):
+    for v in list_instances(kube, owner, Settings(), with_idle=False):
         lines.append(f"{v.owner}'s instance {v.namespace}/{v.name}: {v.state}, image {v.image_name} "
                      f"({v.resources.get('cpu')} CPU, {v.resources.get('memory')})")
         lines += [f"  {svc:<12} {url}" for svc, url in v.urls.items()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from operators.k8s import Kube
 from operators.rbac import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE_ACCOUNT,
@@ -34,11 +35,11 @@ def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAU
         except client.exceptions.ApiException as e:
             if e.status != 409:
                 raise
-        apply_manifests(admin, install_manifests(namespace, service_account))
+        apply_manifests(Kube(admin), install_manifests(namespace, service_account))
         from operators.platform import example_path, load_platform
 
-        apply_manifests(admin, platform_team_manifests(load_platform(example_path()), namespace, service_account))
-        apply_manifests(admin, team_manifests(SEDNA_NAMESPACES, namespace, service_account))
+        apply_manifests(Kube(admin), platform_team_manifests(load_platform(example_path()), namespace, service_account))
+        apply_manifests(Kube(admin), team_manifests(SEDNA_NAMESPACES, namespace, service_account))
         _ingress_nginx_port_map(admin)
         url = admin.configuration.host
     return write_service_account_kubeconfig(url, namespace, service_account, out)

@@ -89,12 +89,13 @@ def disturb(api, rng: random.Random, n_fl: int, n_ji: int, step: int) -> str:
 
 def observe(api) -> list[SednaObs]:
     """Each soak CR: child name -> wanted spec hash (operators.sedna's desired state) and found one."""
+    from operators.k8s import Kube
     from operators.sedna.desired import DEFAULT_LC_SERVER, SPEC_HASH_LABEL
     from operators.sedna.reconcile import _Pass
 
     out = []
     for kind in ("FederatedLearningJob", "JointInferenceService"):
-        p = _Pass(api, kind, DEFAULT_LC_SERVER)
+        p = _Pass(Kube(api), kind, DEFAULT_LC_SERVER)
         crs = [c for c in p._list_crs(NS) if c["metadata"]["name"].startswith(PREFIX)]
         sources = p._sources(NS, crs)
         children = [o for objs in p._list_children(NS).values() for o in objs

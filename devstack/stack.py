@@ -178,9 +178,10 @@ class Stack:
     def _install_cluster_prerequisites(self) -> None:
         """What a platform team installs before Airflow (docs/operations.md "Install"): Sedna's CRDs. Skiff's
         platform DAGs start unpaused, so their watch triggers start with Airflow and find the CRDs served."""
+        from operators.k8s import Kube
         from operators.sedna.install import install_crds
 
-        install_crds(self.k8s())
+        install_crds(Kube(self.k8s()))
 
     def _start_airflow(self, logs: Path) -> None:
         """``airflow standalone``: every component in one process tree, SQLite (the production profile,

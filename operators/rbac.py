@@ -19,12 +19,15 @@ binds its roles through ``team_manifests``. It knows each feature by name (``FEA
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from operators.core.names import is_dns_label
 from operators.k8s.resource import Resource
 from operators.settings import default
 from operators.templating import render
+
+if TYPE_CHECKING:  # the access layer loads the client; importing this module must not
+    from operators.k8s.rest import Kube
 
 FEATURES = ("training", "sedna", "platform", "devinstances", "ui")
 DEFAULT_NAMESPACE = "airflow"
@@ -122,12 +125,9 @@ def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
     return docs + cluster_objects(platform)
 
 
-def apply_manifests(api_client, docs: list[dict]) -> list[str]:
+def apply_manifests(kube: Kube, docs: list[dict]) -> list[str]:
     """Server-side apply (field manager ``skiff``) of RBAC manifests through the access layer (its retry
     policy, ``KubeError`` on a refusal); returns ``Kind/ns/name`` applied."""
-    from operators.k8s.rest import Kube
-
-    kube = Kube(api_client)
     done = []
     for doc in docs:
         res, namespaced = _RESOURCES[doc["kind"]]

@@ -11,8 +11,13 @@ it, it uses no feature (``tests/architecture/test_layers.py``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from operators.platform import Platform, Team, home_pvc, load_platform
 from operators.platform.sync import SyncReport, sync_cluster
+
+if TYPE_CHECKING:  # the access layer loads the client; importing this module must not
+    from operators.k8s.rest import Kube
 
 
 def default_pvc_name(user: str) -> str:
@@ -30,7 +35,7 @@ def team_pool(team: str, platform: Platform | None = None) -> str:
     return team_queue(team, platform).pool
 
 
-def ensure_queues(api_client, platform: Platform | None = None) -> SyncReport:
+def ensure_queues(kube: Kube, platform: Platform | None = None) -> SyncReport:
     """Apply every team queue of the platform file to the cluster now (what one platform_sync run does for the
     cluster; pools need the Airflow API, see ``operators.platform.pools``)."""
-    return sync_cluster(api_client, platform or load_platform())
+    return sync_cluster(kube, platform or load_platform())

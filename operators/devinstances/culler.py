@@ -12,14 +12,13 @@ from datetime import UTC, datetime
 from operators.devinstances import idle, lifecycle, naming
 from operators.devinstances.settings import Settings
 from operators.k8s.resource import STATEFULSETS
-from operators.k8s.rest import Kube, as_kube
+from operators.k8s.rest import Kube
 
 log = logging.getLogger("skiff.devinstances.culler")
 
 
 def cull(kube: Kube, settings: Settings, now: datetime | None = None) -> dict:
     """``{"stopped": [...], "kept": [...], "errors": [...]}``, each entry ``"ns/name: why"``."""
-    kube = as_kube(kube)
     now = now or datetime.now(UTC)
     summary: dict[str, list[str]] = {"stopped": [], "kept": [], "errors": []}
     for sts in kube.list(STATEFULSETS, label_selector=naming.all_selector()):

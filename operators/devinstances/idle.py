@@ -18,8 +18,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from operators.devinstances.spec import BUILTIN_PORTS
+
+if TYPE_CHECKING:
+    from operators.k8s.rest import Kube
 
 METRIC = "jupyter_server_last_activity_timestamp_seconds"
 _LINE = re.compile(rf"^{METRIC}(?:\{{[^}}]*\}})?\s+([0-9.eE+-]+)(?:\s+\d+)?\s*$", re.MULTILINE)
@@ -54,16 +58,14 @@ def decide(last: datetime | None, now: datetime, idle_seconds: float, error: str
     return Verdict(False, f"active {quiet / 60:.0f} min ago")
 
 
-def read_last_activity(kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
+def read_last_activity(kube: Kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
     """(last activity, None) or (None, why it could not be read), through the API server's service proxy
     (one request, 10 s at most: an instance that does not answer is reported, not waited for)."""
     from operators.k8s import KubeError
     from operators.k8s.resource import SERVICES
-    from operators.k8s.rest import as_kube
 
     try:
-        text = as_kube(kube).get_text(SERVICES, namespace, f"{service}:{JUPYTER_PORT}", f"proxy/{PROXY_PATH}",
-                                      timeout=10)
+        text = kube.get_text(SERVICES, namespace, f"{service}:{JUPYTER_PORT}", f"proxy/{PROXY_PATH}", timeout=10)
     except KubeError as exc:
         return None, str(exc)
     last = last_activity(text)

@@ -16,7 +16,7 @@ from operators.devinstances.lifecycle import InstanceError, read_instance
 from operators.devinstances.settings import Settings
 from operators.devinstances.view import RUNNING, InstanceView, view
 from operators.k8s.resource import PODS, SECRETS, STATEFULSETS
-from operators.k8s.rest import Kube, as_kube
+from operators.k8s.rest import Kube
 
 
 def _pods_by_sts(kube: Kube, namespace: str | None, selector: str) -> dict[tuple[str, str], dict]:
@@ -40,7 +40,6 @@ def _views(kube: Kube, stss: list[dict], pods: dict, settings: Settings, with_id
 
 def list_instances(kube: Kube, owner: str, settings: Settings, *, with_idle: bool = True) -> list[InstanceView]:
     """Every instance of ``owner`` in any team namespace, sorted by namespace and name."""
-    kube = as_kube(kube)
     selector = naming.owner_selector(owner)
     stss = [s for s in kube.list(STATEFULSETS, label_selector=selector)
             if (s["metadata"].get("annotations") or {}).get(naming.ANN_OWNER) == owner]
@@ -50,7 +49,6 @@ def list_instances(kube: Kube, owner: str, settings: Settings, *, with_idle: boo
 
 def get_instance(kube: Kube, owner: str, team: str, name: str, settings: Settings,
                  *, with_idle: bool = True) -> InstanceView | None:
-    kube = as_kube(kube)
     sts = read_instance(kube, owner, team, name)
     if sts is None:
         return None
@@ -62,7 +60,6 @@ def password(kube: Kube, owner: str, team: str, name: str, *, caller: str, calle
     """The instance's current password, for its owner only (``caller`` is the authenticated user)."""
     if caller != owner and not caller_is_admin:
         raise PermissionError(f"{caller!r} may not read the password of {owner!r}'s instance {name!r}")
-    kube = as_kube(kube)
     if read_instance(kube, owner, team, name) is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
     secret = kube.get(SECRETS, team, naming.secret_name(owner, name))

@@ -11,8 +11,7 @@ Every action is idempotent and checks ownership first:
   never a PVC. Deleting a missing instance says so and succeeds.
 
 Every request goes through Skiff's access layer (``operators.k8s.Kube``: plain JSON, transient failures sent
-again under the one retry policy). ``kube`` is a ``Kube``, or a ``kubernetes`` ``ApiClient`` that gets one with
-the default policy.
+again under the one retry policy); callers build the ``Kube`` from the connection.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from operators.devinstances import desired, naming, tcp_services
 from operators.devinstances.settings import Settings
 from operators.devinstances.spec import InstanceRequest
 from operators.k8s.resource import CONFIGMAPS, PVCS, SECRETS, SERVICES, STATEFULSETS
-from operators.k8s.rest import Kube, as_kube
+from operators.k8s.rest import Kube
 
 log = logging.getLogger("skiff.devinstances")
 PASSWORD_BYTES = 24  # 192 bits from the OS's CSPRNG
@@ -62,7 +61,7 @@ def new_password() -> str:
 
 def read_instance(kube: Kube, owner: str, team: str, name: str) -> dict | None:
     """The instance's StatefulSet as a dict, None if missing; raises if it is not ``owner``'s."""
-    sts = as_kube(kube).get(STATEFULSETS, team, naming.statefulset_name(owner, name))
+    sts = kube.get(STATEFULSETS, team, naming.statefulset_name(owner, name))
     if sts is None:
         return None
     meta = sts["metadata"]
@@ -74,7 +73,7 @@ def read_instance(kube: Kube, owner: str, team: str, name: str) -> dict | None:
 
 def count_instances(kube: Kube, owner: str) -> list[str]:
     """``namespace/name`` of every instance of ``owner`` in any namespace, stopped ones included."""
-    found = as_kube(kube).list(STATEFULSETS, label_selector=naming.owner_selector(owner))
+    found = kube.list(STATEFULSETS, label_selector=naming.owner_selector(owner))
     return sorted(f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in found
                   if (s["metadata"].get("annotations") or {}).get(naming.ANN_OWNER) == owner)
 
@@ -88,7 +87,6 @@ def check_volumes(kube: Kube, req: InstanceRequest) -> None:
 
 def create(kube: Kube, req: InstanceRequest, settings: Settings,
            admit: Callable[[InstanceRequest], None] | None = None) -> Outcome:
-    kube = as_kube(kube)
     existing = read_instance(kube, req.owner, req.namespace, req.name)
     if existing is None:
         others = count_instances(kube, req.owner)
@@ -147,7 +145,6 @@ def _scale(kube: Kube, sts: dict, replicas: int, annotation: str) -> None:
 
 def start(kube: Kube, owner: str, team: str, name: str) -> Outcome:
     """Replicas 1 with a new password; a running instance is left alone (its password stays)."""
-    kube = as_kube(kube)
     sts = read_instance(kube, owner, team, name)
     if sts is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
@@ -162,7 +159,6 @@ def start(kube: Kube, owner: str, team: str, name: str) -> Outcome:
 
 def stop(kube: Kube, owner: str, team: str, name: str) -> Outcome:
     """Replicas 0; volumes, Service and ports stay. Stopping a stopped instance changes nothing."""
-    kube = as_kube(kube)
     sts = read_instance(kube, owner, team, name)
     if sts is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
@@ -187,7 +183,6 @@ def _delete_objects(kube: Kube, owner: str, team: str, name: str) -> list[str]:
 
 def delete(kube: Kube, owner: str, team: str, name: str, settings: Settings) -> Outcome:
     """Remove everything but the PVCs; a missing instance is reported, not an error."""
-    kube = as_kube(kube)
     sts = read_instance(kube, owner, team, name)  # raises if it is somebody else's
     removed = _delete_objects(kube, owner, team, name)
     freed = tcp_services.release(kube, settings, team, naming.service_name(owner, name))

@@ -130,11 +130,9 @@ def _admission(platform, kube):
     an instance is interactive, so one that would not start now is refused (saying what is in use), not queued."""
     from operators.devinstances.lifecycle import InstanceError
     from operators.k8s.resource import RESOURCEQUOTAS
-    from operators.k8s.rest import as_kube
     from operators.platform.admission import Request, check_request
     from operators.platform.model import QUOTA_NAME
 
-    kube = as_kube(kube)  # a Kube, or an ApiClient as the other lifecycle functions take
 
     def admit(req) -> None:
         status = (kube.get(RESOURCEQUOTAS, req.namespace, QUOTA_NAME) or {}).get("status")

@@ -21,13 +21,12 @@ from operators.devinstances.desired import tcp_services_configmap
 from operators.devinstances.settings import Settings
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import CONFIGMAPS
-from operators.k8s.rest import Kube, as_kube
+from operators.k8s.rest import Kube
 
 MAX_ATTEMPTS = 200
 
 
 def _change(kube: Kube, settings: Settings, change: Callable[[dict], dict]) -> dict:
-    kube = as_kube(kube)
     ns, name = settings.tcp_namespace, settings.tcp_name
     for attempt in range(MAX_ATTEMPTS):
         live = kube.get(CONFIGMAPS, ns, name)
@@ -82,5 +81,5 @@ def release(kube: Kube, settings: Settings, namespace: str, service: str) -> dic
 
 def current(kube: Kube, settings: Settings) -> dict[str, str]:
     """The ConfigMap's ``data`` (empty if it does not exist)."""
-    live = as_kube(kube).get(CONFIGMAPS, settings.tcp_namespace, settings.tcp_name)
+    live = kube.get(CONFIGMAPS, settings.tcp_namespace, settings.tcp_name)
     return dict((live or {}).get("data") or {})

@@ -26,7 +26,7 @@ _EXPORTS = {
     "api_client": "connection", "async_api_client": "connection",
     "KubeError": "errors", "api_error_message": "errors",
     "Resource": "resource",
-    "Kube": "rest", "AsyncKube": "rest", "as_kube": "rest",
+    "Kube": "rest", "AsyncKube": "rest",
     "RetryPolicy": "retry",
     "WatchEvent": "watch", "list_and_watch": "watch",
     "Informers": "informer", "shared_informers": "informer",

@@ -77,6 +77,16 @@ class Kube(_Counted):
         self.retried: Counter[str] = Counter()  # "<METHOD> <status or 'no answer'>" -> requests sent again
         self._failing_since: float | None = None  # first failure since this Kube's last success
 
+    def fork(self, connections: int = 0) -> Kube:
+        """A ``Kube`` on the same client, policy and timeout that counts its own requests (e.g. one reconcile
+        pass's summary), its client keeping at least ``connections`` connections per host (urllib3 keeps
+        cpu_count*5 by default): one per thread writing at once."""
+        pool = getattr(getattr(self.api, "rest_client", None), "pool_manager", None)
+        if pool is not None and pool.connection_pool_kw.get("maxsize", 1) < connections:
+            pool.connection_pool_kw["maxsize"] = connections
+            pool.clear()
+        return Kube(self.api, self.policy, self.timeout)
+
     def request(self, method: str, path: str, *, query: list | None = None, body: object = None,
                 content_type: str = JSON) -> dict | None:
         """One request, sent again after a transient failure while the policy allows and it is safe."""
@@ -193,12 +203,6 @@ class Kube(_Counted):
             if e.status in (404, 409):  # gone, or a newer incarnation we must not delete
                 return False
             raise
-
-
-def as_kube(api) -> Kube:
-    """``api`` itself if it is a ``Kube`` (with its caller's policy, e.g. the UI's INTERACTIVE), else a ``Kube`` with
-    the default policy on that ``kubernetes.client.ApiClient``."""
-    return api if isinstance(api, Kube) else Kube(api)
 
 
 class AsyncKube(_Counted):

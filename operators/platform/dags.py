@@ -37,14 +37,14 @@ def platform_asset() -> Asset:
 def run_platform_sync() -> dict:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from operators.k8s import api_client
+    from operators.k8s import Kube, api_client
     from operators.platform import load_platform
     from operators.platform.desired import desired_pools
     from operators.platform.pools import AirflowPools
     from operators.platform.sync import sync_cluster
 
     platform = load_platform()                       # PlatformError: nothing is written
-    report = sync_cluster(api_client(), platform).as_dict()
+    report = sync_cluster(Kube(api_client()), platform).as_dict()
     conn_id = settings.get("airflow_api_conn_id")
     try:
         report["pools"] = AirflowPools.from_connection(conn_id).sync(desired_pools(platform))

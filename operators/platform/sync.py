@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from operators.core.quantity import parse_quantity
 from operators.k8s.resource import Resource
@@ -33,6 +33,9 @@ from operators.platform.desired import (
     ref,
 )
 from operators.platform.model import QUOTA_NAME, Platform
+
+if TYPE_CHECKING:  # the access layer loads the client; importing this module must not
+    from operators.k8s.rest import Kube
 
 FIELD_MANAGER = "skiff"
 APPLY = "application/apply-patch+yaml"
@@ -180,13 +183,10 @@ class ClusterSync:
                       if key[0] in ("Namespace", "PersistentVolumeClaim") and key not in wanted)
 
 
-def sync_cluster(api_client, platform: Platform, *, quota_timeout: float = 60.0) -> SyncReport:
-    """Bring the cluster to the platform file (``api_client``: a ``kubernetes`` ApiClient from the access
-    layer, ``operators.k8s.api_client()``); returns what was applied, orphaned and refused."""
-    from operators.k8s import Kube
-
+def sync_cluster(kube: Kube, platform: Platform, *, quota_timeout: float = 60.0) -> SyncReport:
+    """Bring the cluster to the platform file; returns what was applied, orphaned and refused."""
     teams = desired_objects(platform)
-    shell = ClusterSync(Kube(api_client), quota_timeout=quota_timeout)
+    shell = ClusterSync(kube, quota_timeout=quota_timeout)
     shell.observe(kueue=platform.queueing == "kueue")
     for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: a cluster admin's
         if needs_apply(doc, shell.live.get(_key(doc))):

@@ -14,11 +14,14 @@ import os
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from operators import settings
 from operators.core.quantity import parse_quantity
 from operators.platform.model import QUOTA_NAME, Platform, home_pvc
+
+if TYPE_CHECKING:  # the access layer loads the client; importing this module must not
+    from operators.k8s.rest import Kube
 
 QUOTA_RESOURCES = {"cpu": "requests.cpu", "memory": "requests.memory", "storage": "requests.storage"}
 ROOT_VOLUME = "root-dir"
@@ -98,15 +101,12 @@ def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: d
             "teams": teams, "by_user": rows(users, "user"), "by_dag": rows(dags, "dag_id")}
 
 
-def usage(api_client, platform: Platform, *, since: datetime | None = None, until: datetime | None = None) -> dict:
-    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster through the access
-    layer (``api_client``: ``operators.k8s.api_client()``)."""
-    from operators.k8s import Kube
+def usage(kube: Kube, platform: Platform, *, since: datetime | None = None, until: datetime | None = None) -> dict:
+    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster."""
     from operators.k8s.resource import JOBS, Resource
 
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_PERIOD
-    kube = Kube(api_client)
     quotas = kube.list(Resource("v1", "resourcequotas"))
     jobs = kube.list(JOBS, label_selector=JOB_SELECTOR)
     report = summarise(platform, quotas, jobs, since, until)
@@ -135,10 +135,10 @@ def read_report(path: Path | None = None) -> dict | None:
 
 
 def run_usage_report() -> dict:
-    from operators.k8s import api_client
+    from operators.k8s import Kube, api_client
     from operators.platform import load_platform
 
-    report = usage(api_client(), load_platform())
+    report = usage(Kube(api_client()), load_platform())
     path = usage_file()
     write_report(report, path)
     return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),

@@ -43,11 +43,10 @@ def run_reconcile(kind: str) -> dict:
     """The task body: one reconcile pass through the provider's KubernetesHook."""
     import logging
 
-    from operators.k8s.connection import api_client
+    from operators.k8s import Kube, api_client
     from operators.sedna.reconcile import reconcile
 
-    api = api_client(conn_id())
-    summary = reconcile(api, kind, configured_namespaces(), settings.get("sedna_lc_server"),
+    summary = reconcile(Kube(api_client(conn_id())), kind, configured_namespaces(), settings.get("sedna_lc_server"),
                         settings.get_int("sedna_concurrency"))
     log = logging.getLogger("skiff.sedna")
     for line in summary["actions"]:

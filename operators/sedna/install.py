@@ -10,10 +10,9 @@ from functools import lru_cache
 from importlib.resources import files
 
 import yaml
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
 
-from operators.sedna.kube import Kube
+from operators.k8s.errors import KubeError
+from operators.k8s.rest import Kube
 from operators.templating import render
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -42,15 +41,14 @@ def rbac_manifests(namespace: str = "airflow", service_account: str = "airflow",
     return docs + (team_manifests(team_namespaces, namespace, service_account, ["sedna"]) if team_namespaces else [])
 
 
-def install_crds(api: ApiClient, timeout: float = 10.0) -> list[str]:
+def install_crds(kube: Kube, timeout: float = 10.0) -> list[str]:
     """Create the CRDs (existing ones are left alone) and wait until the API serves them."""
-    kube = Kube(api)
     names = []
     crds = crd_manifests()
     for crd in crds:
         try:
             kube.request("POST", CRD_PATH, body=crd)
-        except ApiException as e:
+        except KubeError as e:
             if e.status != 409:
                 raise
         names.append(crd["metadata"]["name"])
@@ -62,7 +60,7 @@ def install_crds(api: ApiClient, timeout: float = 10.0) -> list[str]:
             try:
                 kube.request("GET", path)
                 break
-            except ApiException as e:
+            except KubeError as e:
                 if e.status != 404 or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)

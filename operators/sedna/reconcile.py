@@ -37,10 +37,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
-
-from operators.k8s import api_error_message
+from operators.k8s.errors import KubeError, api_error_message
+from operators.k8s.rest import Kube
 from operators.sedna import kube as k
 from operators.sedna.desired import (
     API_VERSION,
@@ -98,7 +96,7 @@ class Summary:
         with self._lock:
             self.errors.append(line)
 
-    def as_dict(self, kube: k.Kube) -> dict:
+    def as_dict(self, kube: Kube) -> dict:
         writes = sum(n for key, n in kube.requests.items() if not key.startswith(("list ", "get ")))
         return {
             "kind": self.kind, **dict(sorted(self.counts.items())), "writes": writes,
@@ -130,25 +128,16 @@ def _ref(cr: dict) -> str:
     return f"{cr['metadata']['namespace']}/{cr['metadata']['name']}"
 
 
-def _widen_pool(api: ApiClient, size: int) -> None:
-    """Let urllib3 keep ``size`` connections per host (default cpu_count*5): one per concurrent writer."""
-    pool = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-    if pool is not None and pool.connection_pool_kw.get("maxsize", 1) < size:
-        pool.connection_pool_kw["maxsize"] = size
-        pool.clear()
-
-
 class _Pass:
     """One reconcile pass of one CR kind; all state lives for the pass only."""
 
-    def __init__(self, api: ApiClient, kind: str, lc_server: str, concurrency: int = DEFAULT_CONCURRENCY):
-        self.kube = k.Kube(api)
+    def __init__(self, kube: Kube, kind: str, lc_server: str, concurrency: int = DEFAULT_CONCURRENCY):
+        self.concurrency = max(1, int(concurrency))
+        self.kube = kube.fork(connections=self.concurrency)  # this pass's request counts; a connection per writer
         self.spec: KindSpec = kind_spec(kind)
         self.kind = kind
         self.lc_server = lc_server
-        self.concurrency = max(1, int(concurrency))
         self.summary = Summary(kind)
-        _widen_pool(api, self.concurrency)
 
     # -------------------------------------------------------------- observe
     def _list_children(self, namespace: str | None) -> dict[str, list[dict]]:
@@ -156,7 +145,7 @@ class _Pass:
         for ckind in self.spec.child_kinds:  # "exists" selector: every Sedna child of this kind, whatever its CR
             try:
                 children[ckind] = self.kube.list(k.BY_KIND[ckind], namespace, self.spec.uid_label)
-            except ApiException as e:
+            except KubeError as e:
                 if ckind in self.spec.optional_kinds and e.status == 404:
                     children[ckind] = []  # not served (autoscaling/v2): nothing to reconcile
                     continue
@@ -166,7 +155,7 @@ class _Pass:
     def _list_crs(self, namespace: str | None) -> list[dict]:
         try:
             return self.kube.list(self.spec.resource, namespace)
-        except ApiException as e:
+        except KubeError as e:
             if e.status == 404:
                 raise RuntimeError(
                     f"the {self.kind} CRD ({self.spec.plural}.sedna.io) is not installed on this cluster: "
@@ -186,7 +175,7 @@ class _Pass:
         for ns, name in sorted(wanted):
             try:
                 found = self.kube.get(k.SECRETS, ns, name)
-            except ApiException as e:
+            except KubeError as e:
                 if e.status != 403:
                     raise
                 # Skiff acts only where it is bound (team namespaces): that CR's error, not the pass's
@@ -201,7 +190,7 @@ class _Pass:
             for ns in namespaces or [None]:
                 try:
                     self._run_scope(ns, pool)
-                except ApiException as e:  # this scope could not be observed; the others go on
+                except KubeError as e:  # this scope could not be observed; the others go on
                     self.summary.error(f"{self.kind} in {ns or 'all namespaces'}: observe failed: "
                                        f"{api_error_message(e)}")
         result = self.summary.as_dict(self.kube)
@@ -271,8 +260,8 @@ class _Pass:
     def _fail(self, cr: dict, actual: dict[str, list[dict]], stage: str, e: Exception) -> None:
         """Record an unexpected failure on the CR (Failed condition, Warning Event) and in the summary."""
         message = f"reconcile failed ({stage}): " + (
-            api_error_message(e) if isinstance(e, ApiException) else f"{type(e).__name__}: {e}")
-        log.warning("%s %s: %s", self.kind, _ref(cr), message, exc_info=not isinstance(e, ApiException))
+            api_error_message(e) if isinstance(e, KubeError) else f"{type(e).__name__}: {e}")
+        log.warning("%s %s: %s", self.kind, _ref(cr), message, exc_info=not isinstance(e, KubeError))
         self.summary.error(f"{self.kind} {_ref(cr)}: {message}")
         meta = cr["metadata"]
         desired = Desired(self.kind, meta["namespace"], meta["name"], meta["uid"],
@@ -299,7 +288,7 @@ class _Pass:
                 except NameTaken as e:
                     act_error, act_reason = str(e), "NameConflict"
                     self.summary.error(f"{self.kind} {_ref(cr)}: {act_error}")
-                except ApiException as e:
+                except KubeError as e:
                     if e.status in (404, 409):  # gone / changed under us: the next pass sees it
                         continue
                     act_error = f"{a.verb} {a.kind} {a.name} failed: {api_error_message(e)}"
@@ -348,7 +337,7 @@ class _Pass:
         for attempt in range(attempts):
             try:
                 return self.kube.replace(res, ns, a.name, updated_body(a.kind, live, a.child.render()))
-            except ApiException as e:
+            except KubeError as e:
                 if e.status != 409 or attempt == attempts - 1:
                     raise
             live = self.kube.get(res, ns, a.name)
@@ -389,7 +378,7 @@ class _Pass:
         meta = cr["metadata"]
         try:
             self.kube.merge_patch(self.spec.resource, meta["namespace"], meta["name"], {"status": new}, sub="status")
-        except ApiException as e:
+        except KubeError as e:
             if e.status == 404:
                 return
             raise
@@ -413,7 +402,7 @@ class _Pass:
             if self.kube.delete(k.BY_KIND[ckind], meta["namespace"], meta["name"], uid=meta["uid"]):
                 self.summary.add("leftovers_deleted", f"delete {ckind} {meta['namespace']}/{meta['name']} (owner "
                                                       f"{self.kind} uid {meta['labels'][self.spec.uid_label]} is gone)")
-        except ApiException as e:
+        except KubeError as e:
             self.summary.error(f"delete leftover {ckind} {meta['namespace']}/{meta['name']}: {api_error_message(e)}")
 
     # -------------------------------------------------------------- events
@@ -430,23 +419,23 @@ class _Pass:
         try:
             self.kube.create(k.EVENTS, meta["namespace"], body)
             self.summary.add("events")
-        except ApiException as e:  # an Event is best effort: never fail a reconcile for it
+        except KubeError as e:  # an Event is best effort: never fail a reconcile for it
             log.warning("could not record event %s on %s: %s", reason, _ref(cr), e)
 
 
-def reconcile(api: ApiClient, kind: str, namespaces: list[str] | None = None, lc_server: str = DEFAULT_LC_SERVER,
+def reconcile(kube: Kube, kind: str, namespaces: list[str] | None = None, lc_server: str = DEFAULT_LC_SERVER,
               concurrency: int = DEFAULT_CONCURRENCY) -> dict:
     """One pass over every CR of ``kind`` (in ``namespaces``, or cluster-wide); returns a summary."""
-    return _Pass(api, kind, lc_server, concurrency).run(namespaces)
+    return _Pass(kube, kind, lc_server, concurrency).run(namespaces)
 
 
-def reconcile_federated_learning(api: ApiClient, namespaces: list[str] | None = None,
+def reconcile_federated_learning(kube: Kube, namespaces: list[str] | None = None,
                                  lc_server: str = DEFAULT_LC_SERVER, concurrency: int = DEFAULT_CONCURRENCY) -> dict:
     """One pass over every FederatedLearningJob (in ``namespaces``, or cluster-wide); returns a summary."""
-    return reconcile(api, FL_KIND, namespaces, lc_server, concurrency)
+    return reconcile(kube, FL_KIND, namespaces, lc_server, concurrency)
 
 
-def reconcile_joint_inference(api: ApiClient, namespaces: list[str] | None = None,
+def reconcile_joint_inference(kube: Kube, namespaces: list[str] | None = None,
                               lc_server: str = DEFAULT_LC_SERVER, concurrency: int = DEFAULT_CONCURRENCY) -> dict:
     """One pass over every JointInferenceService (in ``namespaces``, or cluster-wide); returns a summary."""
-    return reconcile(api, JI_KIND, namespaces, lc_server, concurrency)
+    return reconcile(kube, JI_KIND, namespaces, lc_server, concurrency)

@@ -16,7 +16,7 @@ import yaml
 from operators.rbac import DEFAULT_SERVICE_ACCOUNT
 
 HELM = Path(__file__).resolve().parents[2] / "deploy" / "helm"
-SERVICE_ACCOUNT = DEFAULT_SERVICE_ACCOUNT  # k8s_templates/rbac/ rendered with its default (README "Install")
+SERVICE_ACCOUNT = DEFAULT_SERVICE_ACCOUNT  # k8s_templates/rbac/ rendered with its default (docs/platform-owner-guide.md "Installing Skiff's RBAC")
 
 
 @pytest.fixture(scope="module")

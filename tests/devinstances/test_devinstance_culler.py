@@ -11,22 +11,23 @@ from devinstance_support import NS, make_request, script_activity, sts_of, wait_
 from operators.devinstances import inventory, lifecycle
 from operators.devinstances.culler import cull
 from operators.devinstances.settings import Settings
+from operators.k8s import Kube
 
 SETTINGS = Settings(idle_seconds=8 * 3600)
 
 
 def test_culler_stops_idle_and_spares_active_and_unknown(k8s, team):
     for owner in ("alice", "bob", "user00"):
-        lifecycle.create(k8s, make_request(owner=owner), SETTINGS)
+        lifecycle.create(Kube(k8s), make_request(owner=owner), SETTINGS)
         wait_ready(k8s, owner, "nb")
-    lifecycle.create(k8s, make_request(owner="user01"), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(owner="user01"), SETTINGS)
     wait_ready(k8s, "user01", "nb")
-    lifecycle.stop(k8s, "user01", NS, "nb")  # stopped: not looked at
+    lifecycle.stop(Kube(k8s), "user01", NS, "nb")  # stopped: not looked at
     now = time.time()
     script_activity(k8s, "alice", "nb", now - 9 * 3600)   # idle for 9 h
     script_activity(k8s, "bob", "nb", now - 600)          # active 10 min ago
     # user00's Jupyter does not answer /metrics: left running
-    summary = cull(k8s, SETTINGS)
+    summary = cull(Kube(k8s), SETTINGS)
     assert [line.split(":")[0] for line in summary["stopped"]] == [f"{NS}/alice-nb"]
     assert "idle for 9.0 h (limit 8 h)" in summary["stopped"][0]
     kept = {line.split(":")[0]: line for line in summary["kept"]}
@@ -39,8 +40,8 @@ def test_culler_stops_idle_and_spares_active_and_unknown(k8s, team):
 
 
 def test_idle_time_is_part_of_the_users_view(k8s, team):
-    lifecycle.create(k8s, make_request(), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     wait_ready(k8s, "alice", "nb")
     script_activity(k8s, "alice", "nb", time.time() - 3600)
-    (view,) = inventory.list_instances(k8s, "alice", SETTINGS)
+    (view,) = inventory.list_instances(Kube(k8s), "alice", SETTINGS)
     assert 3590 < view.idle_seconds < 3700

@@ -13,6 +13,7 @@ from kubernetes import client
 
 from operators.devinstances import inventory, tcp_services
 from operators.devinstances.settings import Settings
+from operators.k8s import Kube
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 ACTIONS = ("create", "start", "stop", "delete")
@@ -97,8 +98,8 @@ def test_lifecycle_through_the_dags_without_leaking_the_password(bag, k8s, team,
     runs = [run(bag, "create", cpu=1, memory=2)]
     assert runs[-1].state == "success"
     wait_ready(k8s, "alice", "nb")
-    passwords = [inventory.password(k8s, "alice", NS, "nb", caller="alice")]
-    urls = inventory.get_instance(k8s, "alice", NS, "nb", settings, with_idle=False).urls
+    passwords = [inventory.password(Kube(k8s), "alice", NS, "nb", caller="alice")]
+    urls = inventory.get_instance(Kube(k8s), "alice", NS, "nb", settings, with_idle=False).urls
     # the task's extra links (Airflow stores them in XCom when the task ends) open the instance
     assert extra_links(runs[0].run_id) == {"JupyterLink": urls["jupyter"], "CodeServerLink": urls["code-server"]}
     runs.append(run(bag, "stop"))
@@ -106,7 +107,7 @@ def test_lifecycle_through_the_dags_without_leaking_the_password(bag, k8s, team,
     runs.append(run(bag, "stop"))  # idempotent
     runs.append(run(bag, "start"))
     wait_ready(k8s, "alice", "nb")
-    passwords.append(inventory.password(k8s, "alice", NS, "nb", caller="alice"))
+    passwords.append(inventory.password(Kube(k8s), "alice", NS, "nb", caller="alice"))
     assert passwords[0] != passwords[1]
     assert all(r.state == "success" for r in runs)
     assert sts_of(k8s, "alice", "nb").metadata.annotations["skiff.io/last-stopped"]
@@ -117,7 +118,7 @@ def test_lifecycle_through_the_dags_without_leaking_the_password(bag, k8s, team,
     runs.append(run(bag, "delete"))  # a missing instance: says so, succeeds
     assert all(r.state == "success" for r in runs)
     assert client.CoreV1Api(k8s).read_namespaced_persistent_volume_claim("alice-home", NS)
-    assert tcp_services.current(k8s, settings) == {}
+    assert tcp_services.current(Kube(k8s), settings) == {}
     captured = "".join(capfd.readouterr()) + caplog.text  # the task logs: dag.test() runs tasks in-process
     assert "ssh -p " in captured and "root@localhost" in captured  # the log gives the ssh line...
     run_ids = [r.run_id for r in runs]

@@ -12,6 +12,7 @@ from devinstance_support import NS, sts_of, wait_ready
 from devstack.testing import profile_params
 from kubesim.testing import wait_until
 from operators.devinstances import inventory
+from operators.k8s import Kube
 
 pytestmark = pytest.mark.e2e
 
@@ -31,9 +32,9 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
     wait_until(lambda: (sts_of(k8s, "alice", "e2e").status.ready_replicas or 0) >= 1, 30, what="instance Ready")
     assert sts_of(k8s, "alice", "e2e").metadata.annotations["skiff.io/owner"] == "alice"
     log = stack.task_log("dev_instance_create", run_id, "create")
-    (view,) = [v for v in inventory.list_instances(k8s, "alice", _settings()) if v.name == "e2e"]
+    (view,) = [v for v in inventory.list_instances(Kube(k8s), "alice", _settings()) if v.name == "e2e"]
     assert view.state == "Running" and view.ssh in log
-    password = inventory.password(k8s, "alice", NS, "e2e", caller="alice")
+    password = inventory.password(Kube(k8s), "alice", NS, "e2e", caller="alice")
     assert password not in log
     # Skiff's plugin endpoint (behind Airflow's login) shows it to alice, with its password, and to nobody else
     mine = {(i["owner"], i["name"]): i for i in stack.api("GET", "/skiff/api/instances", user="alice")["instances"]}
@@ -56,7 +57,7 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
     from operators.platform import load_platform
 
     req = request_from_params(load_platform(), "bob", {"name": "e2e-b", "team": NS, "cpu": 1, "memory": 1})
-    lifecycle.create(k8s, req, _settings())
+    lifecycle.create(Kube(k8s), req, _settings())
     try:
         wait_ready(k8s, "bob", "e2e-b", timeout=30)
         admin_run = stack.trigger("dev_instance_stop", {"name": "e2e-b", "team": NS, "owner": "bob"}, user="alice")
@@ -64,7 +65,7 @@ def test_a_logged_in_user_creates_an_instance_that_becomes_ready(stack):
             "dev_instance_stop", admin_run, "stop")
         assert sts_of(k8s, "bob", "e2e-b").spec.replicas == 0
     finally:
-        lifecycle.delete(k8s, "bob", NS, "e2e-b", _settings())
+        lifecycle.delete(Kube(k8s), "bob", NS, "e2e-b", _settings())
 
 
 def _settings():

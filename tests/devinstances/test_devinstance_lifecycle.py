@@ -26,16 +26,16 @@ def writes(kubesim) -> int:
 
 
 def ports_of(k8s, owner, name) -> dict[str, str]:
-    return {k: v for k, v in tcp_services.current(k8s, SETTINGS).items()
+    return {k: v for k, v in tcp_services.current(Kube(k8s), SETTINGS).items()
             if v.startswith(f"{NS}/{naming.service_name(owner, name)}:")}
 
 
 def password_of(k8s, owner="alice", name="nb") -> str:
-    return inventory.password(k8s, owner, NS, name, caller=owner)
+    return inventory.password(Kube(k8s), owner, NS, name, caller=owner)
 
 
 def test_create_makes_a_ready_instance_with_ports_and_a_strong_password(k8s, team):
-    outcome = lifecycle.create(k8s, make_request(extra_ports_=[5000]), SETTINGS)
+    outcome = lifecycle.create(Kube(k8s), make_request(extra_ports_=[5000]), SETTINGS)
     assert outcome.changed and "created" in outcome.message
     wait_ready(k8s, "alice", "nb")
     core = client.CoreV1Api(k8s)
@@ -49,7 +49,7 @@ def test_create_makes_a_ready_instance_with_ports_and_a_strong_password(k8s, tea
     assert (ref.kind, ref.name) == ("StatefulSet", "alice-nb")
     pw = base64.b64decode(secret.data["password"]).decode()
     assert pw == password_of(k8s) and len(base64.urlsafe_b64decode(pw + "==")) * 8 >= 128
-    (view,) = inventory.list_instances(k8s, "alice", SETTINGS)
+    (view,) = inventory.list_instances(Kube(k8s), "alice", SETTINGS)
     assert view.state == "Running" and view.image_name == "tf2-cpu" and view.resources["memory"] == "2Gi"
     assert view.ssh == f"ssh -p {view.ports['ssh']} root@dev.example.com"
     assert view.urls["jupyter"] == f"http://dev.example.com:{view.ports['jupyter']}/"
@@ -58,53 +58,53 @@ def test_create_makes_a_ready_instance_with_ports_and_a_strong_password(k8s, tea
 
 def test_fourth_instance_is_refused_before_any_write(k8s, team, kubesim):
     for name in ("a", "b", "c"):
-        lifecycle.create(k8s, make_request(name=name), SETTINGS)
-    lifecycle.stop(k8s, "alice", NS, "c")  # stopped ones count too
+        lifecycle.create(Kube(k8s), make_request(name=name), SETTINGS)
+    lifecycle.stop(Kube(k8s), "alice", NS, "c")  # stopped ones count too
     before = writes(kubesim)
     with pytest.raises(lifecycle.InstanceError, match="already has 3 development instances.*limit is 3"):
-        lifecycle.create(k8s, make_request(name="d"), SETTINGS)
+        lifecycle.create(Kube(k8s), make_request(name="d"), SETTINGS)
     assert writes(kubesim) == before
-    lifecycle.create(k8s, make_request(owner="bob", name="d"), SETTINGS)  # the limit is per owner
+    lifecycle.create(Kube(k8s), make_request(owner="bob", name="d"), SETTINGS)  # the limit is per owner
 
 
 def test_a_missing_volume_is_refused_and_nothing_is_created(k8s, team, kubesim):
     before = writes(kubesim)
     req = make_request(mounts_=[{"pvc": "datasets", "path": "/data"}], home_pvc="nobody-home")
     with pytest.raises(lifecycle.InstanceError, match="home volume='nobody-home': no such PersistentVolumeClaim"):
-        lifecycle.create(k8s, req, SETTINGS)
+        lifecycle.create(Kube(k8s), req, SETTINGS)
     assert writes(kubesim) == before
     assert not client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items
 
 
 def test_stop_and_start_keep_volumes_service_ports_and_renew_the_password(k8s, team):
-    lifecycle.create(k8s, make_request(mounts_=[{"pvc": "datasets", "path": "/data"}]), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(mounts_=[{"pvc": "datasets", "path": "/data"}]), SETTINGS)
     wait_ready(k8s, "alice", "nb")
     first_pw, ports = password_of(k8s), ports_of(k8s, "alice", "nb")
-    assert lifecycle.stop(k8s, "alice", NS, "nb").changed
+    assert lifecycle.stop(Kube(k8s), "alice", NS, "nb").changed
     wait_no_pod(k8s, "alice", "nb")
-    assert not lifecycle.stop(k8s, "alice", NS, "nb").changed  # idempotent
+    assert not lifecycle.stop(Kube(k8s), "alice", NS, "nb").changed  # idempotent
     sts = sts_of(k8s, "alice", "nb")
     assert sts.spec.replicas == 0 and sts.metadata.annotations["skiff.io/last-stopped"]
     core = client.CoreV1Api(k8s)
     assert {p.metadata.name for p in core.list_namespaced_persistent_volume_claim(NS).items} >= {
         "alice-home", "datasets"}
     assert core.read_namespaced_service("alice-nb", NS) and ports_of(k8s, "alice", "nb") == ports
-    (view,) = inventory.list_instances(k8s, "alice", SETTINGS)
+    (view,) = inventory.list_instances(Kube(k8s), "alice", SETTINGS)
     assert view.state == "Stopped" and view.ports == json.loads(sts.metadata.annotations["skiff.io/ports"])
-    assert lifecycle.start(k8s, "alice", NS, "nb").changed
+    assert lifecycle.start(Kube(k8s), "alice", NS, "nb").changed
     wait_ready(k8s, "alice", "nb")
     second_pw = password_of(k8s)
     assert second_pw != first_pw
-    assert not lifecycle.start(k8s, "alice", NS, "nb").changed and password_of(k8s) == second_pw
+    assert not lifecycle.start(Kube(k8s), "alice", NS, "nb").changed and password_of(k8s) == second_pw
     sts = sts_of(k8s, "alice", "nb")
     assert sts.metadata.annotations["skiff.io/last-started"] >= sts.metadata.annotations["skiff.io/last-stopped"]
     assert sts.metadata.annotations["skiff.io/image"] == "registry.local/nb:tf2.15"
 
 
 def test_delete_keeps_volumes_frees_ports_and_is_idempotent(k8s, team):
-    lifecycle.create(k8s, make_request(), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     wait_ready(k8s, "alice", "nb")
-    outcome = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    outcome = lifecycle.delete(Kube(k8s), "alice", NS, "nb", SETTINGS)
     assert outcome.changed and "volumes kept" in outcome.message
     core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
     for read in (lambda: apps.read_namespaced_stateful_set("alice-nb", NS),
@@ -116,7 +116,7 @@ def test_delete_keeps_volumes_frees_ports_and_is_idempotent(k8s, team):
         assert info.value.status == 404
     assert core.read_namespaced_persistent_volume_claim("alice-home", NS)
     assert ports_of(k8s, "alice", "nb") == {}
-    again = lifecycle.delete(k8s, "alice", NS, "nb", SETTINGS)
+    again = lifecycle.delete(Kube(k8s), "alice", NS, "nb", SETTINGS)
     assert not again.changed and "nothing to do" in again.message
 
 
@@ -127,7 +127,7 @@ def test_a_failed_port_map_update_is_sent_again_or_finished_by_the_next_delete(k
     from airflow.dag_processing.dagbag import DagBag
 
     for name in ("a", "b"):
-        lifecycle.create(k8s, make_request(name=name), SETTINGS)
+        lifecycle.create(Kube(k8s), make_request(name=name), SETTINGS)
     port_map = f"configmaps/{SETTINGS.tcp_name}$"
     kubesim.fail(verb="update", path=port_map, status=503, count=1)
     kube = Kube(k8s, policy=RetryPolicy(base=0.01, cap=0.05))
@@ -140,18 +140,18 @@ def test_a_failed_port_map_update_is_sent_again_or_finished_by_the_next_delete(k
     kubesim.clear_faults()
     assert info.value.status == 503
     assert ports_of(k8s, "alice", "b")  # left behind by the failed delete
-    outcome = lifecycle.delete(k8s, "alice", NS, "b", SETTINGS)
+    outcome = lifecycle.delete(Kube(k8s), "alice", NS, "b", SETTINGS)
     assert outcome.changed and "freed ports" in outcome.message and ports_of(k8s, "alice", "b") == {}
     dags = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags")).dags
     assert dags["dev_instance_delete"].get_task("delete").retries >= 1
 
 
 def test_create_is_idempotent(k8s, team):
-    lifecycle.create(k8s, make_request(), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     wait_ready(k8s, "alice", "nb")
     ports, pw = ports_of(k8s, "alice", "nb"), password_of(k8s)
     client.CoreV1Api(k8s).delete_namespaced_service("alice-nb", NS)  # a lost part is repaired
-    outcome = lifecycle.create(k8s, make_request(), SETTINGS)
+    outcome = lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     assert "already existed" in outcome.message
     assert client.CoreV1Api(k8s).read_namespaced_service("alice-nb", NS)
     assert ports_of(k8s, "alice", "nb") == ports and password_of(k8s) == pw
@@ -159,31 +159,31 @@ def test_create_is_idempotent(k8s, team):
 
 
 def test_owner_isolation(k8s, team):
-    lifecycle.create(k8s, make_request(), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     with pytest.raises(PermissionError, match="'bob' may not read the password"):
-        inventory.password(k8s, "alice", NS, "nb", caller="bob")
+        inventory.password(Kube(k8s), "alice", NS, "nb", caller="bob")
     # bob acting as himself only ever addresses bob's objects
     with pytest.raises(lifecycle.InstanceError, match="no development instance 'nb' of 'bob'"):
-        lifecycle.stop(k8s, "bob", NS, "nb")
-    assert not lifecycle.delete(k8s, "bob", NS, "nb", SETTINGS).changed
-    assert inventory.list_instances(k8s, "bob", SETTINGS) == []
+        lifecycle.stop(Kube(k8s), "bob", NS, "nb")
+    assert not lifecycle.delete(Kube(k8s), "bob", NS, "nb", SETTINGS).changed
+    assert inventory.list_instances(Kube(k8s), "bob", SETTINGS) == []
     # a user whose name slugs to the same prefix is still not the owner
     with pytest.raises(lifecycle.InstanceError, match="is not a development instance of 'Alice'"):
-        lifecycle.stop(k8s, "Alice", NS, "nb")
+        lifecycle.stop(Kube(k8s), "Alice", NS, "nb")
     assert sts_of(k8s, "alice", "nb").spec.replicas == 1
 
 
 def test_twenty_concurrent_creates_get_distinct_ports_and_deletes_free_them(k8s, team):
     users = [f"user{i:02d}" for i in range(20)]
     with ThreadPoolExecutor(20) as pool:
-        list(pool.map(lambda u: lifecycle.create(k8s, make_request(owner=u), SETTINGS), users))
-    data = tcp_services.current(k8s, SETTINGS)
+        list(pool.map(lambda u: lifecycle.create(Kube(k8s), make_request(owner=u), SETTINGS), users))
+    data = tcp_services.current(Kube(k8s), SETTINGS)
     assert len(data) == 20 * 4 and len(set(data.values())) == 80  # one external port per Service port
     for u in users:
         assert sorted(int(p.rsplit(":", 1)[1]) for p in ports_of(k8s, u, "nb").values()) == [22, 6006, 8080, 8888]
     with ThreadPoolExecutor(20) as pool:
-        list(pool.map(lambda u: lifecycle.delete(k8s, u, NS, "nb", SETTINGS), users))
-    assert tcp_services.current(k8s, SETTINGS) == {}
+        list(pool.map(lambda u: lifecycle.delete(Kube(k8s), u, NS, "nb", SETTINGS), users))
+    assert tcp_services.current(Kube(k8s), SETTINGS) == {}
 
 
 def test_a_port_map_written_between_read_and_replace_is_a_409_and_recomputed(k8s, team, kubesim, monkeypatch):
@@ -191,7 +191,7 @@ def test_a_port_map_written_between_read_and_replace_is_a_409_and_recomputed(k8s
     allocation's read and its replace; the replace answers 409 and the allocation is redone on a fresh read."""
     from operators.devinstances import ports
 
-    tcp_services.allocate(k8s, SETTINGS, NS, "first", [80])  # creates the map: 20000
+    tcp_services.allocate(Kube(k8s), SETTINGS, NS, "first", [80])  # creates the map: 20000
     seen, pure = [], ports.allocate
 
     def racing(data, *args):
@@ -203,9 +203,9 @@ def test_a_port_map_written_between_read_and_replace_is_a_409_and_recomputed(k8s
 
     monkeypatch.setattr(ports, "allocate", racing)
     kubesim.reset_stats()
-    got = tcp_services.allocate(k8s, SETTINGS, NS, "second", [8888])
+    got = tcp_services.allocate(Kube(k8s), SETTINGS, NS, "second", [8888])
     assert got == {8888: 20002} and len(seen) == 2 and "20001" in seen[1]
     assert kubesim.stats()["by_path"][f"PUT /api/v1/namespaces/{SETTINGS.tcp_namespace}/configmaps/"
                                       f"{SETTINGS.tcp_name}"] == 2  # the first answered 409
-    assert tcp_services.current(k8s, SETTINGS) == {"20000": f"{NS}/first:80", "20001": "other/x:1",
+    assert tcp_services.current(Kube(k8s), SETTINGS) == {"20000": f"{NS}/first:80", "20001": "other/x:1",
                                                    "20002": f"{NS}/second:8888"}

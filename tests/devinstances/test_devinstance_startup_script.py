@@ -25,6 +25,7 @@ from kubernetes import client
 from kubesim.testing import wait_until
 from operators.devinstances import idle, inventory, lifecycle, naming
 from operators.devinstances.settings import Settings
+from operators.k8s import Kube
 
 REPO = Path(__file__).resolve().parents[2]
 CODE_SERVER_DIRS = [REPO / ".tools" / "code-server" / "node_modules" / ".bin"]
@@ -70,8 +71,8 @@ def jupyter_login(base: str, password: str) -> tuple[int, int]:
 @pytest.fixture
 def instance(k8s, team, tmp_path):
     """A created instance on kubesim: (its password from the Secret, the script from its ConfigMap)."""
-    lifecycle.create(k8s, make_request(), Settings())
-    password = inventory.password(k8s, "alice", NS, "nb", caller="alice")
+    lifecycle.create(Kube(k8s), make_request(), Settings())
+    password = inventory.password(Kube(k8s), "alice", NS, "nb", caller="alice")
     cm = client.CoreV1Api(k8s).read_namespaced_config_map(naming.startup_configmap_name("alice", "nb"), NS)
     script = tmp_path / "start-notebook.sh"
     script.write_text(cm.data["start-notebook.sh"])

@@ -6,17 +6,18 @@ from __future__ import annotations
 import random
 
 from devstack import soak_sedna
+from operators.k8s import Kube
 from operators.sedna.install import install_crds
 from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
 
 
 def reconcile(api) -> None:
-    reconcile_federated_learning(api, ["default"])
-    reconcile_joint_inference(api, ["default"])
+    reconcile_federated_learning(Kube(api), ["default"])
+    reconcile_joint_inference(Kube(api), ["default"])
 
 
 def test_observe_sees_missing_and_stale_children_until_reconciled(k8s):
-    install_crds(k8s)
+    install_crds(Kube(k8s))
     soak_sedna.setup(k8s, n_fl=2, n_ji=1)
     assert not soak_sedna.converged(soak_sedna.observe(k8s))         # nothing made yet: all missing
     reconcile(k8s)

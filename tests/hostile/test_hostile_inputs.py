@@ -141,8 +141,8 @@ def sedna(k8s):
     from operators.sedna.install import install_crds
     from operators.sedna.kube import MODELS, Kube
 
-    install_crds(k8s)
     kube = Kube(k8s)
+    install_crds(kube)
     for name, url in (("helmet-detection-inference-little-model", "/data/little/little.pb"),
                       ("helmet-detection-inference-big-model", "/data/big/big.pb")):
         kube.create(MODELS, "default", {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
@@ -163,7 +163,7 @@ def ji(name: str) -> dict:
 
 @pytest.mark.parametrize("case", by_entry("sedna"))
 def test_sedna_cr(case: Case, sedna, k8s, kubesim):
-    from operators.sedna.kube import DEPLOYMENTS, HPAS, JI_SERVICES, MODELS
+    from operators.sedna.kube import DEPLOYMENTS, HPAS, JI_SERVICES, MODELS, Kube
     from operators.sedna.reconcile import reconcile_joint_inference
 
     bad = ji(case.args.get("name", "bad-ji"))
@@ -178,7 +178,7 @@ def test_sedna_cr(case: Case, sedna, k8s, kubesim):
     good["spec"]["cloudWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 3}
     sedna.create(JI_SERVICES, "default", bad)  # the CRD schema admits it
     sedna.create(JI_SERVICES, "default", good)
-    summary = reconcile_joint_inference(k8s)
+    summary = reconcile_joint_inference(Kube(k8s))
     assert summary["invalid"] == 1, summary
     bad_name = bad["metadata"]["name"]
     cond = next(c for c in sedna.get(JI_SERVICES, "default", bad_name)["status"]["conditions"]

@@ -66,7 +66,7 @@ def test_rbac_install_rides_out_a_503_and_a_refusal_is_a_kube_error(kubesim, k8s
     docs = install_manifests("default", "skiff", features=["training"]) + team_manifests(["default"], "default", "skiff",
                                                                                            ["training"])
     kubesim.fail(verb="patch", path="/clusterroles/skiff-training$", status=503, count=1)
-    applied = apply_manifests(k8s, docs)
+    applied = apply_manifests(Kube(k8s), docs)
     assert applied == [f"{d['kind']}/{d['metadata'].get('namespace', '')}/{d['metadata']['name']}".replace("//", "/")
                        for d in docs]
     assert kubesim.stats()["by_resource"]["patch clusterroles.rbac.authorization.k8s.io"] == 2
@@ -74,5 +74,5 @@ def test_rbac_install_rides_out_a_503_and_a_refusal_is_a_kube_error(kubesim, k8s
     assert role["rules"] == next(d for d in docs if d["metadata"]["name"] == "skiff-training")["rules"]
     kubesim.fail(verb="patch", path="/serviceaccounts/skiff$", status=403, count=1)
     with pytest.raises(KubeError) as info:
-        apply_manifests(k8s, docs[:1])
+        apply_manifests(Kube(k8s), docs[:1])
     assert str(info.value).startswith("403 ")

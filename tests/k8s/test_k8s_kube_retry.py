@@ -168,3 +168,16 @@ def test_get_text_returns_the_proxied_body_and_sends_a_503_once(kubesim, k8s):
         kube.get_text(SERVICES, NS, "web:8888", "proxy/other")
     assert info.value.status == 503 and "connection refused" in str(info.value)
     assert kubesim.stats()["by_path"][sent] == 1 and not kube.retried
+
+
+def test_a_fork_shares_the_client_and_policy_and_counts_its_own_requests(k8s):
+    """What one reconcile pass reports as its requests are its own, however long the caller's Kube has lived;
+    its writers get a connection each (urllib3 keeps cpu_count*5 per host by default)."""
+    kube = Kube(k8s, policy=FAST)
+    names(kube)
+    forked = kube.fork(connections=64)
+    forked.create(CONFIGMAPS, NS, cm("forked"))
+    assert (forked.api, forked.policy, forked.timeout) == (kube.api, kube.policy, kube.timeout)
+    assert dict(forked.requests) == {"create configmaps": 1} and dict(kube.requests) == {"list configmaps": 1}
+    assert k8s.rest_client.pool_manager.connection_pool_kw["maxsize"] == 64
+    assert "forked" in names(kube)

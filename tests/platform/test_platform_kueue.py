@@ -7,6 +7,7 @@ from kubernetes import client
 from platform_support import PLATFORM, platform
 
 from kubesim.testing import sync_api_client, wait_until
+from operators.k8s import Kube
 from operators.platform import PlatformError
 from operators.platform.desired import cluster_objects, desired_objects, quota_hard
 from operators.platform.kueue import queue_shares
@@ -90,16 +91,16 @@ def test_sync_applies_kueue_objects_and_a_team_job_borrows_idle_quota(kubesim_ku
     api = sync_api_client(kubesim_kueue.url)
     p = platform(KUEUE)
     # Kueue's cluster-scoped objects are a cluster admin's step: without them the sync says so
-    missing = sync_cluster(api, p)
+    missing = sync_cluster(Kube(api), p)
     assert any(e.startswith("ClusterQueue/nlp: missing") and "python -m operators.rbac teams --platform FILE" in e
                for e in missing.errors), missing.errors
-    apply_manifests(api, platform_team_manifests(p))
-    report = sync_cluster(api, p)
+    apply_manifests(Kube(api), platform_team_manifests(p))
+    report = sync_cluster(Kube(api), p)
     assert report.errors == []
     co = client.CustomObjectsApi(api)
     assert {c["metadata"]["name"] for c in co.list_cluster_custom_object(G, V, "clusterqueues")["items"]} == {
         "recsys", "recsys-dev", "nlp", "nlp-dev"}
-    again = sync_cluster(api, p)
+    again = sync_cluster(Kube(api), p)
     assert again.applied == [] and again.errors == []
     # nlp has 3 CPUs in the default flavor; a 5-CPU Job borrows 2 of recsys' idle 8 and is admitted
     batch = client.BatchV1Api(api)

@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 from platform_support import PLATFORM, platform
 
+from operators.k8s import Kube
 from operators.platform import PlatformError
 from operators.platform.sync import sync_cluster
 
@@ -21,7 +22,7 @@ def writes(kubesim) -> int:
 
 
 def test_first_sync_creates_the_teams_and_a_second_writes_nothing(kubesim, k8s):
-    report = sync_cluster(k8s, platform())
+    report = sync_cluster(Kube(k8s), platform())
     assert report.errors == [] and report.orphaned == []
     core, rbac = client.CoreV1Api(k8s), client.RbacAuthorizationV1Api(k8s)
     quota = core.read_namespaced_resource_quota("skiff-quota", "recsys")
@@ -43,18 +44,18 @@ def test_first_sync_creates_the_teams_and_a_second_writes_nothing(kubesim, k8s):
     assert len(report.applied) == 2 * 6 + 4 + 1    # per team ns, quota, lr, sa, 2 rb; 4 + 1 PVCs
 
     kubesim.controls.reset_stats()
-    again = sync_cluster(k8s, platform())
+    again = sync_cluster(Kube(k8s), platform())
     assert again.applied == [] and again.errors == [] and again.unchanged == len(report.applied)
     assert writes(kubesim) == 0
     assert kubesim.controls.stats()["by_verb"] == {"list": 6}
 
 
 def test_removed_user_and_team_are_orphaned_never_deleted(kubesim, k8s):
-    sync_cluster(k8s, platform())
+    sync_cluster(Kube(k8s), platform())
     text = PLATFORM.replace("      - {user: bob}\n", "")
     text = text[:text.index("  - name: nlp")] + text[text.index("volumes:"):]
     kubesim.controls.reset_stats()
-    report = sync_cluster(k8s, platform(text))
+    report = sync_cluster(Kube(k8s), platform(text))
     assert report.orphaned == ["Namespace/nlp", "PersistentVolumeClaim/nlp/carol-home",
                                "PersistentVolumeClaim/recsys/bob-home"]
     assert kubesim.controls.stats()["by_verb"].get("delete", 0) == 0
@@ -72,7 +73,7 @@ def test_sync_waits_for_the_quota_status_before_creating_pvcs(kubesim, k8s):
     unknown for quota'); the sync waits for the status and then creates them without an error."""
     kubesim.cluster.quota.status_lag = 0.4
     try:
-        report = sync_cluster(k8s, platform())
+        report = sync_cluster(Kube(k8s), platform())
     finally:
         kubesim.cluster.quota.status_lag = 0.0
     assert report.errors == []
@@ -83,7 +84,7 @@ def test_sync_waits_for_the_quota_status_before_creating_pvcs(kubesim, k8s):
 def test_sync_reports_a_quota_that_never_gets_its_status(kubesim, k8s):
     kubesim.cluster.quota.status_lag = 30
     try:
-        report = sync_cluster(k8s, platform(), quota_timeout=0.3)
+        report = sync_cluster(Kube(k8s), platform(), quota_timeout=0.3)
     finally:
         kubesim.cluster.quota.status_lag = 0.0
     assert len(report.errors) == 2 and "did not fill in its status within 0.3 s" in report.errors[0]
@@ -93,19 +94,19 @@ def test_sync_reports_a_quota_that_never_gets_its_status(kubesim, k8s):
 def test_hand_edits_are_taken_back_and_dropped_fields_removed(kubesim, k8s):
     """Another field manager's apply of a quota value is overwritten (force) and the field moves to skiff;
     a resource the file stops listing disappears from the quota (server-side apply removal)."""
-    sync_cluster(k8s, platform())
+    sync_cluster(Kube(k8s), platform())
     core = client.CoreV1Api(k8s)
     core.patch_namespaced_resource_quota("skiff-quota", "recsys", {
         "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "skiff-quota", "namespace": "recsys"},
         "spec": {"hard": {"requests.cpu": "100"}}}, field_manager="kubectl", force=True, _content_type=APPLY)
-    report = sync_cluster(k8s, platform())
+    report = sync_cluster(Kube(k8s), platform())
     assert report.applied == ["ResourceQuota/recsys/skiff-quota"]
     quota = core.read_namespaced_resource_quota("skiff-quota", "recsys")
     assert quota.spec.hard["requests.cpu"] == "8"
     owners = {e.manager: e.fields_v1 for e in quota.metadata.managed_fields}
     assert "f:requests.cpu" in owners["skiff"]["f:spec"]["f:hard"] and "kubectl" not in owners
 
-    report = sync_cluster(k8s, platform(PLATFORM.replace(", pods: 20, jobs: 4", ", jobs: 4")))
+    report = sync_cluster(Kube(k8s), platform(PLATFORM.replace(", pods: 20, jobs: 4", ", jobs: 4")))
     assert report.applied == ["ResourceQuota/recsys/skiff-quota"]
     assert "pods" not in core.read_namespaced_resource_quota("skiff-quota", "recsys").spec.hard
 
@@ -131,7 +132,7 @@ def _training(task_id: str, **kwargs):
 def enforced(kubesim, k8s, kube_conn, tmp_path, monkeypatch):
     """The cluster synced from the test platform file, which is also the configured (enforced) file."""
     path = tmp_path / "platform.yaml"
-    sync_cluster(k8s, platform(path=path))
+    sync_cluster(Kube(k8s), platform(path=path))
     monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(path))
     return path
 
@@ -155,7 +156,7 @@ def test_instances_run_as_the_team_service_account_with_its_pull_secrets(enforce
 
     the_platform = load_platform(enforced)
     req = request_from_params(the_platform, "bob", {"team": "recsys", "name": "nb", "cpu": 1, "memory": 1})
-    lifecycle.create(k8s, req, Settings(host="dev.example.com"), admit=_admission(the_platform, k8s))
+    lifecycle.create(Kube(k8s), req, Settings(host="dev.example.com"), admit=_admission(the_platform, Kube(k8s)))
     core = client.CoreV1Api(k8s)
     pods = wait_until(lambda: core.list_namespaced_pod("recsys", label_selector="skiff.io/instance=nb").items,
                       what="the instance's pod")
@@ -177,7 +178,7 @@ def test_jobs_and_instances_take_the_gpu_and_online_pools_from_the_file(kubesim,
     from operators.platform import load_platform
 
     path = tmp_path / "platform.yaml"
-    sync_cluster(k8s, platform(PLATFORM + NODE_POOLS, path))
+    sync_cluster(Kube(k8s), platform(PLATFORM + NODE_POOLS, path))
     monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(path))
     monkeypatch.setenv("AIRFLOW__SKIFF__ONLINE_POOL_KEY", "ignored.example.com/pool")   # the file wins
     _training("online", online=True).execute(_context("online"))
@@ -281,7 +282,7 @@ def test_usage_reads_finished_jobs_and_quota_from_the_cluster(enforced, k8s, tmp
     _training("train", cpu=2, gpu=1).execute(_context("train"))
     (job,) = client.BatchV1Api(k8s).list_namespaced_job("recsys").items
     seconds = (job.status.completion_time - job.status.start_time).total_seconds()
-    report = usage(k8s, load_platform(enforced))
+    report = usage(Kube(k8s), load_platform(enforced))
     (alice,) = report["by_user"]
     assert (alice["user"], alice["team"], alice["jobs"]) == ("alice", "recsys", 1)
     assert alice["gpu_hours"] == round(seconds / 3600, 4) and alice["cpu_hours"] == round(2 * seconds / 3600, 4)

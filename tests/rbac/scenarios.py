@@ -22,6 +22,7 @@ import kubernetes
 from devstack.airflow_env import kubernetes_connection_uri
 from kubesim.authz import ADMIN_TOKEN, write_service_account_kubeconfig
 from kubesim.testing import sync_api_client
+from operators.k8s import Kube
 from operators.rbac import BOUND_IN, FEATURES, apply_manifests, install_manifests, team_manifests
 
 SKIFF_NS, SKIFF_SA = "airflow", "skiff"
@@ -112,7 +113,7 @@ class Env:
     def add_team_namespace(self, namespace: str) -> None:
         """A cluster admin's step for a new team: its namespace and Skiff's RoleBindings there."""
         kubernetes.client.CoreV1Api(self.admin).create_namespace({"metadata": {"name": namespace}})
-        apply_manifests(self.admin, team_manifests([namespace], SKIFF_NS, SKIFF_SA, self.features))
+        apply_manifests(Kube(self.admin), team_manifests([namespace], SKIFF_NS, SKIFF_SA, self.features))
 
 
 def skiff_env(sim, tmp_path: Path, docs: list[dict] | None = None, features: tuple | list = FEATURES) -> Env:
@@ -122,8 +123,8 @@ def skiff_env(sim, tmp_path: Path, docs: list[dict] | None = None, features: tup
     core = kubernetes.client.CoreV1Api(admin)
     for ns in (SKIFF_NS, TEAM):
         core.create_namespace({"metadata": {"name": ns}})
-    apply_manifests(admin, docs if docs is not None else install_manifests(SKIFF_NS, SKIFF_SA, features))
-    apply_manifests(admin, team_manifests(BOUND, SKIFF_NS, SKIFF_SA, features))
+    apply_manifests(Kube(admin), docs if docs is not None else install_manifests(SKIFF_NS, SKIFF_SA, features))
+    apply_manifests(Kube(admin), team_manifests(BOUND, SKIFF_NS, SKIFF_SA, features))
     if not _exists(core, SKIFF_NS, SKIFF_SA):     # a partial install still needs the identity
         core.create_namespaced_service_account(SKIFF_NS, {"metadata": {"name": SKIFF_SA}})
     path = write_service_account_kubeconfig(sim.url, SKIFF_NS, SKIFF_SA, tmp_path / "skiff.kubeconfig")
@@ -188,8 +189,8 @@ def sedna(env: Env) -> None:
     from operators.sedna.reconcile import reconcile_joint_inference as ji
     from tests.sedna.sedna_helpers import JI, JOB, NS, dataset, ji_sample, model, new_fl, pods_of
 
-    install_crds(env.admin)
     admin = Kube(env.admin)
+    install_crds(admin)
     kubernetes.client.CoreV1Api(env.admin).create_namespaced_secret(NS, {
         "metadata": {"name": "s3-creds", "annotations": {"s3-endpoint": "minio:9000"}},
         "stringData": {"ACCESS_KEY_ID": "id", "SECRET_ACCESS_KEY": "key"}})
@@ -200,7 +201,7 @@ def sedna(env: Env) -> None:
         admin.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
     admin.create(MODELS, NS, model("helmet-detection-inference-little-model", "/data/little/little.pb"))
     admin.create(MODELS, NS, model("helmet-detection-inference-big-model", "/data/big/big.pb"))
-    api = env.skiff
+    api = Kube(env.skiff)
     _sedna_watches(env)
     new_fl(admin)
     fl(api)                                                     # create children, status, events
@@ -307,10 +308,10 @@ def platform(env: Env) -> None:
     example = load_platform(Path(__file__).resolve().parents[2] / "operators" / "platform" / "example.yaml")
     env.add_team_namespace("nlp")              # recsys: bound by skiff_env
     env.sim.cluster.quota.status_lag = 0.3     # the quota controller takes a moment, as on a real cluster
-    first = sync_cluster(env.skiff, example, quota_timeout=10)
+    first = sync_cluster(Kube(env.skiff), example, quota_timeout=10)
     assert first.applied and not first.errors, first.errors
-    assert not sync_cluster(env.skiff, example, quota_timeout=10).applied
-    usage(env.skiff, example)
+    assert not sync_cluster(Kube(env.skiff), example, quota_timeout=10).applied
+    usage(Kube(env.skiff), example)
     # queueing: kueue (Kueue installed, its cluster-wide objects applied by a cluster admin): the LocalQueues
     from kubesim import kueue
     from operators.platform import parse_platform
@@ -318,11 +319,11 @@ def platform(env: Env) -> None:
 
     kueue.install(env.sim.store)
     queued = parse_platform(Path(example.source).read_text().replace("queueing: quota", "queueing: kueue"))
-    apply_manifests(env.admin, [d for d in platform_team_manifests(queued, SKIFF_NS, SKIFF_SA, env.features)
+    apply_manifests(Kube(env.admin), [d for d in platform_team_manifests(queued, SKIFF_NS, SKIFF_SA, env.features)
                                 if d["apiVersion"].startswith("kueue.x-k8s.io/")])
-    first = sync_cluster(env.skiff, queued, quota_timeout=10)
+    first = sync_cluster(Kube(env.skiff), queued, quota_timeout=10)
     assert not first.errors and any(a.startswith("LocalQueue/") for a in first.applied), first
-    assert not sync_cluster(env.skiff, queued, quota_timeout=10).applied
+    assert not sync_cluster(Kube(env.skiff), queued, quota_timeout=10).applied
 
 
 # ---- development instances -----------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def devinstances(env: Env) -> None:
             "metadata": {"name": claim},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
     core.create_namespaced_config_map(settings.tcp_namespace, {"metadata": {"name": settings.tcp_name}})  # ingress-nginx's
-    api = env.skiff
+    api = Kube(env.skiff)
     lifecycle.create(api, make_request(mounts_=[{"pvc": "datasets", "path": "/data"}]), settings)
     wait_ready(env.admin, "alice", "nb")
     inventory.list_instances(api, "alice", settings)
@@ -357,15 +358,14 @@ def devinstances(env: Env) -> None:
 def ui(env: Env) -> None:
     """The page's data as the plugin reads it: team quotas, the training table, the Sedna table (with an FL
     job and its children present), the instances' StatefulSets and pods, an instance's idleness and password."""
-    from operators.k8s import Kube
     from operators.sedna.install import install_crds
     from operators.sedna.kube import DATASETS, MODELS
     from operators.sedna.kube import Kube as SednaKube
     from operators.ui import sources
     from tests.sedna.sedna_helpers import NS, dataset, model, new_fl
 
-    install_crds(env.admin)
     admin = SednaKube(env.admin)
+    install_crds(admin)
     admin.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         admin.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))
@@ -386,12 +386,12 @@ def ui(env: Env) -> None:
         "metadata": {"name": "alice-home"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
     core.create_namespaced_config_map(settings.tcp_namespace, {"metadata": {"name": settings.tcp_name}})
-    lifecycle.create(env.admin, make_request(), settings)
+    lifecycle.create(Kube(env.admin), make_request(), settings)
     wait_ready(env.admin, "alice", "nb")
     script_activity(env.admin, "alice", "nb", 0.0)
-    last, why = idle.read_last_activity(env.skiff, TEAM, "alice-nb")
+    last, why = idle.read_last_activity(Kube(env.skiff), TEAM, "alice-nb")
     assert last is not None, why
-    assert inventory.password(env.skiff, "alice", TEAM, "nb", caller="alice")
+    assert inventory.password(Kube(env.skiff), "alice", TEAM, "nb", caller="alice")
 
 
 SCENARIOS = {"training": training, "sedna": sedna, "platform": platform, "devinstances": devinstances, "ui": ui}

@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubesim.rbac import User
 from kubesim.testing import sync_api_client
+from operators.k8s import Kube
 from tests.rbac.scenarios import TEAM, skiff_env
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "operators" / "platform" / "example.yaml"
@@ -35,13 +36,13 @@ def team(rbac_sim, tmp_path):
 
     env = skiff_env(rbac_sim, tmp_path)
     env.add_team_namespace("nlp")
-    report = sync_cluster(env.skiff, load_platform(EXAMPLE), quota_timeout=10)
+    report = sync_cluster(Kube(env.skiff), load_platform(EXAMPLE), quota_timeout=10)
     assert not report.errors, report.errors
     settings = Settings(host="dev.example.com", idle_seconds=3600)
     kubernetes.client.CoreV1Api(env.admin).create_namespaced_config_map(
         settings.tcp_namespace, {"metadata": {"name": settings.tcp_name}})           # ingress-nginx's
     for owner in ("alice", "bob"):
-        lifecycle.create(env.skiff, make_request(owner=owner), settings)
+        lifecycle.create(Kube(env.skiff), make_request(owner=owner), settings)
         wait_ready(env.admin, owner, "nb")
     for person in ("alice", "bob", "carol"):                  # carol: nlp's admin, not in recsys
         rbac_sim.access.add_user_token(f"{person}-token", person)
@@ -99,7 +100,7 @@ def test_what_people_may_do_still_works(team):
     assert _refused(bob.list_namespaced_pod, "nlp")        # bob is not in nlp
     carol = kubernetes.client.CoreV1Api(team.people["carol"])      # nlp's admin: nothing in recsys
     _refused(carol.list_namespaced_pod, TEAM)
-    assert inventory.password(team.skiff, "alice", TEAM, "nb", caller="alice")
+    assert inventory.password(Kube(team.skiff), "alice", TEAM, "nb", caller="alice")
 
 
 def test_a_binding_made_before_to_edit_is_refused_until_an_admin_deletes_it(rbac_sim, tmp_path):
@@ -117,9 +118,9 @@ def test_a_binding_made_before_to_edit_is_refused_until_an_admin_deletes_it(rbac
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]})
     example = load_platform(EXAMPLE)
-    errors = sync_cluster(env.skiff, example, quota_timeout=10).errors
+    errors = sync_cluster(Kube(env.skiff), example, quota_timeout=10).errors
     assert len(errors) == 1 and errors[0].startswith(f"RoleBinding/{TEAM}/skiff-members: 422") and \
         "cannot change roleRef" in errors[0], errors
     rbac.delete_namespaced_role_binding("skiff-members", TEAM)
-    assert not sync_cluster(env.skiff, example, quota_timeout=10).errors
+    assert not sync_cluster(Kube(env.skiff), example, quota_timeout=10).errors
     assert rbac.read_namespaced_role_binding("skiff-members", TEAM).role_ref.name == "skiff-member"

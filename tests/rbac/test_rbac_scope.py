@@ -12,6 +12,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from operators.k8s import Kube
 from tests.rbac.scenarios import RBAC, SKIFF_NS, SKIFF_SA, SKIFF_USER, TEAM, skiff_denials, skiff_env
 
 OUTSIDE = ("kube-system", "not-a-team", SKIFF_NS)
@@ -78,14 +79,14 @@ def test_the_sync_reports_a_team_whose_namespace_an_admin_has_not_prepared(env):
     from operators.platform.sync import sync_cluster
 
     example = load_platform(Path(__file__).resolve().parents[2] / "operators" / "platform" / "example.yaml")
-    report = sync_cluster(env.skiff, example, quota_timeout=10)
+    report = sync_cluster(Kube(env.skiff), example, quota_timeout=10)
     assert [e.split(":")[0] for e in report.errors] == ["Namespace/nlp", "ResourceQuota/nlp/skiff-quota"]
     assert "cluster admin's step: python -m operators.rbac teams --platform FILE" in report.errors[0]
     assert report.applied and all(a == f"Namespace/{TEAM}" or a.split("/")[1] == TEAM for a in report.applied)
     assert skiff_denials(env.sim) == ["patch namespaces. ns=nlp name=nlp",
                                       "patch resourcequotas. ns=nlp name=skiff-quota"]
     env.add_team_namespace("nlp")             # the admin's step; the next sync completes the team
-    assert not sync_cluster(env.skiff, example, quota_timeout=10).errors
+    assert not sync_cluster(Kube(env.skiff), example, quota_timeout=10).errors
 
 
 def test_a_sedna_cr_outside_team_namespaces_fails_alone(env):
@@ -97,8 +98,8 @@ def test_a_sedna_cr_outside_team_namespaces_fails_alone(env):
     from operators.sedna.reconcile import reconcile_federated_learning
     from tests.sedna.sedna_helpers import dataset, fl_sample, model
 
-    install_crds(env.admin)
     admin = Kube(env.admin)
+    install_crds(admin)
     for ns in ("not-a-team", "default"):
         sdd = model("surface-defect-detection-model", "s3://models/sdd/model.ckpt", namespace=ns)
         if ns == "not-a-team":
@@ -107,7 +108,7 @@ def test_a_sedna_cr_outside_team_namespaces_fails_alone(env):
         for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
             admin.create(DATASETS, ns, dataset(n, f"/data/{n}/train.txt", namespace=ns))
         admin.create(FL_JOBS, ns, fl_sample(namespace=ns))
-    summary = reconcile_federated_learning(env.skiff)
+    summary = reconcile_federated_learning(Kube(env.skiff))
     errors = [e for e in summary["errors"] if "not-a-team" in e]
     assert errors and all("default/" not in e for e in summary["errors"]), summary["errors"]
     assert all('is forbidden: User "system:serviceaccount:airflow:skiff"' in e and 'namespace "not-a-team"' in e

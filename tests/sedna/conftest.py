@@ -12,8 +12,8 @@ from operators.sedna.kube import DATASETS, MODELS, Kube
 
 @pytest.fixture
 def kube(k8s):
-    install_crds(k8s)
     kube = Kube(k8s)
+    install_crds(kube)
     kube.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         kube.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))

@@ -11,7 +11,7 @@ import json
 from sedna_helpers import JI, JI_SEL, NS, dataset, fl_sample, ji_sample, model, pods_of
 
 from operators.sedna.desired import desired_federated_learning, desired_joint_inference
-from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, JI_SERVICES, MODELS, SECRETS
+from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, JI_SERVICES, MODELS, SECRETS, Kube
 from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
 
 MODEL = "surface-defect-detection-model"
@@ -81,7 +81,7 @@ def test_fl_on_kubesim_gets_keys_by_reference_never_by_value(k8s, kube):
     m["spec"]["credentialName"] = "minio-creds"
     kube.merge_patch(MODELS, NS, MODEL, {"spec": m["spec"]})
     kube.create(FL_JOBS, NS, fl_sample())
-    summary = reconcile_federated_learning(k8s)
+    summary = reconcile_federated_learning(Kube(k8s))
     assert summary["created"] == 4 and not summary["errors"], summary
     pods = pods_of(kube)
     assert len(pods) == 3
@@ -91,7 +91,7 @@ def test_fl_on_kubesim_gets_keys_by_reference_never_by_value(k8s, kube):
     for pod in pods.values():
         assert_s3_env(pod["spec"]["initContainers"][0], "minio-creds", "http://minio.storage:9000")
         assert_s3_env(pod["spec"]["containers"][0], "minio-creds", "http://minio.storage:9000")
-    assert reconcile_federated_learning(k8s)["writes"] == 0
+    assert reconcile_federated_learning(Kube(k8s))["writes"] == 0
 
 
 def test_ji_missing_secret_is_a_condition_then_the_secret_appears(k8s, kube):
@@ -99,13 +99,13 @@ def test_ji_missing_secret_is_a_condition_then_the_secret_appears(k8s, kube):
     kube.merge_patch(MODELS, NS, m["metadata"]["name"], {"spec": {"url": "s3://models/big.pb",
                                                                   "credentialName": "big-creds"}})
     kube.create(JI_SERVICES, NS, ji_sample())
-    reconcile_joint_inference(k8s)
+    reconcile_joint_inference(Kube(k8s))
     assert kube.list(DEPLOYMENTS, NS, JI_SEL) == []
     failed = next(c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"] if c["type"] == "Failed")
     assert failed["status"] == "True" and failed["reason"] == "SecretNotFound"
     assert "'big-creds'" in failed["message"] and f"namespace '{NS}'" in failed["message"]
     kube.create(SECRETS, NS, s3_secret("big-creds", https=True))
-    assert reconcile_joint_inference(k8s)["created"] == 3
+    assert reconcile_joint_inference(Kube(k8s))["created"] == 3
     cloud = kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")["spec"]["template"]["spec"]
     assert_s3_env(cloud["containers"][0], "big-creds", "https://minio.storage:9000")
     assert_s3_env(cloud["initContainers"][0], "big-creds", "https://minio.storage:9000")
@@ -113,4 +113,4 @@ def test_ji_missing_secret_is_a_condition_then_the_secret_appears(k8s, kube):
     assert "ACCESS_KEY_ID" not in env_entries(edge["containers"][0])  # the little model needs no keys
     conds = {c["type"]: c for c in kube.get(JI_SERVICES, NS, JI)["status"]["conditions"]}
     assert conds["Failed"]["status"] == "False"
-    assert reconcile_joint_inference(k8s)["writes"] == 0
+    assert reconcile_joint_inference(Kube(k8s))["writes"] == 0

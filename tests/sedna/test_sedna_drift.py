@@ -8,7 +8,7 @@ import json
 from sedna_helpers import FL_SEL, JI, JI_SEL, JOB, NS, env_of, events_of, new_fl, new_ji, pods_of, wait_for
 
 from operators.sedna.drift import drifted
-from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, JI_SERVICES, PODS, SERVICES
+from operators.sedna.kube import DEPLOYMENTS, FL_JOBS, JI_SERVICES, PODS, SERVICES, Kube
 from operators.sedna.reconcile import reconcile_federated_learning, reconcile_joint_inference
 
 HOLD = "test.skiff.io/hold"
@@ -41,40 +41,40 @@ def test_drift_is_what_kubectl_diff_shows_not_api_defaults():
 
 def test_ji_deployment_image_edited_by_hand_is_reverted_in_place(k8s, kube):
     new_ji(kube)
-    reconcile_joint_inference(k8s)
+    reconcile_joint_inference(Kube(k8s))
     name = f"{JI}-deployment-cloud"
     dep = kube.get(DEPLOYMENTS, NS, name)
     image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
     dep["spec"]["template"]["spec"]["containers"][0]["image"] = "evil/miner:latest"
     kube.replace(DEPLOYMENTS, NS, name, {k: v for k, v in dep.items() if k != "status"})
-    summary = reconcile_joint_inference(k8s)
+    summary = reconcile_joint_inference(Kube(k8s))
     assert summary["reverted"] == 1 and summary.get("created", 0) == 0, summary
     after = kube.get(DEPLOYMENTS, NS, name)
     assert after["metadata"]["uid"] == dep["metadata"]["uid"]
     assert after["spec"]["template"]["spec"]["containers"][0]["image"] == image
     event = next(e for e in events_of(kube, JI) if e["reason"] == "DriftReverted")
     assert name in event["message"] and "image" in event["message"]
-    assert reconcile_joint_inference(k8s)["writes"] == 0
+    assert reconcile_joint_inference(Kube(k8s))["writes"] == 0
 
 
 def test_fl_service_port_edited_by_hand_is_reverted_and_keeps_its_cluster_ip(k8s, kube):
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     name = f"{JOB}-aggregation"
     svc = kube.get(SERVICES, NS, name)
     svc["spec"]["ports"][0]["port"] = 8080
     kube.replace(SERVICES, NS, name, svc)
-    assert reconcile_federated_learning(k8s)["reverted"] == 1
+    assert reconcile_federated_learning(Kube(k8s))["reverted"] == 1
     after = kube.get(SERVICES, NS, name)
     assert after["spec"]["ports"][0]["port"] == 7363
     assert after["spec"].get("clusterIP") == svc["spec"].get("clusterIP")
     assert any(e["reason"] == "DriftReverted" and name in e["message"] for e in events_of(kube, JOB))
-    assert reconcile_federated_learning(k8s)["writes"] == 0
+    assert reconcile_federated_learning(Kube(k8s))["writes"] == 0
 
 
 def test_fl_pod_replaced_by_hand_with_other_env_is_replaced_by_the_desired_one(k8s, kube):
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     name, pod = next((n, p) for n, p in pods_of(kube).items() if "-train-" in n)
     assert env_of(pod)["batch_size"] == "32"
     forged = json.loads(json.dumps(pod))  # same name, labels and owner; another batch size
@@ -85,14 +85,14 @@ def test_fl_pod_replaced_by_hand_with_other_env_is_replaced_by_the_desired_one(k
     kube.delete(PODS, NS, name)
     wait_for(lambda: name not in pods_of(kube), what="pod deleted")
     kube.create(PODS, NS, forged)
-    summary = reconcile_federated_learning(k8s)  # a pod's spec is immutable: deleted, recreated next pass
+    summary = reconcile_federated_learning(Kube(k8s))  # a pod's spec is immutable: deleted, recreated next pass
     assert summary["reverted"] == 1 and "batch_size" in json.dumps(summary["actions"])
     event = next(e for e in events_of(kube, JOB) if e["reason"] == "DriftReverted")
     assert name in event["message"] and "env[batch_size].value" in event["message"]
     wait_for(lambda: name not in pods_of(kube), what="forged pod deleted")
-    assert reconcile_federated_learning(k8s)["created"] == 1
+    assert reconcile_federated_learning(Kube(k8s))["created"] == 1
     assert env_of(pods_of(kube)[name])["batch_size"] == "32"
-    assert reconcile_federated_learning(k8s)["writes"] == 0
+    assert reconcile_federated_learning(Kube(k8s))["writes"] == 0
 
 
 def hold_and_delete(kube, res, name):
@@ -109,13 +109,13 @@ def release(kube, res, name):
 
 def test_fl_job_being_deleted_gets_no_recreated_or_rolled_pods(k8s, kube):
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     victim = next(iter(pods_of(kube)))
     hold_and_delete(kube, FL_JOBS, JOB)
     kube.delete(PODS, NS, victim)
     wait_for(lambda: victim not in pods_of(kube), what="pod deleted")
     before = {n: p["metadata"]["uid"] for n, p in pods_of(kube).items()}
-    summary = reconcile_federated_learning(k8s)
+    summary = reconcile_federated_learning(Kube(k8s))
     assert summary["skipped_deleting"] == 1 and summary["writes"] == 0, summary
     assert {n: p["metadata"]["uid"] for n, p in pods_of(kube).items()} == before
     release(kube, FL_JOBS, JOB)
@@ -124,7 +124,7 @@ def test_fl_job_being_deleted_gets_no_recreated_or_rolled_pods(k8s, kube):
 
 def test_ji_service_being_deleted_gets_no_recreated_or_updated_deployments(k8s, kube):
     new_ji(kube)
-    reconcile_joint_inference(k8s)
+    reconcile_joint_inference(Kube(k8s))
     edge = kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-edge")
     hold_and_delete(kube, JI_SERVICES, JI)
     kube.delete(DEPLOYMENTS, NS, f"{JI}-deployment-cloud")
@@ -132,7 +132,7 @@ def test_ji_service_being_deleted_gets_no_recreated_or_updated_deployments(k8s, 
     # a spec edit while it is being deleted rolls nothing either
     params = [{"key": "threshold_img", "value": "0.9"}]
     kube.merge_patch(JI_SERVICES, NS, JI, {"spec": {"edgeWorker": {"hardExampleMining": {"parameters": params}}}})
-    summary = reconcile_joint_inference(k8s)
+    summary = reconcile_joint_inference(Kube(k8s))
     assert summary["skipped_deleting"] == 1 and summary["writes"] == 0, summary
     assert kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-cloud") is None
     assert kube.get(DEPLOYMENTS, NS, f"{JI}-deployment-edge")["metadata"]["generation"] == \

@@ -43,8 +43,8 @@ def test_deleted_pod_comes_back_with_no_manual_trigger(stack):
     # the stacks leave dags_are_paused_at_creation at Airflow's default, true
     assert "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION" not in stack.env
     api = stack.k8s()
-    install_crds(api)
     kube = Kube(api)
+    install_crds(kube)
     kube.create(MODELS, NS, model("surface-defect-detection-model", "/models/sdd/model.ckpt"))
     for n in ("edge1-surface-defect-detection-dataset", "edge2-surface-defect-detection-dataset"):
         kube.create(DATASETS, NS, dataset(n, f"/data/{n}/train.txt"))

@@ -14,7 +14,7 @@ from sedna_helpers import FL_SEL, NS, events_of, fl_sample, model, new_fl, pods_
 from kubesim.testing import wait_until
 from operators.sedna.desired import CHILD_TEMPLATES, templates_digest
 from operators.sedna.kinds import FEDERATED_LEARNING
-from operators.sedna.kube import FL_JOBS, MODELS, SERVICES
+from operators.sedna.kube import FL_JOBS, MODELS, SERVICES, Kube
 from operators.sedna.reconcile import _Pass, reconcile_federated_learning
 
 
@@ -30,7 +30,7 @@ def test_a_model_url_urlsplit_cannot_parse_fails_that_job_only(k8s, kube):
     kube.create(FL_JOBS, NS, bad)
     new_fl(kube, "good-a")
     new_fl(kube, "good-b")
-    summary = reconcile_federated_learning(k8s)
+    summary = reconcile_federated_learning(Kube(k8s))
     assert summary["created"] == 8 and summary["invalid"] == 1
     assert len(pods_of(kube, "good-a")) == len(pods_of(kube, "good-b")) == 3
     assert pods_of(kube, "bad-url") == {}
@@ -51,7 +51,7 @@ def test_any_exception_is_that_crs_condition_and_event_and_the_run_lists_it(k8s,
             raise KeyError("surprise")
         return FEDERATED_LEARNING.desired(cr, sources, lc)
 
-    p = _Pass(k8s, "FederatedLearningJob", "http://localhost:9100")
+    p = _Pass(Kube(k8s), "FederatedLearningJob", "http://localhost:9100")
     p.spec = dataclasses.replace(FEDERATED_LEARNING, desired=desired)
     summary = p.run(None)
     assert summary["created"] == 8
@@ -62,7 +62,7 @@ def test_any_exception_is_that_crs_condition_and_event_and_the_run_lists_it(k8s,
     assert cond["status"] == "True" and cond["reason"] == "ReconcileError" and "surprise" in cond["message"]
     assert any(e["type"] == "Warning" and e["reason"] == "ReconcileError" for e in events_of(kube, "job-b"))
     # fixed (here: the real table again), the job recovers
-    assert reconcile_federated_learning(k8s)["created"] == 4
+    assert reconcile_federated_learning(Kube(k8s))["created"] == 4
     assert failed_condition(kube, "job-b")["status"] == "False"
 
 
@@ -73,14 +73,14 @@ def test_an_api_error_on_one_cr_does_not_stop_the_others(k8s, kube, kubesim):
     # layer would send again)
     kubesim.fail(verb="patch", path="federatedlearningjobs/job-a/status", status=422, count=None)
     try:
-        summary = reconcile_federated_learning(k8s)
+        summary = reconcile_federated_learning(Kube(k8s))
     finally:
         kubesim.clear_faults()
     assert len(pods_of(kube, "job-a")) == len(pods_of(kube, "job-b")) == 3
     assert [e.split(":")[0] for e in summary["errors"]] == [f"FederatedLearningJob {NS}/job-a"]
     assert "422" in summary["errors"][0]
     assert kube.get(FL_JOBS, NS, "job-b")["status"]["phase"] == "Running"
-    assert reconcile_federated_learning(k8s)["requests"].get("patch/status federatedlearningjobs") == 1
+    assert reconcile_federated_learning(Kube(k8s))["requests"].get("patch/status federatedlearningjobs") == 1
 
 
 def test_a_name_too_long_for_the_service_creates_nothing(k8s, kube):
@@ -88,12 +88,12 @@ def test_a_name_too_long_for_the_service_creates_nothing(k8s, kube):
     (a DNS-1035 label, <= 63) would not. Every name is checked before the first write."""
     name = "j" * 55
     new_fl(kube, name)
-    summary = reconcile_federated_learning(k8s)
+    summary = reconcile_federated_learning(Kube(k8s))
     assert summary.get("created", 0) == 0
     assert kube.list(SERVICES, NS, FL_SEL) == [] and pods_of(kube, name) == {}
     cond = failed_condition(kube, name)
     assert cond["reason"] == "InvalidName" and f"'{name}-aggregation'" in cond["message"]
-    assert reconcile_federated_learning(k8s)["writes"] == 0  # reported once, not on every pass
+    assert reconcile_federated_learning(Kube(k8s))["writes"] == 0  # reported once, not on every pass
 
 
 def test_templates_digest_hashes_only_the_templates_that_shape_children(tmp_path):
@@ -125,7 +125,7 @@ def test_a_slow_cr_does_not_hold_up_the_others(k8s, kube, kubesim):
         new_fl(kube, f"job-{i}")
     kubesim.add_latency(verb="patch", path="federatedlearningjobs/job-0/status", seconds=8, count=1)
     done: list[dict] = []
-    run = threading.Thread(target=lambda: done.append(reconcile_federated_learning(k8s, concurrency=3)))
+    run = threading.Thread(target=lambda: done.append(reconcile_federated_learning(Kube(k8s), concurrency=3)))
     run.start()
     try:
         others = [f"job-{i}" for i in range(1, 6)]
@@ -137,21 +137,21 @@ def test_a_slow_cr_does_not_hold_up_the_others(k8s, kube, kubesim):
         kubesim.clear_faults()
     assert done[0]["created"] == 24 and not done[0]["errors"]
     assert kube.get(FL_JOBS, NS, "job-0")["status"]["phase"] == "Running"
-    assert reconcile_federated_learning(k8s, concurrency=3)["writes"] == 0
+    assert reconcile_federated_learning(Kube(k8s), concurrency=3)["writes"] == 0
 
 
 def test_concurrency_one_and_many_make_the_same_children_once(k8s, kube):
     for i in range(12):
         new_fl(kube, f"job-{i:02d}")
-    first = reconcile_federated_learning(k8s, concurrency=1, namespaces=[NS])
+    first = reconcile_federated_learning(Kube(k8s), concurrency=1, namespaces=[NS])
     names_1 = {n for i in range(12) for n in pods_of(kube, f"job-{i:02d}")}
     for i in range(12):
         kube.delete(FL_JOBS, NS, f"job-{i:02d}")
     wait_until(lambda: not kube.list(SERVICES, NS, FL_SEL), what="children collected")
     for i in range(12):
         new_fl(kube, f"job-{i:02d}")
-    many = reconcile_federated_learning(k8s, concurrency=8)
+    many = reconcile_federated_learning(Kube(k8s), concurrency=8)
     assert first["created"] == many["created"] == 48
     assert many["requests"] == first["requests"]  # the same requests, only overlapped
     assert len({n for i in range(12) for n in pods_of(kube, f"job-{i:02d}")}) == 36 == len(names_1)
-    assert reconcile_federated_learning(k8s, concurrency=8)["writes"] == 0
+    assert reconcile_federated_learning(Kube(k8s), concurrency=8)["writes"] == 0

@@ -9,7 +9,7 @@ import pytest
 from sedna_helpers import JOB, NS, fl_sample, new_fl, pods_of, wait_for
 
 from kubesim.testing import async_wait_until
-from operators.sedna.kube import FL_JOBS, PODS
+from operators.sedna.kube import FL_JOBS, PODS, Kube
 from operators.sedna.reconcile import reconcile_federated_learning
 from operators.sedna.trigger import SednaWatchTrigger, fingerprint
 
@@ -43,7 +43,7 @@ async def started(trigger: SednaWatchTrigger, api, fire_on_start: bool = False):
 async def test_fires_on_spec_edit_not_on_status_update(k8s, k8s_async, kube):
     new_fl(kube, "job-a")
     new_fl(kube, "job-b")
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.1), k8s_async)
     try:
         # a status-only update of job-a (what every reconcile does) must not fire; the edit of job-b does
@@ -63,21 +63,21 @@ async def test_fires_once_on_start_for_what_changed_while_no_trigger_watched(k8s
     seen by no watch; the restarted trigger fires once after listing, so a run restores it now rather than
     at the next cron resync (minutes)."""
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     name = sorted(pods_of(kube))[0]
     kube.delete(PODS, NS, name)  # no trigger running
     next_event, close = await started(SednaWatchTrigger(), k8s_async, fire_on_start=True)
     try:
         assert (await next_event())["sample"] == ["STARTED FederatedLearningJob watches (changes while no "
                                                  "trigger watched)"]
-        assert reconcile_federated_learning(k8s)["created"] == 1 and name in pods_of(kube)
+        assert reconcile_federated_learning(Kube(k8s))["created"] == 1 and name in pods_of(kube)
     finally:
         await close()
 
 
 async def test_fires_on_child_deletion_and_coalesces_a_burst(k8s, k8s_async, kube):
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.5), k8s_async)
     try:
         names = sorted(pods_of(kube))
@@ -92,7 +92,7 @@ async def test_fires_on_child_deletion_and_coalesces_a_burst(k8s, k8s_async, kub
 
 async def test_survives_a_cut_watch_and_410_gone(k8s, k8s_async, kube, kubesim):
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     next_event, close = await started(SednaWatchTrigger(coalesce_seconds=0.1), k8s_async)
     try:
         # the connection drops: the watch resumes from its resourceVersion and sees the next deletion
@@ -173,7 +173,7 @@ async def test_ji_fires_on_deployment_and_service_deletion(k8s, k8s_async, kube)
     from operators.sedna.reconcile import reconcile_joint_inference
 
     new_ji(kube)
-    reconcile_joint_inference(k8s)
+    reconcile_joint_inference(Kube(k8s))
     next_event, close = await started(SednaWatchTrigger(kind="JointInferenceService"), k8s_async)
     try:
         kube.delete(DEPLOYMENTS, NS, f"{JI}-deployment-edge")
@@ -194,7 +194,7 @@ async def test_ji_fires_on_a_hem_edit_not_on_status_only_updates(k8s, k8s_async,
     from operators.sedna.reconcile import reconcile_joint_inference
 
     new_ji(kube)
-    reconcile_joint_inference(k8s)
+    reconcile_joint_inference(Kube(k8s))
     next_event, close = await started(SednaWatchTrigger(kind="JointInferenceService"), k8s_async)
     try:
         # status-only updates (every reconcile writes some) must not fire: the first event is the marker
@@ -211,7 +211,7 @@ async def test_ji_fires_on_a_hem_edit_not_on_status_only_updates(k8s, k8s_async,
         payload = await next_event()
         assert payload["sample"] == [f"MODIFIED CR {NS}/{JI}"], payload
         # and the run it starts rolls the edge Deployment
-        assert reconcile_joint_inference(k8s)["updated"] == 1
+        assert reconcile_joint_inference(Kube(k8s))["updated"] == 1
     finally:
         await close()
 
@@ -230,7 +230,7 @@ async def test_triggers_in_one_process_share_the_watches_they_have_in_common(k8s
     from operators.sedna.trigger import watched_resources
 
     new_fl(kube)
-    reconcile_federated_learning(k8s)
+    reconcile_federated_learning(Kube(k8s))
     informers = Informers(lambda: async_api_client(kubesim.url))
     fl_next, fl_close = await started(SednaWatchTrigger(coalesce_seconds=0.1), informers)
     ji_next, ji_close = await started(SednaWatchTrigger(kind="JointInferenceService", coalesce_seconds=0.1),

@@ -2,13 +2,14 @@
 
 from kubernetes import client
 
+from operators.k8s import Kube
 from operators.platform import example_path, load_platform
 from operators.teams import default_pvc_name, ensure_queues, team_pool, team_queue
 
 
 def test_example_platform_file_gives_each_team_its_queue(kubesim, k8s):
     platform = load_platform(example_path())
-    report = ensure_queues(k8s, platform)
+    report = ensure_queues(Kube(k8s), platform)
     assert report.errors == []
     core = client.CoreV1Api(k8s)
     for team in platform.teams:
@@ -16,7 +17,7 @@ def test_example_platform_file_gives_each_team_its_queue(kubesim, k8s):
         assert hard["requests.cpu"] == team.quota.cpu and hard["requests.storage"] == team.quota.storage
         pvcs = {p.metadata.name for p in core.list_namespaced_persistent_volume_claim(team.namespace).items}
         assert {default_pvc_name(u) for u in team.users} <= pvcs
-    assert ensure_queues(k8s, platform).applied == []
+    assert ensure_queues(Kube(k8s), platform).applied == []
 
 
 def test_team_helpers():

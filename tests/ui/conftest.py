@@ -22,6 +22,7 @@ from devstack.browser import chromium
 from devstack.browser import missing as missing_browser
 from devstack.stack import BIN, _spawn, _tail, free_port
 from kubesim.testing import sync_api_client, wait_until
+from operators.k8s import Kube
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def seed_teams(api) -> None:
     from operators.platform import load_platform
     from operators.teams import ensure_queues
 
-    report = ensure_queues(api, load_platform())
+    report = ensure_queues(Kube(api), load_platform())
     assert not report.errors, report.errors
 
 

@@ -14,6 +14,7 @@ import yaml
 from kubernetes import client
 
 from kubesim.testing import wait_until
+from operators.k8s import Kube
 
 SAMPLES = Path(__file__).parents[1] / "sedna" / "samples"
 
@@ -107,8 +108,8 @@ def test_sedna_rows_compare_desired_and_actual_children_and_show_the_cr_events(a
 
     with api_server.client("alice") as alice:
         assert alice.get("/api/sedna").json() == {"installed": False, "workloads": []}
-    install_crds(api_server.k8s)
     kube = Kube(api_server.k8s)
+    install_crds(kube)
     ji = yaml.safe_load((SAMPLES / "jointinferenceservice_v1alpha1.yaml").read_text())
     ji["metadata"]["namespace"] = "default"
     kube.create(JI_SERVICES, "default", ji)
@@ -120,7 +121,7 @@ def test_sedna_rows_compare_desired_and_actual_children_and_show_the_cr_events(a
             kube.create(MODELS, "default", {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
                                             "metadata": {"name": m, "namespace": "default"},
                                             "spec": {"url": f"/data/{m}.pb", "format": "pb"}})
-        reconcile_joint_inference(api_server.k8s)
+        reconcile_joint_inference(kube)
         row = next(w for w in alice.get("/api/sedna").json()["workloads"] if w["name"] == name)
         assert row["in_sync"] and row["desired"] == row["actual"] >= 3, row
         assert {c["kind"] for c in row["children"]} >= {"Deployment", "Service"}
@@ -240,7 +241,7 @@ def instances(api_server):
     platform = load_platform()
     for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
         req = request_from_params(platform, owner, {"name": name, "team": "recsys", "cpu": 1, "memory": 1})
-        lifecycle.create(api_server.k8s, req, Settings.from_config())
+        lifecycle.create(Kube(api_server.k8s), req, Settings.from_config())
     return api_server
 
 
@@ -321,7 +322,7 @@ def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
 
     settings = Settings.from_config()
     req = request_from_params(load_platform(), "carol", {"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
-    lifecycle.create(instances.k8s, req, settings)  # carol's own instance: only her Airflow role stands in the way
+    lifecycle.create(Kube(instances.k8s), req, settings)  # carol's own instance: only her Airflow role stands in the way
     try:
         with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file
             created = carol.post("/api/instances", json={"name": "nb-c2", "team": "nlp", "cpu": 1, "memory": 1})
@@ -330,7 +331,7 @@ def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
             assert r.status_code == 403 and "Airflow refused" in r.json()["detail"], r.text
         assert _run_count(instances, "dev_instance_stop", conf={"name": "nb-c", "team": "nlp"}) == 0
     finally:
-        lifecycle.delete(instances.k8s, "carol", "nlp", "nb-c", settings)
+        lifecycle.delete(Kube(instances.k8s), "carol", "nlp", "nb-c", settings)
 
 
 def test_create_triggers_the_create_dag_as_the_user_with_the_form_as_conf(instances):

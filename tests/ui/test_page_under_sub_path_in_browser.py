@@ -14,6 +14,7 @@ from kubernetes import client
 from ui_support import SUB_PATH, AirflowPage
 
 from kubesim.testing import wait_until
+from operators.k8s import Kube
 
 NAME = "sub-nb"
 
@@ -36,7 +37,7 @@ def test_the_page_reads_and_acts_under_a_sub_path_base_url(api_server, browser):
                       headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
         assert admin.patch("/dags/dev_instance_stop", json={"is_paused": False}).status_code == 200
     req = request_from_params(load_platform(), "alice", {"name": NAME, "team": "recsys", "cpu": 1, "memory": 1})
-    lifecycle.create(api_server.k8s, req, Settings.from_config())
+    lifecycle.create(Kube(api_server.k8s), req, Settings.from_config())
     page = AirflowPage(browser, api_server.url, api_server.password, "subpath")
     try:
         page.login("alice")
@@ -66,4 +67,4 @@ def test_the_page_reads_and_acts_under_a_sub_path_base_url(api_server, browser):
     finally:
         browser.switch_to.default_content()
         page.shot("last")
-        lifecycle.delete(api_server.k8s, "alice", "recsys", NAME, Settings.from_config())
+        lifecycle.delete(Kube(api_server.k8s), "alice", "recsys", NAME, Settings.from_config())
