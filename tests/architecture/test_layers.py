@@ -37,12 +37,8 @@ LAYER = {"core": 0, "templating": 0, "settings": 0, "k8s": 1, "platform": 2, "rb
 # the client and its exceptions belong to operators.k8s; kubernetes.utils (pure helpers) is anyone's
 CLIENT_PACKAGES = ("kubernetes", "kubernetes_asyncio")
 CLIENT_ALLOWED = ("kubernetes.utils",)
-# Sedna still takes an ApiClient and catches ApiException: arch-settings moves it onto ``operators.k8s.Kube``
-# (issue 21) and empties this list; a new entry is a regression, not an exception
-CLIENT_EXCEPTIONS = {
-    ("operators.sedna.install", "kubernetes.client"), ("operators.sedna.install", "kubernetes.client.exceptions"),
-    ("operators.sedna.reconcile", "kubernetes.client"), ("operators.sedna.reconcile", "kubernetes.client.exceptions"),
-}
+# No exception: every feature receives an ``operators.k8s.Kube`` (issue 21); a new entry is a regression
+CLIENT_EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def modules() -> dict[str, Path]:
