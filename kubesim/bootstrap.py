@@ -23,7 +23,6 @@ APISERVER_IP = "10.96.0.1"
 APISERVER_ENDPOINT = "127.0.0.1"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
-RENEW_SECONDS = 10.0            # the kubelet renews at a quarter of the lease duration
 STATUS_REPORT_SECONDS = 300.0   # nodeStatusReportFrequency
 
 
@@ -102,7 +101,7 @@ class NodeHeartbeats(Controller):
         if loop_now - self._status_at.get(name, float("-inf")) >= STATUS_REPORT_SECONDS:
             self._status_at[name] = loop_now
             self._heartbeat(node, now)
-        self.queue.add_after(key, RENEW_SECONDS)
+        self.queue.add_after(key, self.cluster.timing.lease_renew)
 
     def _renew(self, node: dict, now: datetime) -> None:
         name = node["metadata"]["name"]
