@@ -160,3 +160,18 @@ def as_table(store, rt: ResourceType, body: bytes, query) -> bytes:
         obj.setdefault("kind", rt.kind)
     include = query.get("includeObject") or "Metadata"
     return go_json(table(rt, _crd_of(store, rt), objects, meta, include, store.clock.now()))
+
+
+def watch_tables(store, rt: ResourceType, request):
+    """For a watch asked as Tables (`kubectl get -w`): a function from an event's object to the JSON of a
+    one-row Table (the apiserver's watch handler transforms each event's object as a GET would), else None."""
+    if not wants_table(request.headers.get("Accept")):
+        return None
+    import json
+    crd = _crd_of(store, rt)
+    include = request.query.get("includeObject") or "Metadata"
+
+    def one(obj: dict) -> bytes:
+        meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+        return json.dumps(table(rt, crd, [obj], meta, include, store.clock.now()), separators=(",", ":")).encode()
+    return one

@@ -189,6 +189,7 @@ class ResourceRoutes:
         q = request.query
         timeout = q.get("timeoutSeconds")
         bookmarks = q.get("allowWatchBookmarks") in TRUE
+        tables = printers.watch_tables(self.store, rt, request)   # kubectl get -w: each object as a Table
         resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         resp.enable_chunked_encoding()
         try:
@@ -226,7 +227,9 @@ class ResourceRoutes:
                     continue
                 if item is None:
                     break
-                etype, _obj, data, _rv = item
+                etype, obj, data, _rv = item
+                if tables is not None:
+                    data = tables(obj)
                 await resp.write(b'{"type":"' + etype.encode() + b'","object":' + data + b"}\n")
         except ConnectionResetError:      # the client went away
             return resp

@@ -67,3 +67,17 @@ def test_list_and_get_as_table(apisim):
 def test_kinds_without_a_printer_get_the_default_table(apisim):
     t = table(apisim, "/apis/rbac.authorization.k8s.io/v1/clusterroles")
     assert [(c["name"], c["type"]) for c in t["columnDefinitions"]] == [("Name", "string"), ("Created At", "date")]
+
+
+def test_a_watch_asked_as_tables_streams_one_row_tables(apisim):
+    """kubectl get -w: each event's object is a Table of that one object."""
+    from kubernetes.client import CoreV1Api
+    CoreV1Api(apisim.api_client()).create_namespaced_config_map("default", configmap("w", data={"a": "1"}))
+    req = urllib.request.Request(apisim.url + "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1",
+                                 headers={"Accept": TABLE})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    first = next(e for e in events if e["object"]["rows"][0]["cells"][0] == "w")
+    assert first["type"] == "ADDED" and first["object"]["kind"] == "Table"
+    assert [c["name"] for c in first["object"]["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert first["object"]["rows"][0]["cells"][1] == 1
