@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser services sshd code-server demo test bench soak soak-short test-known-defects lint audit clean
+.PHONY: venv browser kubectl services sshd code-server demo test bench soak soak-short test-known-defects lint audit clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,19 @@ demo: venv
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+
+# Debian's kubectl (package kubernetes-client) for tests/kubesim/test_kubectl.py, unpacked into .tools/ rather than
+# installed with dpkg: the package ships /usr/bin/kubectl, which dpkg refuses to overwrite when another package owns
+# that path (google-cloud-sdk's kubectl dispatcher does on some machines), and a dpkg-divert would change which
+# kubectl every user of the machine runs. apt-get download checks the .deb against the signed archive; the binary
+# is static. The tests run exactly this one (and any other kubectl on PATH besides, e.g. a newer one).
+KUBECTL_DEB := .tools/kubernetes-client
+kubectl:
+	@if [ -x $(KUBECTL_DEB)/usr/bin/kubectl ]; then echo "kubectl (Debian kubernetes-client): installed"; else \
+	  if ! apt-cache show kubernetes-client >/dev/null 2>&1; then $(SUDO) apt-get update -qq; fi && \
+	  rm -rf .tools/deb && mkdir -p .tools/deb && cd .tools/deb && apt-get download -q kubernetes-client && \
+	  dpkg-deb -x kubernetes-client_*.deb ../kubernetes-client && cd .. && rm -rf deb && \
+	  ./kubernetes-client/usr/bin/kubectl version --client; fi
 
 # Debian's PostgreSQL and Redis for the production-profile tests (devstack/services.py starts private instances
 # on free ports when no local server answers; the binaries must be there).
@@ -45,11 +58,11 @@ code-server:
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
-test: venv browser sshd services
+test: venv browser kubectl sshd services
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not known_defect"
 
 # Tests marked known_defect (each says why): they fail in the full run today; kept visible, not deleted.
-test-known-defects: venv browser sshd services
+test-known-defects: venv browser kubectl sshd services
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m known_defect
 
 soak-short: venv services

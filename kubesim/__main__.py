@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--kueue] [--faults RATE --seed N]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--tls] [--kueue] [--faults RATE --seed N]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--authz", choices=["none", "rbac"], default="none",
                         help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
     parser.add_argument("--kueue", action="store_true", help="install Kueue's CRDs (kubesim/kueue simulates Kueue)")
+    parser.add_argument("--tls", action="store_true",
+                        help="serve HTTPS (self-signed, its certificate in the kubeconfig): kubectl sends the "
+                             "kubeconfig's token only over TLS, so use it with --authz rbac")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
     parser.add_argument("--faults", type=float, default=0.0,
                         help="fraction of API requests that fail (500/503/429/reset/slow) and resumed watches"
@@ -33,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: done.set())
     try:
         sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz,
-                      kueue=args.kueue).start()
+                      kueue=args.kueue, tls=args.tls).start()
         if args.faults:
             try:
                 sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)

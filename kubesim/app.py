@@ -15,10 +15,12 @@ from collections.abc import Callable
 from aiohttp import web
 
 from kubesim import controls as kcontrols
+from kubesim.access_review import add_review_routes
 from kubesim.authz import Access, add_token_route
 from kubesim.errors import REASONS, ApiError
 from kubesim.proxy import add_proxy_route
 from kubesim.routes_discovery import simple_get
+from kubesim.routes_openapi import add_openapi_routes
 from kubesim.routes_resources import ResourceRoutes
 from kubesim.store import Store
 from kubesim.wire import error, kube_verb, parse_path, response
@@ -40,6 +42,8 @@ class ApiServer:
         self.routes: list[tuple[re.Pattern, Callable]] = []
         add_proxy_route(self)  # services/<name>:<port>/proxy/<path> (proxy.py)
         add_token_route(self)  # serviceaccounts/<name>/token: TokenRequest (authz.py)
+        add_review_routes(self)  # authorization.k8s.io access and rules reviews (access_review.py)
+        add_openapi_routes(self)  # /openapi/v2, /openapi/v3 (routes_openapi.py)
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
 

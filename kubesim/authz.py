@@ -15,8 +15,9 @@ kube-apiserver's `--token-auth-file` (`add_user_token`, `load_token_auth_file`: 
 lines), each also in `system:authenticated`. Controllers inside kubesim call the store directly and are
 not subject to authorization (like the real controller-manager's super-user-ish roles).
 
-Not simulated: client certificates, impersonation, SubjectAccessReview APIs, aggregated ClusterRoles,
-the bootstrap roles as objects (their rules live in `rbac.bootstrap_rules`).
+Not simulated: client certificates, impersonation, aggregated ClusterRoles,
+the bootstrap roles as objects (their rules live in `rbac.bootstrap_rules`). The review APIs
+(`kubectl auth can-i`) are access_review.py's.
 """
 from __future__ import annotations
 

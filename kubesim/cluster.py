@@ -8,7 +8,7 @@ Admission order on a write: validation.Validator (defaulting, schema, semantic c
 serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
 -> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
 gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
-binder, Endpoints, HPA).
+binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and heartbeats).
 
 What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
 `kubesim.io/*` annotations); no graceful termination (a deleted pod goes at once; with finalizers its
@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Iterable
 
-from kubesim import gc, kubelet, kueue, quota, scheduler, serviceaccounts, validation, workloads
+from kubesim import bootstrap, gc, kubelet, kueue, quota, scheduler, serviceaccounts, validation, workloads
 from kubesim.controller import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.errors import ApiError
 from kubesim.nodes import load_nodes_file, node_manifests
@@ -75,7 +75,11 @@ class Cluster:
 
     def _create_nodes(self, manifests: list[dict]) -> None:
         rt = self.store.registry.lookup("", "v1", "nodes")
+        now = self.now()
         for node in manifests:
+            for c in (node.get("status") or {}).get("conditions") or []:   # the kubelet's first status report
+                c.setdefault("lastHeartbeatTime", now)
+                c.setdefault("lastTransitionTime", now)
             try:
                 self.store.create(rt, None, node)
             except ApiError as e:
@@ -143,5 +147,5 @@ def components(cluster: Cluster) -> tuple[list, list]:
                  quota.LimitRanger(cluster.store), cluster.quota]
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
-                   *workloads.controllers(cluster), *kueue.controllers(cluster)]
+                   *workloads.controllers(cluster), *kueue.controllers(cluster), *bootstrap.controllers(cluster)]
     return admission, controllers

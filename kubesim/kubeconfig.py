@@ -2,16 +2,22 @@
 v1 Config, k8s.io/client-go/tools/clientcmd/api/v1/types.go), one cluster, one token user, one context."""
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import yaml
 
 
-def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default") -> dict:
-    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz)."""
+def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default",
+               ca_pem: bytes | None = None) -> dict:
+    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz); `ca_pem`: the server's
+    certificate when it serves HTTPS (kubesim.tls)."""
+    cluster = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     return {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
-        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
+        "clusters": [{"name": "kubesim", "cluster": cluster}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": user,
                                                      "namespace": namespace}}],

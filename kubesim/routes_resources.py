@@ -7,6 +7,7 @@ import asyncio
 
 from aiohttp import web
 
+from kubesim import field_validation, printers
 from kubesim import patch as patchmod
 from kubesim.controls import EXPIRE
 from kubesim.errors import ApiError, gone, no_route
@@ -33,6 +34,7 @@ class ResourceRoutes:
             raise no_route()
         if t.subresource and t.subresource not in rt.subresources:
             raise no_route()
+        await field_validation.check_request(request, rt, t.subresource)   # fieldValidation=Strict
         dry_run = request.query.get("dryRun") == "All"
         ns = t.namespace
         if rt.namespaced and t.name is not None and ns is None:
@@ -50,7 +52,7 @@ class ResourceRoutes:
         if method == "GET":
             if q.get("watch") in TRUE:
                 return await self._watch(request, rt, ns)
-            return self._list(rt, ns, q)
+            return self._table_if_asked(request, rt, self._list(rt, ns, q))
         if method == "POST":
             if rt.namespaced and ns is None:
                 raise ApiError(405, "the server does not allow this method on the requested resource",
@@ -102,7 +104,7 @@ class ResourceRoutes:
             raise ApiError(405, "the server does not allow this method on the requested resource",
                            "MethodNotAllowed")
         if method == "GET":
-            return response(store.get_bytes(rt, ns, name))
+            return self._table_if_asked(request, rt, response(store.get_bytes(rt, ns, name)))
         if method == "PUT":
             body = await read_body(request)
             if not isinstance(body, dict):
@@ -134,6 +136,12 @@ class ResourceRoutes:
             return response(obj, 202 if pending else 200)
         raise ApiError(405, "the server does not allow this method on the requested resource",
                        "MethodNotAllowed")
+
+    def _table_if_asked(self, request: web.Request, rt: ResourceType, resp: web.Response) -> web.Response:
+        """`Accept: ...;as=Table;g=meta.k8s.io;v=v1` (kubectl get): the same answer as a Table (printers.py)."""
+        if not printers.wants_table(request.headers.get("Accept")):
+            return resp
+        return response(printers.as_table(self.store, rt, resp.body, request.query))
 
     def _exists(self, rt, ns, name) -> bool:
         try:
@@ -181,6 +189,7 @@ class ResourceRoutes:
         q = request.query
         timeout = q.get("timeoutSeconds")
         bookmarks = q.get("allowWatchBookmarks") in TRUE
+        tables = printers.watch_tables(self.store, rt, request)   # kubectl get -w: each object as a Table
         resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         resp.enable_chunked_encoding()
         try:
@@ -218,7 +227,9 @@ class ResourceRoutes:
                     continue
                 if item is None:
                     break
-                etype, _obj, data, _rv = item
+                etype, obj, data, _rv = item
+                if tables is not None:
+                    data = tables(obj)
                 await resp.write(b'{"type":"' + etype.encode() + b'","object":' + data + b"}\n")
         except ConnectionResetError:      # the client went away
             return resp

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from kubesim import tls as tls_mod
 from kubesim.app import ApiServer
 from kubesim.authz import Access
 from kubesim.controls import TestControls
@@ -34,9 +35,11 @@ class KubeSim:
 
     def __init__(self, nodes=None, timing=None, history: int = 10000, port: int = 0, host: str = "127.0.0.1",
                  bookmark_interval: float = 5.0, with_cluster: bool | None = None, authz: str | None = None,
-                 kueue: bool = False):
+                 kueue: bool = False, tls: bool = False):
         self.nodes, self.timing, self.history = nodes, timing, history
         self.kueue = kueue        # install Kueue's CRDs at start and after every reset (kubesim.kueue)
+        # tls: HTTPS with a self-signed certificate (kubesim.tls), which kubectl needs to send its token
+        self.cert_pem, self._key_pem = tls_mod.self_signed(host) if tls else (None, None)
         if authz not in (None, "none", "rbac"):
             raise ValueError(f"authz must be 'rbac' or None, not {authz!r}")
         # with_cluster=False (or env KUBESIM_CLUSTER=0): the API server alone, no controllers
@@ -56,7 +59,7 @@ class KubeSim:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.cert_pem else 'http'}://{self.host}:{self.port}"
 
     # -- lifecycle --
 
@@ -97,7 +100,8 @@ class KubeSim:
         await self._runner.setup()
         # backlog: the accept queue for a burst of new connections (aiohttp defaults to 128; a dropped SYN
         # costs the client a 1 s retransmit). The kernel caps it at net.core.somaxconn.
-        await web.SockSite(self._runner, sock, shutdown_timeout=0.5, backlog=4096).start()
+        ssl_context = tls_mod.server_context(self.cert_pem, self._key_pem) if self.cert_pem else None
+        await web.SockSite(self._runner, sock, shutdown_timeout=0.5, backlog=4096, ssl_context=ssl_context).start()
         await self._start_cluster()
         self._ready.set()
         await self._stopped.wait()
@@ -145,8 +149,9 @@ class KubeSim:
 
     # -- clients and config --
 
-    def write_kubeconfig(self, path) -> Path:
-        return write_kubeconfig(self.url, path)
+    def write_kubeconfig(self, path, **kw) -> Path:
+        """A kubeconfig for this server (`token`, `user`, `namespace` as `kubeconfig()`; the admin's by default)."""
+        return write_kubeconfig(self.url, path, ca_pem=self.cert_pem, **kw)
 
     def api_client(self):
         import kubernetes.client

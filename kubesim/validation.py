@@ -634,6 +634,12 @@ class ClusterIPs:
         with self._lock:
             return self._fresh.pop(ip, False)
 
+    def release(self, ip: str) -> None:
+        """A deleted Service's address goes back to the range (the real allocator frees it with the Service)."""
+        with self._lock:
+            self._used.discard(ip)
+            self._fresh.pop(ip, None)
+
     def reserve(self, ip: str) -> bool:
         with self._lock:
             if ip in self._used:
@@ -1107,6 +1113,11 @@ class Validator:
                 self.ips.reserve(ip)
 
     def __call__(self, req) -> None:
+        if req.operation == "DELETE" and req.rt.plural == "services" and not req.rt.group and not req.dry_run \
+                and not (req.old or {}).get("metadata", {}).get("finalizers"):
+            ip = ((req.old or {}).get("spec") or {}).get("clusterIP")
+            if ip and ip != "None":
+                self.ips.release(ip)
         if req.operation == "DELETE" or req.obj is None:
             return
         rt, obj, old = req.rt, req.obj, req.old

@@ -212,11 +212,13 @@ async def test_watch_sees_phase_transitions(kubesim):
     from kubesim.testing import async_api_client
     async with async_api_client(kubesim.url) as api:
         core = aclient.CoreV1Api(api)
-        await core.create_namespaced_pod("default", pod("watched", duration=0.2))
+        created = await core.create_namespaced_pod("default", pod("watched", duration=0.2))
         phases = []
         w = awatch.Watch()
+        # from the creation's resourceVersion: every later change is seen even if the pod has already finished
+        # by the time the watch starts (a loaded machine)
         async with w.stream(core.list_namespaced_pod, "default", field_selector="metadata.name=watched",
-                            timeout_seconds=10) as stream:
+                            resource_version=created.metadata.resource_version, timeout_seconds=10) as stream:
             async for ev in stream:
                 phase = ev["object"].status.phase if ev["object"].status else None
                 if not phases or phases[-1] != phase:

@@ -285,7 +285,7 @@ def test_service_endpoints_follow_ready_pods(k8s):
     apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 1}})
     wait_until(lambda: len(addresses() or []) == 1)
     core.delete_namespaced_service("web", "default")
-    wait_until(lambda: not core.list_namespaced_endpoints("default").items)
+    wait_until(lambda: "web" not in [e.metadata.name for e in core.list_namespaced_endpoints("default").items])
 
 
 async def test_rolling_update_respects_max_surge_and_unavailable(kubesim):
