@@ -6,123 +6,23 @@ Pods with `restartPolicy: Always` and no scripted duration run until deleted (li
 `Never` -> Succeeded/Failed; `OnFailure` (non-zero exit) and `Always` -> the container restarts after a
 CrashLoopBackOff wait (restartCount+1, lastState.terminated). Deleting a pod removes it at once (no
 graceful termination: the store has no grace period); its log streams end.
+
+Upstream: pkg/kubelet/kubelet.go (`HandlePodAdditions`, `syncPod`), pkg/kubelet/pod_workers.go (one worker per
+pod), pkg/kubelet/kuberuntime/kuberuntime_manager.go (`computePodActions`: restarts by restartPolicy) and
+pkg/kubelet/images/image_manager.go (`imagePullPolicy`, ErrImagePull/ImagePullBackOff). The pod's run is
+`podruns.py`, its reported status `podstatus.py`, its logs `podlogs.py`.
 """
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from kubesim.clock import rfc3339nano
 from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
-from kubesim.qos import qos_class
-
-ANN = "kubesim.io/"
-WAITING_REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "InvalidImageName",
-                   "CreateContainerError")
-TERMINAL = ("Succeeded", "Failed")
-
-
-@dataclass(frozen=True)
-class Script:
-    """A pod's scripted outcome, from its `kubesim.io/*` annotations."""
-    duration: float | None
-    exit_code: int
-    reason: str | None
-    lines: tuple[str, ...]
-    message: str | None
-
-    @classmethod
-    def of(cls, pod: dict) -> Script:
-        """Read the annotations (validation.check_script_annotations has refused bad values)."""
-        ann = pod["metadata"].get("annotations") or {}
-        duration = float(ann[ANN + "duration"]) if ann.get(ANN + "duration") not in (None, "") else None
-        reason = ann.get(ANN + "reason") or None
-        if reason == "OOMKilled":
-            default_exit = 137
-        elif reason and reason != "Completed" and reason not in WAITING_REASONS:
-            default_exit = 1      # a terminated reason such as Error implies a failure
-        else:
-            default_exit = 0
-        exit_code = int(ann.get(ANN + "exit-code") or default_exit)
-        if ann.get(ANN + "logs") is not None:
-            lines = tuple(ann[ANN + "logs"].splitlines())
-        elif ann.get(ANN + "log-lines"):
-            lines = tuple(f"line {i}" for i in range(1, int(ann[ANN + "log-lines"]) + 1))
-        else:
-            lines = ()
-        return cls(duration, exit_code, reason, lines, ann.get(ANN + "message"))
-
-    @property
-    def waiting(self) -> bool:
-        return self.reason in WAITING_REASONS
-
-
-def image_id(image: str) -> str:
-    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    if "/" not in repo:
-        repo = f"docker.io/library/{repo}"
-    return f"{repo}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
-
-
-@dataclass
-class Attempt:
-    """One run of one container: its log lines on the loop clock (due time, wall time, text)."""
-    container_id: str
-    started: datetime
-    started_mono: float
-    lines: list[tuple[float, datetime, str]]
-    finished_mono: float | None = None
-    terminated: dict | None = None
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def written(self, now_mono: float) -> list[tuple[float, datetime, str]]:
-        if self.finished_mono is not None:
-            return self.lines
-        return [ln for ln in self.lines if ln[0] <= now_mono]
-
-
-@dataclass
-class ContainerRun:
-    name: str
-    image: str
-    state: dict
-    restart_count: int = 0
-    last_state: dict = field(default_factory=dict)
-    attempt: Attempt | None = None
-    previous: Attempt | None = None
-
-    @property
-    def running(self) -> bool:
-        return "running" in self.state
-
-
-@dataclass
-class PodRun:
-    key: Key
-    uid: str
-    node: str
-    script: Script
-    restart_policy: str
-    containers: dict[str, ContainerRun]
-    pod_ip: str
-    host_ip: str
-    start_time: str
-    phase: str = "Pending"
-    reason: str | None = None
-    message: str | None = None
-    timers: list[asyncio.TimerHandle] = field(default_factory=list)
-    backoff: float = 0.0
-    blocked: bool = False      # waiting for a ConfigMap/Secret/PVC it references to exist
-
-    def cancel(self) -> None:
-        for t in self.timers:
-            t.cancel()
-        self.timers.clear()
+from kubesim.podlogs import LogProvider
+from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun, Script
+from kubesim.podstatus import pod_status
 
 
 class Kubelet(Controller):
@@ -479,140 +379,3 @@ class Kubelet(Controller):
                 raise
 
 
-def _condition(old: list[dict], type_: str, status: str, now: str, reason: str | None = None,
-               message: str | None = None) -> dict:
-    prev = next((c for c in old if c.get("type") == type_), None)
-    since = prev["lastTransitionTime"] if prev and prev.get("status") == status and prev.get(
-        "lastTransitionTime") else now
-    cond = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": since}
-    if reason:
-        cond["reason"] = reason
-    if message:
-        cond["message"] = message
-    return cond
-
-
-def pod_status(pod: dict, run: PodRun, now: str) -> dict:
-    """The pod's status as its kubelet reports it (a pure function of the pod and its run)."""
-    old = (pod.get("status") or {}).get("conditions") or []
-    statuses = []
-    for spec in pod["spec"].get("containers") or []:
-        c = run.containers.get(spec["name"])
-        if c is None:
-            continue
-        attempt = c.attempt
-        cs = {"name": c.name, "image": c.image, "imageID": image_id(c.image) if attempt else "",
-              "ready": c.running and run.phase == "Running", "started": c.running,
-              "restartCount": c.restart_count, "state": c.state, "lastState": c.last_state}
-        if attempt is not None:
-            cs["containerID"] = attempt.container_id
-        statuses.append(cs)
-    not_ready = [s["name"] for s in statuses if not s["ready"]]
-    ready = "False" if not_ready or run.phase != "Running" else "True"
-    if run.phase in TERMINAL:
-        why = ("PodCompleted", None) if run.phase == "Succeeded" else ("PodFailed", None)
-    elif not_ready:
-        why = ("ContainersNotReady", f"containers with unready status: [{' '.join(not_ready)}]")
-    else:
-        why = (None, None)
-    scheduled = next((c for c in old if c.get("type") == "PodScheduled"), None) or _condition(
-        old, "PodScheduled", "True", now)
-    conditions = [
-        _condition(old, "PodReadyToStartContainers", "True" if run.phase != "Pending" or any(
-            s["imageID"] for s in statuses) else "False", now),
-        _condition(old, "Initialized", "True", now),
-        _condition(old, "Ready", ready, now, *why),
-        _condition(old, "ContainersReady", ready, now, *why),
-        scheduled,
-    ]
-    status = {"phase": run.phase, "conditions": conditions, "hostIP": run.host_ip,
-              "hostIPs": [{"ip": run.host_ip}], "podIP": run.pod_ip, "podIPs": [{"ip": run.pod_ip}],
-              "startTime": run.start_time, "qosClass": qos_class(pod["spec"]), "containerStatuses": statuses}
-    if run.reason:
-        status["reason"] = run.reason
-        status["message"] = run.message
-    if pod["spec"].get("initContainers"):
-        status["initContainerStatuses"] = [
-            {"name": c["name"], "image": c.get("image", ""), "imageID": image_id(c.get("image", "")),
-             "containerID": f"containerd://{hashlib.sha256((run.uid + c['name']).encode()).hexdigest()}",
-             "ready": True, "started": False, "restartCount": 0, "lastState": {},
-             "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": run.start_time,
-                                      "finishedAt": run.start_time}}}
-            for c in pod["spec"]["initContainers"]]
-    return status
-
-
-class LogProvider:
-    """Container logs as the kubelet serves them (INTERNALS.md `LogProvider`)."""
-
-    def __init__(self, kubelet: Kubelet):
-        self.kubelet = kubelet
-
-    def _attempt(self, namespace: str, pod: str, container: str | None, previous: bool) -> Attempt:
-        kubelet = self.kubelet
-        obj = kubelet.store.get(kubelet.pods_rt, namespace, pod)     # 404 like the API server
-        names = [c["name"] for c in obj["spec"].get("containers") or []]
-        if container is None:
-            if len(names) != 1:
-                raise ApiError(400, f"a container name must be specified for pod {pod}, choose one of: "
-                                    f"[{' '.join(names)}]", "BadRequest")
-            container = names[0]
-        if container not in names:
-            raise ApiError(400, f"container {container} is not valid for pod {pod}", "BadRequest")
-        run = kubelet.runs.get((namespace, pod))
-        c = run.containers.get(container) if run is not None and run.uid == obj["metadata"]["uid"] else None
-        if previous:
-            if c is None or c.previous is None:
-                raise ApiError(400, f'previous terminated container "{container}" in pod "{pod}" not found',
-                               "BadRequest")
-            return c.previous
-        if c is None or c.attempt is None:
-            reason = "ContainerCreating"
-            if c is not None and "waiting" in c.state:
-                reason = c.state["waiting"].get("reason", reason)
-            raise ApiError(400, f'container "{container}" in pod "{pod}" is waiting to start: {reason}',
-                           "BadRequest")
-        return c.attempt
-
-    @staticmethod
-    def _format(lines, timestamps: bool) -> str:
-        if timestamps:
-            return "".join(f"{rfc3339nano(ts)} {text}\n" for _due, ts, text in lines)
-        return "".join(f"{text}\n" for _due, _ts, text in lines)
-
-    def snapshot(self, namespace, pod, container=None, *, tail_lines=None, timestamps=False,
-                 previous=False) -> str:
-        attempt = self._attempt(namespace, pod, container, previous)
-        lines = attempt.written(asyncio.get_running_loop().time() if _in_loop() else float("inf"))
-        if tail_lines is not None:
-            lines = lines[-int(tail_lines):] if int(tail_lines) > 0 else []
-        return self._format(lines, timestamps)
-
-    async def stream(self, namespace, pod, container=None, *, tail_lines=None,
-                     timestamps=False) -> AsyncIterator[bytes]:
-        attempt = self._attempt(namespace, pod, container, False)
-        loop = asyncio.get_running_loop()
-        written = attempt.written(loop.time())
-        start = max(0, len(written) - int(tail_lines)) if tail_lines is not None else 0
-        sent = start
-        while True:
-            written = attempt.written(loop.time())
-            if len(written) > sent:
-                yield self._format(written[sent:], timestamps).encode()
-                sent = len(written)
-            if attempt.finished_mono is not None and sent >= len(attempt.lines):
-                return
-            nxt = attempt.lines[sent][0] - loop.time() if sent < len(attempt.lines) else None
-            attempt.changed.clear()
-            try:
-                await asyncio.wait_for(attempt.changed.wait(), timeout=nxt if nxt is not None else None)
-            except TimeoutError:
-                pass
-
-
-def _in_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False

@@ -1,6 +1,11 @@
 """The one home of apimachinery's name and label rules: object names per kind (DNS-1123 subdomain, DNS-1123
 label, DNS-1035 label, RBAC path segment), qualified names (label and annotation keys), label values,
-config keys (Secret/ConfigMap data), container port names, and ObjectMeta validation. Messages are the real server's."""
+config keys (Secret/ConfigMap data), container port names, and ObjectMeta validation. Messages are the real server's.
+
+Upstream: k8s.io/apimachinery/pkg/util/validation/validation.go (`IsDNS1123Subdomain`, `IsQualifiedName`,
+`IsValidLabelValue`, `IsConfigMapKey`...), k8s.io/apimachinery/pkg/api/validation/objectmeta.go
+(`ValidateObjectMeta`) and pkg/apis/core/validation/validation.go (which name rule each kind uses).
+"""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,6 @@
-"""The simulated nodes: kubesim's default set and the `--nodes FILE` format.
+"""The simulated nodes: kubesim's default set and the `--nodes FILE` format (kubesim's own; the Node objects it
+makes are what a kubelet registers: pkg/kubelet/kubelet_node_status.go `initialNode`, capacity = allocatable,
+a Ready condition).
 
 Default set (what SPEC §1 placement needs to be observable):
 

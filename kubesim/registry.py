@@ -1,4 +1,9 @@
-"""Resource types: the built-in kinds kubesim serves and the kinds registered by CRDs."""
+"""Resource types: the built-in kinds kubesim serves and the kinds registered by CRDs.
+
+Upstream: the REST storage each API group installs (pkg/registry/<group>/rest/storage_<group>.go: plural,
+short names, categories, subresources) and apiextensions-apiserver's pkg/apiserver/customresource_handler.go
+(a served CRD version becomes a kind on the same storage).
+"""
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,8 @@
 """Non-resource endpoints: /healthz, /readyz, /livez, /version, and API discovery (/api, /apis, the
-APIGroup and APIResourceList documents built from the registry, CRD kinds included)."""
+APIGroup and APIResourceList documents built from the registry, CRD kinds included).
+
+Upstream: k8s.io/apiserver/pkg/endpoints/discovery (root.go, group.go, version.go) and
+k8s.io/apiserver/pkg/server/healthz."""
 from __future__ import annotations
 
 from aiohttp import web

@@ -1,5 +1,7 @@
 """GET pods/<name>/log: container choice, tailLines, sinceSeconds/sinceTime, timestamps, limitBytes,
-previous and follow, answered from the kubelet's `LogProvider` (see INTERNALS.md)."""
+previous and follow, answered from the kubelet's `LogProvider` (see INTERNALS.md).
+
+Upstream: pkg/registry/core/pod/rest/log.go (`LogREST`) and pkg/apis/core/validation `ValidatePodLogOptions`."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta

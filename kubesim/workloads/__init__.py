@@ -1,0 +1,23 @@
+"""Workload controllers as kube-controller-manager runs them: Job, Deployment (via ReplicaSets),
+ReplicaSet, StatefulSet, PVC binding (a PVC becomes Bound with its requested capacity), Endpoints, and
+HorizontalPodAutoscalers (bounds only: there is no metrics server).
+
+Each controller owns what it creates with a controller ownerReference (`blockOwnerDeletion: true`), finds
+its children by that reference, and reports status through the status subresource. A refused create (e.g.
+quota) becomes a `FailedCreate` Warning event on the owner and is retried with back-off.
+"""
+from __future__ import annotations
+
+from kubesim.controller import Controller, ControllerContext
+from kubesim.workloads.deployment import DeploymentController, ReplicaSetController
+from kubesim.workloads.endpoints import EndpointsController
+from kubesim.workloads.hpa import HorizontalPodAutoscalerController
+from kubesim.workloads.job import JobController
+from kubesim.workloads.pvcbinder import PVCBinder
+from kubesim.workloads.statefulset import StatefulSetController
+
+
+def controllers(cluster: ControllerContext) -> list[Controller]:
+    return [JobController(cluster), DeploymentController(cluster), ReplicaSetController(cluster),
+            StatefulSetController(cluster), PVCBinder(cluster), EndpointsController(cluster),
+            HorizontalPodAutoscalerController(cluster)]
