@@ -255,3 +255,71 @@ def test_jinja_in_a_run_time_value_is_not_rendered_again():
     op = training_operator(run_args=["{{ params.x }}", "--n"])
     hostile = "{{ conn.kubernetes_default.password }}{% raw %}{{ 7*7 }}"
     assert op.render_template(op.run_args, {"params": {"x": hostile}}) == [hostile, "--n"]
+
+
+# ---- stop/start/delete with a hostile team or name: bob against alice's instance, on kubesim -----------------
+LISTED = [("v1", "namespaces"), ("v1", "secrets"), ("v1", "services"), ("v1", "configmaps"), ("v1", "pods"),
+          ("v1", "persistentvolumeclaims"), ("apps/v1", "statefulsets")]
+
+
+def cluster_listing(kube) -> dict:
+    """Every object Skiff could touch, by (resource, namespace, name) -> (uid, resourceVersion): the before/after
+    listing that shows a refused action changed nothing anywhere."""
+    from operators.k8s.resource import Resource
+
+    return {(plural, o["metadata"].get("namespace"), o["metadata"]["name"]):
+            (o["metadata"]["uid"], o["metadata"]["resourceVersion"])
+            for gv, plural in LISTED for o in kube.list(Resource(gv, plural))}
+
+
+@pytest.fixture
+def alices_instances(kubesim, k8s, kubeconfig, monkeypatch):
+    from kubernetes import client
+
+    from kubesim.testing import wait_until
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.k8s import Kube
+    from operators.platform import ENV_PLATFORM_FILE, example_path
+
+    monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
+                       f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": "recsys"}})
+    for claim in ("alice-home", "bob-home", "recsys-datasets"):
+        core.create_namespaced_persistent_volume_claim("recsys", {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    platform, kube = parse_platform(EXAMPLE), Kube(k8s)
+    for name in ("nb", "x-nb"):
+        params = {"name": name, "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2}
+        lifecycle.create(kube, request_from_params(platform, "alice", params), Settings.from_env())
+    apps = client.AppsV1Api(k8s)
+    wait_until(lambda: all((s.status.ready_replicas or 0) == 1 for s in apps.list_namespaced_stateful_set(
+        "recsys").items), what="alice's instances ready")
+    return kube
+
+
+@pytest.mark.parametrize("case", by_entry("action"))
+def test_instance_action_param(case: Case, alices_instances, kubesim):
+    from types import SimpleNamespace
+
+    from operators.devinstances.operator import DevInstanceOperator
+
+    kube = alices_instances
+    before = cluster_listing(kube)
+    args = case.args
+    op = DevInstanceOperator(task_id=args["action"], action=args["action"])
+    context = {"params": {"name": args.get("name", "nb"), "team": args["team"], "owner": None},
+               "dag_run": SimpleNamespace(triggering_user_name=args.get("user", "bob"))}
+    kubesim.reset_stats()
+    if case.expect == "rejected":
+        with pytest.raises(ValueError) as info:
+            op.execute(context)
+        assert_names(case, str(info.value))
+        assert kubesim.stats()["total"] == 0, kubesim.stats()["by_resource"]  # refused before any request
+    else:
+        result = op.execute(context)
+        assert result["state"] == "Deleted" and "nothing to do" in result["message"], result
+    assert cluster_listing(kube) == before
