@@ -199,6 +199,8 @@ CASES: list[Case] = [
          field="images[0].image", value="***@docker.io"),
     Case("platform-default-cpu-zero", P, "limit_range.default_cpu '0' (was a raw ZeroDivisionError)",
          {"replace": ('default_cpu: "1"', 'default_cpu: "0"')}, field="limit_range.default_cpu", value="0"),
+    Case("platform-file-unset", P, "no `[skiff] platform_file` (was: the packaged example, applied to the cluster)",
+         {"unset": True}, field="[skiff] platform_file", value="AIRFLOW__SKIFF__PLATFORM_FILE"),
     Case("platform-home-pvc-collision", P, "user 'Bob' and user '<slug-and-hash-of-Bob>' (same home volume name)",
          {"collide": True}, field="user", value="Bob"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----

@@ -26,7 +26,8 @@ from hostile_cases import CASES, Case
 from operators.platform import PlatformError, parse_platform
 from operators.platform.model import home_pvc
 
-EXAMPLE = (Path(__file__).parents[2] / "operators" / "platform" / "example.yaml").read_text()
+EXAMPLE_PATH = Path(__file__).parents[2] / "operators" / "platform" / "example.yaml"
+EXAMPLE = EXAMPLE_PATH.read_text()
 SAMPLES = Path(__file__).parents[1] / "sedna" / "samples"
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -103,7 +104,15 @@ def platform_text(case: Case) -> str:
 
 
 @pytest.mark.parametrize("case", by_entry("platform"))
-def test_platform_file(case: Case):
+def test_platform_file(case: Case, monkeypatch):
+    if case.args.get("unset"):  # the whole product's view of it: tests/hostile ::test_without_the_setting_...
+        from operators.platform import load_platform
+
+        monkeypatch.delenv("AIRFLOW__SKIFF__PLATFORM_FILE", raising=False)
+        with pytest.raises(PlatformError) as info:
+            load_platform()
+        assert_names(case, str(info.value))
+        return
     text = platform_text(case)
     if case.args.get("collide"):
         platform = parse_platform(text)  # both users are legal: their volumes must differ
@@ -202,6 +211,7 @@ def plugin_api(kubesim, kubeconfig, monkeypatch):
 
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
                        f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(EXAMPLE_PATH))
     app = create_app()
     app.dependency_overrides[current_user] = lambda: Caller("alice", "token", False, None)
     kubesim.reset_stats()
@@ -294,7 +304,7 @@ def alices_instances(kubesim, k8s, kubeconfig, monkeypatch):
     platform, kube = parse_platform(EXAMPLE), Kube(k8s)
     for name in ("nb", "x-nb"):
         params = {"name": name, "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2}
-        lifecycle.create(kube, request_from_params(platform, "alice", params), Settings.from_env())
+        lifecycle.create(kube, request_from_params(platform, "alice", params), Settings.from_config())
     apps = client.AppsV1Api(k8s)
     wait_until(lambda: all((s.status.ready_replicas or 0) == 1 for s in apps.list_namespaced_stateful_set(
         "recsys").items), what="alice's instances ready")
@@ -322,4 +332,37 @@ def test_instance_action_param(case: Case, alices_instances, kubesim):
     else:
         result = op.execute(context)
         assert result["state"] == "Deleted" and "nothing to do" in result["message"], result
+    assert cluster_listing(kube) == before
+
+
+# ---- an unconfigured install: no [skiff] platform_file ---------------------------------------------------------
+def test_without_the_setting_nothing_is_read_applied_or_invented(kubesim, k8s, kubeconfig, monkeypatch):
+    """``platform_sync`` (unpaused by default) once read the packaged example when ``[skiff] platform_file`` was
+    unset: it created the example's teams and made its users admins. Now the platform DAGs fail saying how to
+    set it, dev-instance actions are refused, and nothing is written (before/after listing)."""
+    from types import SimpleNamespace
+
+    from operators.devinstances.operator import DevInstanceOperator, team_namespace_and_admins
+    from operators.k8s import Kube
+    from operators.platform import load_platform
+    from operators.platform.admission import enforced_platform
+    from operators.platform.dags import platform_asset, run_platform_sync
+
+    monkeypatch.delenv("AIRFLOW__SKIFF__PLATFORM_FILE", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
+                       f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    kube = Kube(k8s)
+    before = cluster_listing(kube)
+    kubesim.reset_stats()
+    how = "AIRFLOW__SKIFF__PLATFORM_FILE"
+    for call in (load_platform, run_platform_sync, lambda: team_namespace_and_admins("recsys", "root"),
+                 lambda: DevInstanceOperator(task_id="create", action="create").execute({
+                     "params": {"name": "nb", "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2},
+                     "dag_run": SimpleNamespace(triggering_user_name="alice")})):
+        with pytest.raises(PlatformError) as info:
+            call()
+        assert "[skiff] platform_file is not set" in str(info.value) and how in str(info.value)
+    assert enforced_platform() is None  # training: no teams invented, nothing enforced from the example
+    assert platform_asset().watchers == []  # the DAG file still parses; there is no file to watch
+    assert kubesim.stats()["total"] == 0
     assert cluster_listing(kube) == before
