@@ -43,7 +43,9 @@ def _request(owner: str):
 def _ready(api, owner: str) -> bool:
     from kubernetes import client
 
-    sts = client.AppsV1Api(api).read_namespaced_stateful_set(f"{owner}-nb", NS)
+    from operators.devinstances.naming import statefulset_name
+
+    sts = client.AppsV1Api(api).read_namespaced_stateful_set(statefulset_name(owner, "nb"), NS)
     return (sts.status.ready_replicas or 0) >= 1
 
 

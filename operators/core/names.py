@@ -9,6 +9,7 @@ Kubernetes name; ``label_value`` how it becomes a label value. Names already wri
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 # the DNS-1123 label as a JSON-schema / HTML ``pattern`` (the development-instance form uses it)
@@ -24,6 +25,8 @@ _LABEL_ENDS = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")
 # distribution reference grammar (github.com/distribution/reference, regexp.go: ``digest``)
 _CREDENTIALS = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?P<user>[^/@]+)@(?![A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}$)")
 _NATIVE_PREFIX = "kubernetes.io/"
+# a DNS-safe name ending like a hashed one ("bob-1a2b3c4d") is hashed too, so the two forms never meet
+_HASHED = re.compile(r"-[0-9a-f]{8}\Z")
 
 
 def is_dns_label(value: str) -> bool:
@@ -66,6 +69,19 @@ def slug(raw: str, max_len: int) -> str:
     """``"Alice.Smith"`` -> ``"alice-smith"``: lower case, every run of characters a DNS label may not hold
     becomes one ``-``, no ``-`` at either end, at most ``max_len`` characters. May be empty."""
     return _NOT_DNS.sub("-", raw.lower()).strip("-")[:max_len].strip("-")
+
+
+def user_key(user: str, max_plain: int = 58, slug_len: int = 44, single_dashes: bool = False) -> str:
+    """An injective, readable DNS-label form of a user name (home PVCs, development instances): ``user``
+    itself when already DNS-safe (at most ``max_plain`` characters, not ending like a hashed key, and with
+    ``single_dashes`` no ``--``), else its slug cut to ``slug_len`` plus 8 hex of the original's SHA-256, so
+    "Bob.Smith" and "bob-smith" never meet and no plain name equals another user's hashed one."""
+    plain = len(user) <= max_plain and is_dns_label(user) and not _HASHED.search(user)
+    if plain and not (single_dashes and "--" in user):
+        return user
+    part = slug(user, len(user))
+    part = (re.sub(r"-+", "-", part) if single_dashes else part)[:slug_len].strip("-") or "user"
+    return f"{part}-{hashlib.sha256(user.encode('utf-8')).hexdigest()[:8]}"
 
 
 def label_value(raw: str) -> str:

@@ -71,23 +71,24 @@ def owner_reference(sts_name: str, uid: str) -> dict:
     return render("devinstance/owner-reference.yaml.j2", name=sts_name, uid=uid)
 
 
-def service(req: InstanceRequest, sts_uid: str) -> dict:
-    name = naming.service_name(req.owner, req.name)
-    return render("devinstance/service.yaml.j2", name=name, namespace=req.namespace,
-                  labels=naming.labels(req.owner, req.name), ports=req.ports,
-                  owner_ref=owner_reference(naming.statefulset_name(req.owner, req.name), sts_uid))
+# ``sts``: the StatefulSet's name when it exists (an instance named by the first rule keeps its names)
+def service(req: InstanceRequest, sts_uid: str, sts: str | None = None) -> dict:
+    sts = sts or naming.statefulset_name(req.owner, req.name)
+    return render("devinstance/service.yaml.j2", name=naming.service_of(sts), namespace=req.namespace,
+                  labels=naming.labels(req.owner, req.name), ports=req.ports, owner_ref=owner_reference(sts, sts_uid))
 
 
-def startup_configmap(owner: str, name: str, namespace: str, sts_uid: str) -> dict:
-    return render("devinstance/startup-configmap.yaml.j2", name=naming.startup_configmap_name(owner, name),
+def startup_configmap(owner: str, name: str, namespace: str, sts_uid: str, sts: str | None = None) -> dict:
+    sts = sts or naming.statefulset_name(owner, name)
+    return render("devinstance/startup-configmap.yaml.j2", name=naming.startup_configmap_of(sts),
                   namespace=namespace, labels=naming.labels(owner, name), script=startup_script(),
-                  owner_ref=owner_reference(naming.statefulset_name(owner, name), sts_uid))
+                  owner_ref=owner_reference(sts, sts_uid))
 
 
-def secret(owner: str, name: str, namespace: str, sts_uid: str, password: str) -> dict:
-    return render("devinstance/secret.yaml.j2", name=naming.secret_name(owner, name), namespace=namespace,
-                  labels=naming.labels(owner, name),
-                  owner_ref=owner_reference(naming.statefulset_name(owner, name), sts_uid),
+def secret(owner: str, name: str, namespace: str, sts_uid: str, password: str, sts: str | None = None) -> dict:
+    sts = sts or naming.statefulset_name(owner, name)
+    return render("devinstance/secret.yaml.j2", name=naming.secret_of(sts), namespace=namespace,
+                  labels=naming.labels(owner, name), owner_ref=owner_reference(sts, sts_uid),
                   password_b64=base64.b64encode(password.encode()).decode())
 
 

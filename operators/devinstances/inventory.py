@@ -60,9 +60,10 @@ def password(kube: Kube, owner: str, team: str, name: str, *, caller: str, calle
     """The instance's current password, for its owner only (``caller`` is the authenticated user)."""
     if caller != owner and not caller_is_admin:
         raise PermissionError(f"{caller!r} may not read the password of {owner!r}'s instance {name!r}")
-    if read_instance(kube, owner, team, name) is None:
+    sts = read_instance(kube, owner, team, name)
+    if sts is None:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
-    secret = kube.get(SECRETS, team, naming.secret_name(owner, name))
+    secret = kube.get(SECRETS, team, naming.secret_of(sts["metadata"]["name"]))
     if secret is None:
         raise InstanceError(f"{owner!r}'s instance {name!r} has no password yet (never started)")
     return base64.b64decode((secret.get("data") or {})["password"]).decode()

@@ -60,8 +60,16 @@ def new_password() -> str:
 
 
 def read_instance(kube: Kube, owner: str, team: str, name: str) -> dict | None:
-    """The instance's StatefulSet as a dict, None if missing; raises if it is not ``owner``'s."""
+    """The instance's StatefulSet as a dict, None if missing; raises if it is not ``owner``'s. An instance made
+    before names were injective is found under its first-rule name, and only when it is exactly ``owner``'s
+    (that name may be another owner's instance: then it is simply not this one)."""
     sts = kube.get(STATEFULSETS, team, naming.statefulset_name(owner, name))
+    legacy = naming.legacy_statefulset_name(owner, name)
+    if sts is None and legacy is not None:
+        old = kube.get(STATEFULSETS, team, legacy)
+        if old is not None and (old["metadata"].get("annotations") or {}).get(naming.ANN_OWNER) == owner \
+                and (old["metadata"].get("labels") or {}).get(naming.LABEL_INSTANCE) == name:
+            sts = old
     if sts is None:
         return None
     meta = sts["metadata"]
@@ -85,15 +93,22 @@ def check_volumes(kube: Kube, req: InstanceRequest) -> None:
             raise InstanceError(f"{field}={claim!r}: no such PersistentVolumeClaim in {req.namespace}")
 
 
+def _over_limit(owner: str, instances: list[str], limit: int) -> InstanceError:
+    return InstanceError(f"{owner} already has {len(instances)} development instances ({', '.join(instances)}); "
+                         f"the limit is {limit}, stopped ones included: delete one first")
+
+
 def create(kube: Kube, req: InstanceRequest, settings: Settings,
            admit: Callable[[InstanceRequest], None] | None = None) -> Outcome:
+    """The per-owner limit holds under concurrency without a lock: the count before creating refuses the
+    common case with no write; after creating the StatefulSet this call counts again and, if the owner now
+    has more than the limit, removes its own instance and fails (``_ensure``). Of any set of concurrent
+    creates, the last one created sees all the others, so never more than the limit remain (docs/security.md)."""
     existing = read_instance(kube, req.owner, req.namespace, req.name)
     if existing is None:
         others = count_instances(kube, req.owner)
         if len(others) >= settings.max_per_owner:
-            raise InstanceError(f"{req.owner} already has {len(others)} development instances "
-                                f"({', '.join(others)}); the limit is {settings.max_per_owner}, stopped ones "
-                                "included: delete one first")
+            raise _over_limit(req.owner, others, settings.max_per_owner)
         check_volumes(kube, req)
         if admit is not None:
             admit(req)
@@ -101,7 +116,8 @@ def create(kube: Kube, req: InstanceRequest, settings: Settings,
 
 
 def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict | None) -> Outcome:
-    service = naming.service_name(req.owner, req.name)
+    sts_name = existing["metadata"]["name"] if existing else naming.statefulset_name(req.owner, req.name)
+    service = naming.service_of(sts_name)
     external = tcp_services.allocate(kube, settings, req.namespace, service, req.ports.values())
     created_sts = False
     try:
@@ -113,11 +129,17 @@ def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict
             existing = made or read_instance(kube, req.owner, req.namespace, req.name)
             if existing is None:
                 raise InstanceError(f"{req.namespace}/{service}: created and gone at once; try again")
+            if created_sts:  # count again, this one included: a concurrent create may have passed the first count
+                now = count_instances(kube, req.owner)
+                if len(now) > settings.max_per_owner:
+                    raise _over_limit(req.owner, [i for i in now if i != f"{req.namespace}/{sts_name}"],
+                                      settings.max_per_owner)
         uid = existing["metadata"]["uid"]
-        kube.create(SERVICES, req.namespace, desired.service(req, uid))  # None: already there
-        kube.create(CONFIGMAPS, req.namespace, desired.startup_configmap(req.owner, req.name, req.namespace, uid))
+        kube.create(SERVICES, req.namespace, desired.service(req, uid, sts_name))  # None: already there
+        kube.create(CONFIGMAPS, req.namespace,
+                    desired.startup_configmap(req.owner, req.name, req.namespace, uid, sts_name))
     except Exception:
-        _rollback(kube, req, settings, created_sts, existing is None or created_sts)
+        _rollback(kube, req, settings, created_sts, existing is None or created_sts, sts_name)
         raise
     started = start(kube, req.owner, req.namespace, req.name)
     verb = "created" if created_sts else "already existed"
@@ -125,13 +147,14 @@ def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict
                    f"{req.namespace}/{service} {verb}; {started.message}")
 
 
-def _rollback(kube: Kube, req: InstanceRequest, settings: Settings, created_sts: bool, free_ports: bool) -> None:
+def _rollback(kube: Kube, req: InstanceRequest, settings: Settings, created_sts: bool, free_ports: bool,
+              sts_name: str) -> None:
     """Undo a create that failed half-way (best effort; the original error is what the caller sees)."""
     try:
         if created_sts:
-            _delete_objects(kube, req.owner, req.namespace, req.name)
+            _delete_objects(kube, req.namespace, sts_name)
         if free_ports:
-            tcp_services.release(kube, settings, req.namespace, naming.service_name(req.owner, req.name))
+            tcp_services.release(kube, settings, req.namespace, naming.service_of(sts_name))
     except Exception as exc:  # noqa: BLE001 - keep the first error
         log.warning("rollback of %s/%s incomplete: %s", req.namespace, req.name, exc)
 
@@ -150,7 +173,7 @@ def start(kube: Kube, owner: str, team: str, name: str) -> Outcome:
         raise InstanceError(f"no development instance {name!r} of {owner!r} in {team}")
     if int(sts["spec"].get("replicas") or 0) >= 1:
         return Outcome("start", False, "already running (password unchanged)")
-    body = desired.secret(owner, name, team, sts["metadata"]["uid"], new_password())
+    body = desired.secret(owner, name, team, sts["metadata"]["uid"], new_password(), sts["metadata"]["name"])
     if kube.create(SECRETS, team, body) is None:  # the last start's: replaced (no resourceVersion: last write wins)
         kube.replace(SECRETS, team, body["metadata"]["name"], body)
     _scale(kube, sts, 1, naming.ANN_STARTED)
@@ -168,13 +191,13 @@ def stop(kube: Kube, owner: str, team: str, name: str) -> Outcome:
     return Outcome("stop", True, "stopped; its volumes, Service and ports are kept")
 
 
-def _delete_objects(kube: Kube, owner: str, team: str, name: str) -> list[str]:
+def _delete_objects(kube: Kube, team: str, sts_name: str) -> list[str]:
     removed = []
     for kind, res, obj in (
-        ("StatefulSet", STATEFULSETS, naming.statefulset_name(owner, name)),
-        ("Service", SERVICES, naming.service_name(owner, name)),
-        ("Secret", SECRETS, naming.secret_name(owner, name)),
-        ("ConfigMap", CONFIGMAPS, naming.startup_configmap_name(owner, name)),
+        ("StatefulSet", STATEFULSETS, sts_name),
+        ("Service", SERVICES, naming.service_of(sts_name)),
+        ("Secret", SECRETS, naming.secret_of(sts_name)),
+        ("ConfigMap", CONFIGMAPS, naming.startup_configmap_of(sts_name)),
     ):
         if kube.delete(res, team, obj):  # False: already gone
             removed.append(f"{kind}/{obj}")
@@ -184,8 +207,11 @@ def _delete_objects(kube: Kube, owner: str, team: str, name: str) -> list[str]:
 def delete(kube: Kube, owner: str, team: str, name: str, settings: Settings) -> Outcome:
     """Remove everything but the PVCs; a missing instance is reported, not an error."""
     sts = read_instance(kube, owner, team, name)  # raises if it is somebody else's
-    removed = _delete_objects(kube, owner, team, name)
-    freed = tcp_services.release(kube, settings, team, naming.service_name(owner, name))
+    # gone already: what a half-done delete left has this owner's injective name (never a first-rule name,
+    # which may be another owner's)
+    sts_name = sts["metadata"]["name"] if sts else naming.statefulset_name(owner, name)
+    removed = _delete_objects(kube, team, sts_name)
+    freed = tcp_services.release(kube, settings, team, naming.service_of(sts_name))
     if sts is None and not removed and not freed:
         return Outcome("delete", False, f"no development instance {name!r} of {owner!r} in {team}: nothing to do")
     ports = ", ".join(str(p) for p in sorted(freed.values())) or "none"

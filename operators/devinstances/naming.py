@@ -1,18 +1,27 @@
 """Names, labels and annotations of a development instance (pure functions).
 
-One instance ``<name>`` of owner ``<owner>`` in a team namespace is the StatefulSet ``<owner>-<name>`` plus, with
-the same labels, the headless Service ``<owner>-<name>``, the Secret ``<owner>-<name>-password`` and the start-up
-script ConfigMap ``<owner>-<name>-startup``. The StatefulSet's name is at most 52 characters because its pods'
+One instance ``<name>`` of owner ``<owner>`` in a team namespace is the StatefulSet ``<key>--<name>`` plus, with
+the same labels, the headless Service ``<key>--<name>``, the Secret ``<key>--<name>-password`` and the start-up
+script ConfigMap ``<key>--<name>-startup``. The StatefulSet's name is at most 52 characters because its pods'
 ``controller-revision-hash`` label (``<sts>-<10 hex>``) must stay a valid label value (<= 63).
 
-The owner is an Airflow user name; it is slugged (lower case, DNS characters) for names and label values, and
-kept verbatim in the ``skiff.io/owner`` annotation.
+``<key>`` is the owner's injective readable key (the home PVC's rule, ``core.names.user_key``: the name
+itself when DNS-safe, else a slug plus a hash, so "Alice" and "alice" differ) with no ``--`` in it, and an
+instance name has no ``--`` either: the first ``--`` splits a name back into (key, name), so no two owners'
+instances share a name ("alice" + "x-nb" is ``alice--x-nb``, "alice-x" + "nb" is ``alice-x--nb``).
+
+Instances created before this rule are named ``<owner slug>-<name>`` (``legacy_statefulset_name``): they are
+found under that name too, acted on only when their ``skiff.io/owner`` annotation is exactly the owner, and
+keep their names until deleted (``lifecycle.read_instance``; docs/security.md).
+
+The owner is an Airflow user name; its slug is the ``skiff.io/owner`` label (a coarse selector: every reader
+also compares the verbatim ``skiff.io/owner`` annotation).
 """
 
 from __future__ import annotations
 
 from operators.core.checks import invalid
-from operators.core.names import is_dns_label, slug
+from operators.core.names import is_dns_label, slug, user_key
 
 MANAGED_BY = "skiff"
 KIND = "dev-instance"
@@ -27,6 +36,13 @@ ANN_RESOURCES = "skiff.io/resources"
 ANN_STARTED = "skiff.io/last-started"
 ANN_STOPPED = "skiff.io/last-stopped"
 MAX_STS_NAME = 52
+SEPARATOR = "--"
+
+
+def owner_key(owner: str) -> str:
+    """The owner's part of its objects' names: injective, at most 30 characters, no ``--``."""
+    owner_slug(owner)  # the same refusal for a non-string or an empty slug
+    return user_key(owner, max_plain=30, slug_len=21, single_dashes=True)
 
 
 def owner_slug(owner: str) -> str:
@@ -40,18 +56,36 @@ def owner_slug(owner: str) -> str:
 
 
 def check_name(owner: str, name: str) -> str:
-    """``name`` must be a DNS label such that ``<owner>-<name>`` fits in 52 characters."""
-    if not isinstance(name, str) or not is_dns_label(name):
-        raise invalid("name", name, "must be a DNS label (lower-case letters, digits and '-', "
+    """``name`` must be a DNS label without ``--`` such that ``<key>--<name>`` fits in 52 characters."""
+    if not isinstance(name, str) or not is_dns_label(name) or SEPARATOR in name:
+        raise invalid("name", name, "must be a DNS label (lower-case letters, digits and single '-', "
                       "starting and ending with a letter or digit)")
-    room = MAX_STS_NAME - len(owner_slug(owner)) - 1
+    room = MAX_STS_NAME - len(owner_key(owner)) - len(SEPARATOR)
     if len(name) > room:
         raise ValueError(f"name={name!r}: at most {room} characters for owner {owner!r}")
     return name
 
 
 def statefulset_name(owner: str, name: str) -> str:
-    return f"{owner_slug(owner)}-{check_name(owner, name)}"
+    return f"{owner_key(owner)}{SEPARATOR}{check_name(owner, name)}"
+
+
+def legacy_statefulset_name(owner: str, name: str) -> str | None:
+    """The name the first rule gave (``<owner slug>-<name>``, not injective), None if it cannot be one."""
+    legacy = f"{owner_slug(owner)}-{name}"
+    return legacy if is_dns_label(legacy) and len(legacy) <= MAX_STS_NAME else None
+
+
+def service_of(sts_name: str) -> str:
+    return sts_name
+
+
+def secret_of(sts_name: str) -> str:
+    return f"{sts_name}-password"
+
+
+def startup_configmap_of(sts_name: str) -> str:
+    return f"{sts_name}-startup"
 
 
 def service_name(owner: str, name: str) -> str:
@@ -59,11 +93,11 @@ def service_name(owner: str, name: str) -> str:
 
 
 def secret_name(owner: str, name: str) -> str:
-    return f"{statefulset_name(owner, name)}-password"
+    return secret_of(statefulset_name(owner, name))
 
 
 def startup_configmap_name(owner: str, name: str) -> str:
-    return f"{statefulset_name(owner, name)}-startup"
+    return startup_configmap_of(statefulset_name(owner, name))
 
 
 def pod_name(owner: str, name: str) -> str:

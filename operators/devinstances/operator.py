@@ -93,8 +93,9 @@ class DevInstanceOperator(BaseOperator):
             outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
             team = req.namespace
         else:  # a team admin also acts for the team's instance owners
-            team, team_admins = team_namespace_and_admins(team)
-            owner = resolve_owner(user, params.get("owner"), configured_admins() | set(team_admins))
+            airflow_admins = configured_admins()
+            team, team_admins = team_namespace_and_admins(team, user, airflow_admins)
+            owner = resolve_owner(user, params.get("owner"), airflow_admins | set(team_admins))
             api = Kube(api_client(self.kubernetes_conn_id))
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
@@ -113,15 +114,30 @@ class DevInstanceOperator(BaseOperator):
         return {**found.as_dict(), "message": outcome.message}
 
 
-def team_namespace_and_admins(team: Any) -> tuple[str, tuple[str, ...]]:
-    """A team name from the form -> its namespace and its admins, through the platform file when the team is
-    listed there."""
+def team_namespace_and_admins(team: Any, user: str | None = None,
+                               admins: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
+    """A team name from the form -> its namespace and its admins, checked against the platform file as
+    ``create`` checks it: a team the file does not list is refused (``ValueError`` naming ``team``), except for
+    an Airflow admin or a run with nobody logged in (the CLI: a shell on Airflow's machines), who may still stop
+    or delete an instance in a namespace the file no longer lists - never a system namespace."""
+    from operators.core.checks import invalid
+    from operators.core.names import is_dns_label
+    from operators.devinstances.owners import ANONYMOUS
     from operators.platform import PlatformError, load_platform
+    from operators.platform.loader import SYSTEM_NAMESPACES
 
+    if not isinstance(team, str) or not is_dns_label(team):
+        raise invalid("team", team, "not a team of the platform file (a team name is a DNS-1123 label)")
+    platform = load_platform()  # unreadable or invalid: PlatformError, nothing is done
     try:
-        found = load_platform().team(team)
-    except PlatformError:
-        return team, ()  # an instance in a namespace the file no longer lists can still be stopped or deleted
+        found = platform.team(team)
+    except PlatformError as exc:
+        if (user or "") in ANONYMOUS or user in admins:
+            if team in SYSTEM_NAMESPACES or team.startswith("kube-"):
+                raise invalid("team", team, "a Kubernetes system namespace is never a team") from None
+            return team, ()
+        raise invalid("team", team, f"{exc}; only an Airflow admin may act in a namespace the file does "
+                      "not list") from None
     return found.namespace, found.admins
 
 

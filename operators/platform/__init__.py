@@ -34,15 +34,24 @@ __all__ = [
 ]
 
 
+NOT_SET = ("[skiff] platform_file is not set: Skiff applies and enforces no teams without the reviewed platform "
+           "file. Set it in airflow.cfg ([skiff] platform_file = /path/to/platform.yaml) or in the environment "
+           "(AIRFLOW__SKIFF__PLATFORM_FILE=/path/to/platform.yaml); an example to start from: {example}")
+
+
 def example_path() -> Path:
-    """The example platform file shipped in the package (used by ``make demo`` and when nothing is set)."""
+    """The example platform file shipped in the package (``make demo`` and the tests set it explicitly)."""
     return Path(str(files("operators.platform").joinpath("example.yaml")))
 
 
 def platform_file(path: str | os.PathLike | None = None) -> Path:
-    """The file to read: ``path``, else ``[skiff] platform_file``, else the packaged example."""
+    """The file to read: ``path``, else ``[skiff] platform_file``. Never the packaged example on its own: on a
+    real cluster that would create the example's teams and make its users admins; without the setting this
+    raises ``PlatformError`` saying how to set it."""
     chosen = path or settings.get("platform_file")
-    return Path(chosen) if chosen else example_path()
+    if not chosen:
+        raise PlatformError(NOT_SET.format(example=example_path()))
+    return Path(chosen)
 
 
 def node_pool_defaults() -> NodePools:

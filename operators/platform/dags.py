@@ -19,7 +19,7 @@ from datetime import datetime
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
 from operators import settings
-from operators.platform import platform_file
+from operators.platform import PlatformError, platform_file
 from operators.platform.trigger import PlatformFileTrigger
 from operators.platform.usage import run_usage_report  # light: stdlib and the model; the cluster at run time
 
@@ -28,7 +28,10 @@ START = datetime(2026, 11, 1)
 
 
 def platform_asset() -> Asset:
-    path = str(platform_file())
+    try:
+        path = str(platform_file())
+    except PlatformError:  # nothing to watch: the hourly run fails saying how to set it (run_platform_sync)
+        return Asset(name="skiff_platform_file", uri="file:///skiff-platform-file-not-set")
     return Asset(name="skiff_platform_file", uri=f"file://{path}", watchers=[AssetWatcher(
         name="skiff_platform_file_watch",
         trigger=PlatformFileTrigger(path=path, poll_seconds=settings.get_float("platform_poll_seconds")))])

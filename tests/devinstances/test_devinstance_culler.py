@@ -28,11 +28,11 @@ def test_culler_stops_idle_and_spares_active_and_unknown(k8s, team):
     script_activity(k8s, "bob", "nb", now - 600)          # active 10 min ago
     # user00's Jupyter does not answer /metrics: left running
     summary = cull(Kube(k8s), SETTINGS)
-    assert [line.split(":")[0] for line in summary["stopped"]] == [f"{NS}/alice-nb"]
+    assert [line.split(":")[0] for line in summary["stopped"]] == [f"{NS}/alice--nb"]
     assert "idle for 9.0 h (limit 8 h)" in summary["stopped"][0]
     kept = {line.split(":")[0]: line for line in summary["kept"]}
-    assert set(kept) == {f"{NS}/bob-nb", f"{NS}/user00-nb"}
-    assert "connection refused" in kept[f"{NS}/user00-nb"] and "left running" in kept[f"{NS}/user00-nb"]
+    assert set(kept) == {f"{NS}/bob--nb", f"{NS}/user00--nb"}
+    assert "connection refused" in kept[f"{NS}/user00--nb"] and "left running" in kept[f"{NS}/user00--nb"]
     assert summary["errors"] == []
     assert sts_of(k8s, "alice", "nb").spec.replicas == 0
     assert sts_of(k8s, "alice", "nb").metadata.annotations["skiff.io/last-stopped"]

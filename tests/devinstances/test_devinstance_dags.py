@@ -19,8 +19,18 @@ DAGS = Path(__file__).resolve().parents[2] / "dags"
 ACTIONS = ("create", "start", "stop", "delete")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def platform_file():
+    """The example platform file, set explicitly as an operator sets ``[skiff] platform_file``."""
+    from operators.platform import ENV_PLATFORM_FILE, example_path
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ENV_PLATFORM_FILE, str(example_path()))
+        yield
+
+
 @pytest.fixture(scope="module")
-def bag():
+def bag(platform_file):
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(DAGS))

@@ -16,6 +16,7 @@ from kubernetes.client.rest import ApiException
 from operators.devinstances import inventory, lifecycle, naming, tcp_services
 from operators.devinstances.settings import Settings
 from operators.k8s import Kube, KubeError, RetryPolicy
+from operators.k8s.resource import STATEFULSETS
 
 SETTINGS = Settings(host="dev.example.com")
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
@@ -39,14 +40,14 @@ def test_create_makes_a_ready_instance_with_ports_and_a_strong_password(k8s, tea
     assert outcome.changed and "created" in outcome.message
     wait_ready(k8s, "alice", "nb")
     core = client.CoreV1Api(k8s)
-    svc = core.read_namespaced_service("alice-nb", NS)
+    svc = core.read_namespaced_service("alice--nb", NS)
     assert svc.spec.cluster_ip == "None" and [p.port for p in svc.spec.ports] == [8888, 8080, 22, 6006, 5000]
     entries = ports_of(k8s, "alice", "nb")
-    assert sorted(entries.values()) == sorted(f"{NS}/alice-nb:{p}" for p in (8888, 8080, 22, 6006, 5000))
+    assert sorted(entries.values()) == sorted(f"{NS}/alice--nb:{p}" for p in (8888, 8080, 22, 6006, 5000))
     assert all(20000 <= int(p) <= 29999 for p in entries)
-    secret = core.read_namespaced_secret("alice-nb-password", NS)
+    secret = core.read_namespaced_secret("alice--nb-password", NS)
     (ref,) = secret.metadata.owner_references
-    assert (ref.kind, ref.name) == ("StatefulSet", "alice-nb")
+    assert (ref.kind, ref.name) == ("StatefulSet", "alice--nb")
     pw = base64.b64decode(secret.data["password"]).decode()
     assert pw == password_of(k8s) and len(base64.urlsafe_b64decode(pw + "==")) * 8 >= 128
     (view,) = inventory.list_instances(Kube(k8s), "alice", SETTINGS)
@@ -88,7 +89,7 @@ def test_stop_and_start_keep_volumes_service_ports_and_renew_the_password(k8s, t
     core = client.CoreV1Api(k8s)
     assert {p.metadata.name for p in core.list_namespaced_persistent_volume_claim(NS).items} >= {
         "alice-home", "datasets"}
-    assert core.read_namespaced_service("alice-nb", NS) and ports_of(k8s, "alice", "nb") == ports
+    assert core.read_namespaced_service("alice--nb", NS) and ports_of(k8s, "alice", "nb") == ports
     (view,) = inventory.list_instances(Kube(k8s), "alice", SETTINGS)
     assert view.state == "Stopped" and view.ports == json.loads(sts.metadata.annotations["skiff.io/ports"])
     assert lifecycle.start(Kube(k8s), "alice", NS, "nb").changed
@@ -107,10 +108,10 @@ def test_delete_keeps_volumes_frees_ports_and_is_idempotent(k8s, team):
     outcome = lifecycle.delete(Kube(k8s), "alice", NS, "nb", SETTINGS)
     assert outcome.changed and "volumes kept" in outcome.message
     core, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
-    for read in (lambda: apps.read_namespaced_stateful_set("alice-nb", NS),
-                 lambda: core.read_namespaced_service("alice-nb", NS),
-                 lambda: core.read_namespaced_secret("alice-nb-password", NS),
-                 lambda: core.read_namespaced_config_map("alice-nb-startup", NS)):
+    for read in (lambda: apps.read_namespaced_stateful_set("alice--nb", NS),
+                 lambda: core.read_namespaced_service("alice--nb", NS),
+                 lambda: core.read_namespaced_secret("alice--nb-password", NS),
+                 lambda: core.read_namespaced_config_map("alice--nb-startup", NS)):
         with pytest.raises(ApiException) as info:
             read()
         assert info.value.status == 404
@@ -150,10 +151,10 @@ def test_create_is_idempotent(k8s, team):
     lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     wait_ready(k8s, "alice", "nb")
     ports, pw = ports_of(k8s, "alice", "nb"), password_of(k8s)
-    client.CoreV1Api(k8s).delete_namespaced_service("alice-nb", NS)  # a lost part is repaired
+    client.CoreV1Api(k8s).delete_namespaced_service("alice--nb", NS)  # a lost part is repaired
     outcome = lifecycle.create(Kube(k8s), make_request(), SETTINGS)
     assert "already existed" in outcome.message
-    assert client.CoreV1Api(k8s).read_namespaced_service("alice-nb", NS)
+    assert client.CoreV1Api(k8s).read_namespaced_service("alice--nb", NS)
     assert ports_of(k8s, "alice", "nb") == ports and password_of(k8s) == pw
     assert len(client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items) == 1
 
@@ -167,10 +168,43 @@ def test_owner_isolation(k8s, team):
         lifecycle.stop(Kube(k8s), "bob", NS, "nb")
     assert not lifecycle.delete(Kube(k8s), "bob", NS, "nb", SETTINGS).changed
     assert inventory.list_instances(Kube(k8s), "bob", SETTINGS) == []
-    # a user whose name slugs to the same prefix is still not the owner
-    with pytest.raises(lifecycle.InstanceError, match="is not a development instance of 'Alice'"):
+    # a user whose name slugs to the same prefix has names of her own (injective names): not alice's
+    with pytest.raises(lifecycle.InstanceError, match="no development instance 'nb' of 'Alice'"):
         lifecycle.stop(Kube(k8s), "Alice", NS, "nb")
     assert sts_of(k8s, "alice", "nb").spec.replicas == 1
+
+
+def test_two_owners_whose_first_rule_names_collide_both_get_their_instances(k8s, team):
+    """"alice" + "x-nb" and "alice-x" + "nb" were both ``alice-x-nb``: the second create found the first's
+    StatefulSet and failed (or, for the Secret, wrote over it). Now each has its own objects."""
+    lifecycle.create(Kube(k8s), make_request(owner="alice", name="x-nb"), SETTINGS)
+    lifecycle.create(Kube(k8s), make_request(owner="alice-x", name="nb", home_pvc="alice-home"), SETTINGS)
+    for owner, name in (("alice", "x-nb"), ("alice-x", "nb")):
+        (view,) = inventory.list_instances(Kube(k8s), owner, SETTINGS)
+        assert (view.owner, view.name) == (owner, name)
+        assert inventory.password(Kube(k8s), owner, NS, name, caller=owner)
+    assert password_of(k8s, "alice", "x-nb") != password_of(k8s, "alice-x", "nb")
+    lifecycle.delete(Kube(k8s), "alice-x", NS, "nb", SETTINGS)
+    assert [v.name for v in inventory.list_instances(Kube(k8s), "alice", SETTINGS)] == ["x-nb"]
+
+
+def test_an_instance_named_by_the_first_rule_is_still_its_owners_and_only_hers(k8s, team):
+    """Compatibility: an instance created before names were injective (``<owner>-<name>``) is found under
+    that name, acted on by its exact owner only, and keeps its names until deleted."""
+    from operators.devinstances import desired
+
+    req = make_request(owner="alice", name="x-nb")
+    legacy = desired.statefulset(req, {}, replicas=0, started=None)
+    legacy["metadata"]["name"] = "alice-x-nb"
+    assert Kube(k8s).create(STATEFULSETS, NS, legacy)
+    with pytest.raises(lifecycle.InstanceError, match="no development instance 'nb' of 'alice-x'"):
+        lifecycle.stop(Kube(k8s), "alice-x", NS, "nb")  # the first rule's name of alice-x/nb: alice's, not hers
+    assert not lifecycle.delete(Kube(k8s), "alice-x", NS, "nb", SETTINGS).changed
+    assert lifecycle.start(Kube(k8s), "alice", NS, "x-nb").changed
+    assert client.CoreV1Api(k8s).read_namespaced_secret("alice-x-nb-password", NS)  # its own names kept
+    assert password_of(k8s, "alice", "x-nb")
+    assert lifecycle.delete(Kube(k8s), "alice", NS, "x-nb", SETTINGS).changed
+    assert not client.AppsV1Api(k8s).list_namespaced_stateful_set(NS).items
 
 
 def test_twenty_concurrent_creates_get_distinct_ports_and_deletes_free_them(k8s, team):
@@ -209,3 +243,31 @@ def test_a_port_map_written_between_read_and_replace_is_a_409_and_recomputed(k8s
                                       f"{SETTINGS.tcp_name}"] == 2  # the first answered 409
     assert tcp_services.current(Kube(k8s), SETTINGS) == {"20000": f"{NS}/first:80", "20001": "other/x:1",
                                                    "20002": f"{NS}/second:8888"}
+
+
+def test_concurrent_creates_of_one_owner_never_pass_the_limit(k8s, team, kubesim):
+    """Check-then-act: three creates at once for an owner with two instances all passed the count and left
+    five. The count is slowed so every create reads it before any creates; after creating, each counts again
+    and undoes its own surplus: at most three remain, and a refused create left nothing of itself."""
+    for name in ("a", "b"):
+        lifecycle.create(Kube(k8s), make_request(name=name), SETTINGS)
+    kubesim.add_latency(verb="list", path="statefulsets", seconds=0.5)
+
+    def attempt(name):
+        try:
+            return lifecycle.create(Kube(k8s), make_request(name=name), SETTINGS)
+        except lifecycle.InstanceError as exc:
+            return exc
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(attempt, ["c", "d", "e"]))
+    kubesim.clear_faults()
+    refused = [r for r in results if isinstance(r, lifecycle.InstanceError)]
+    assert all("the limit is 3" in str(r) for r in refused) and len(refused) >= 2, results
+    left = [v.name for v in inventory.list_instances(Kube(k8s), "alice", SETTINGS)]
+    assert len(left) <= 3 and {"a", "b"} <= set(left), left
+    apps, core = client.AppsV1Api(k8s), client.CoreV1Api(k8s)
+    assert len(apps.list_namespaced_stateful_set(NS).items) == len(left)
+    assert len(core.list_namespaced_service(NS).items) == len(left)  # a refused create removed its Service
+    kept = {v.split(":")[0] for v in tcp_services.current(Kube(k8s), SETTINGS).values()}
+    assert kept == {f"{NS}/{naming.statefulset_name('alice', n)}" for n in left}  # and its ports

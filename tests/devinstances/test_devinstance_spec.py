@@ -60,13 +60,31 @@ def test_default_image_and_normalised_request():
 
 
 def test_names_fit_kubernetes_limits():
-    owner = "a" * 40
+    owner = "a" * 40  # longer than a plain key: slug and hash, 30 characters
     assert naming.owner_slug("Bob.Smith") == "bob-smith"
-    name = "n" * (naming.MAX_STS_NAME - 41)
+    assert len(naming.owner_key(owner)) == 30
+    name = "n" * (naming.MAX_STS_NAME - 32)
     assert len(naming.statefulset_name(owner, name)) == naming.MAX_STS_NAME
     assert len(naming.statefulset_name(owner, name) + "-0123456789") <= 63  # controller-revision-hash label
     with pytest.raises(ValueError, match="name="):
         naming.statefulset_name(owner, name + "n")
+
+
+def test_instance_names_are_injective_across_owners():
+    """The first rule's ``<owner>-<name>`` collided ("alice" + "x-nb" = "alice-x" + "nb"; "Alice" = "alice"):
+    one user could block or take another's instance. ``<key>--<name>`` with no ``--`` in either part is
+    injective, and the key is the home PVC's injective rule."""
+    owners = ["alice", "Alice", "ALICE", "alice-x", "alice.x", "a--b", "a-b", "alice-3bc51062", "x" * 30, "x" * 31]
+    owners += [naming.owner_key(o) for o in list(owners)]
+    names = ["nb", "x-nb", "b-nb", "3bc51062--nb"[:8], "nb-2"]
+    made: dict[str, tuple[str, str]] = {}
+    for owner in set(owners):
+        for name in names:
+            sts = naming.statefulset_name(owner, name)
+            assert made.setdefault(sts, (owner, name)) == (owner, name), (sts, made[sts], (owner, name))
+    assert naming.statefulset_name("alice", "x-nb") == "alice--x-nb"  # readable
+    with pytest.raises(ValueError, match="^name='x--nb'"):
+        naming.statefulset_name("alice", "x--nb")
 
 
 def manifests(gpu=0, image="tf2-cpu", mounts=()):
@@ -90,13 +108,13 @@ def test_statefulset_follows_the_rules():
                                                                               "read_only": False}])
     pod = sts["spec"]["template"]["spec"]
     (c,) = pod["containers"]
-    assert sts["metadata"]["name"] == "alice-nb" and sts["spec"]["replicas"] == 1
+    assert sts["metadata"]["name"] == "alice--nb" and sts["spec"]["replicas"] == 1
     assert c["name"] == "notebook" and c["imagePullPolicy"] == "IfNotPresent"
     assert c["resources"]["requests"] == c["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
     assert "tolerations" not in pod  # no GPU toleration without GPUs, never the online pool's
     env = {e["name"]: e for e in c["env"]}
     assert env["PASSWORD"] == {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {
-        "name": "alice-nb-password", "key": "password"}}}
+        "name": "alice--nb-password", "key": "password"}}}
     assert env["HADOOP_USER"]["value"] == "alice" and env["NOTEBOOK_TAG"]["value"] == "tf2-cpu"
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -130,7 +148,7 @@ def test_service_is_headless_and_secret_is_owned_by_the_statefulset():
     assert [p["port"] for p in svc["spec"]["ports"]] == [8888, 8080, 22, 6006, 5000]
     for child in (svc, secret, cm):
         (ref,) = child["metadata"]["ownerReferences"]
-        assert (ref["kind"], ref["name"], ref["uid"]) == ("StatefulSet", "alice-nb", "uid-1")
+        assert (ref["kind"], ref["name"], ref["uid"]) == ("StatefulSet", "alice--nb", "uid-1")
     assert secret["type"] == "Opaque" and base64.b64decode(secret["data"]["password"]) == b"pw"
     assert cm["data"]["start-notebook.sh"] == desired.startup_script()
 
@@ -197,7 +215,13 @@ def test_a_team_admin_acts_for_the_teams_owners_and_nobody_elses(monkeypatch):
     ns, recsys_admins = team_namespace_and_admins("recsys")
     assert (ns, recsys_admins) == ("recsys", ("alice",))  # alice: admin of recsys, plain member of nlp
     assert team_namespace_and_admins("nlp") == ("nlp", ("carol",))
-    assert team_namespace_and_admins("gone") == ("gone", ())  # not in the file: Airflow admins only
+    # not in the file: Airflow admins (and CLI runs) only, never a system namespace, never a path
+    assert team_namespace_and_admins("gone", "root", frozenset({"root"})) == ("gone", ())
+    assert team_namespace_and_admins("gone", "dag_test") == ("gone", ())
+    for team, user in (("gone", "bob"), ("kube-system", "root"), ("default", "dag_test"),
+                       ("recsys/secrets/alice-nb", "bob"), ("../kube-system", "root"), ("recsys?x", "bob")):
+        with pytest.raises(ValueError, match="^team="):
+            team_namespace_and_admins(team, user, frozenset({"root"}))
     assert resolve_owner("alice", "bob", recsys_admins) == "bob"
     with pytest.raises(PermissionError, match="'alice' may only act on their own"):
         resolve_owner("alice", "carol", team_namespace_and_admins("nlp")[1])

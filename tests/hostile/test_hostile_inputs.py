@@ -26,7 +26,8 @@ from hostile_cases import CASES, Case
 from operators.platform import PlatformError, parse_platform
 from operators.platform.model import home_pvc
 
-EXAMPLE = (Path(__file__).parents[2] / "operators" / "platform" / "example.yaml").read_text()
+EXAMPLE_PATH = Path(__file__).parents[2] / "operators" / "platform" / "example.yaml"
+EXAMPLE = EXAMPLE_PATH.read_text()
 SAMPLES = Path(__file__).parents[1] / "sedna" / "samples"
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -103,7 +104,15 @@ def platform_text(case: Case) -> str:
 
 
 @pytest.mark.parametrize("case", by_entry("platform"))
-def test_platform_file(case: Case):
+def test_platform_file(case: Case, monkeypatch):
+    if case.args.get("unset"):  # the whole product's view of it: tests/hostile ::test_without_the_setting_...
+        from operators.platform import load_platform
+
+        monkeypatch.delenv("AIRFLOW__SKIFF__PLATFORM_FILE", raising=False)
+        with pytest.raises(PlatformError) as info:
+            load_platform()
+        assert_names(case, str(info.value))
+        return
     text = platform_text(case)
     if case.args.get("collide"):
         platform = parse_platform(text)  # both users are legal: their volumes must differ
@@ -202,6 +211,7 @@ def plugin_api(kubesim, kubeconfig, monkeypatch):
 
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
                        f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(EXAMPLE_PATH))
     app = create_app()
     app.dependency_overrides[current_user] = lambda: Caller("alice", "token", False, None)
     kubesim.reset_stats()
@@ -255,3 +265,104 @@ def test_jinja_in_a_run_time_value_is_not_rendered_again():
     op = training_operator(run_args=["{{ params.x }}", "--n"])
     hostile = "{{ conn.kubernetes_default.password }}{% raw %}{{ 7*7 }}"
     assert op.render_template(op.run_args, {"params": {"x": hostile}}) == [hostile, "--n"]
+
+
+# ---- stop/start/delete with a hostile team or name: bob against alice's instance, on kubesim -----------------
+LISTED = [("v1", "namespaces"), ("v1", "secrets"), ("v1", "services"), ("v1", "configmaps"), ("v1", "pods"),
+          ("v1", "persistentvolumeclaims"), ("apps/v1", "statefulsets")]
+
+
+def cluster_listing(kube) -> dict:
+    """Every object Skiff could touch, by (resource, namespace, name) -> (uid, resourceVersion): the before/after
+    listing that shows a refused action changed nothing anywhere."""
+    from operators.k8s.resource import Resource
+
+    return {(plural, o["metadata"].get("namespace"), o["metadata"]["name"]):
+            (o["metadata"]["uid"], o["metadata"]["resourceVersion"])
+            for gv, plural in LISTED for o in kube.list(Resource(gv, plural))}
+
+
+@pytest.fixture
+def alices_instances(kubesim, k8s, kubeconfig, monkeypatch):
+    from kubernetes import client
+
+    from kubesim.testing import wait_until
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.k8s import Kube
+    from operators.platform import ENV_PLATFORM_FILE, example_path
+
+    monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
+                       f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": "recsys"}})
+    for claim in ("alice-home", "bob-home", "recsys-datasets"):
+        core.create_namespaced_persistent_volume_claim("recsys", {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    platform, kube = parse_platform(EXAMPLE), Kube(k8s)
+    for name in ("nb", "x-nb"):
+        params = {"name": name, "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2}
+        lifecycle.create(kube, request_from_params(platform, "alice", params), Settings.from_config())
+    apps = client.AppsV1Api(k8s)
+    wait_until(lambda: all((s.status.ready_replicas or 0) == 1 for s in apps.list_namespaced_stateful_set(
+        "recsys").items), what="alice's instances ready")
+    return kube
+
+
+@pytest.mark.parametrize("case", by_entry("action"))
+def test_instance_action_param(case: Case, alices_instances, kubesim):
+    from types import SimpleNamespace
+
+    from operators.devinstances.operator import DevInstanceOperator
+
+    kube = alices_instances
+    before = cluster_listing(kube)
+    args = case.args
+    op = DevInstanceOperator(task_id=args["action"], action=args["action"])
+    context = {"params": {"name": args.get("name", "nb"), "team": args["team"], "owner": None},
+               "dag_run": SimpleNamespace(triggering_user_name=args.get("user", "bob"))}
+    kubesim.reset_stats()
+    if case.expect == "rejected":
+        with pytest.raises(ValueError) as info:
+            op.execute(context)
+        assert_names(case, str(info.value))
+        assert kubesim.stats()["total"] == 0, kubesim.stats()["by_resource"]  # refused before any request
+    else:
+        result = op.execute(context)
+        assert result["state"] == "Deleted" and "nothing to do" in result["message"], result
+    assert cluster_listing(kube) == before
+
+
+# ---- an unconfigured install: no [skiff] platform_file ---------------------------------------------------------
+def test_without_the_setting_nothing_is_read_applied_or_invented(kubesim, k8s, kubeconfig, monkeypatch):
+    """``platform_sync`` (unpaused by default) once read the packaged example when ``[skiff] platform_file`` was
+    unset: it created the example's teams and made its users admins. Now the platform DAGs fail saying how to
+    set it, dev-instance actions are refused, and nothing is written (before/after listing)."""
+    from types import SimpleNamespace
+
+    from operators.devinstances.operator import DevInstanceOperator, team_namespace_and_admins
+    from operators.k8s import Kube
+    from operators.platform import load_platform
+    from operators.platform.admission import enforced_platform
+    from operators.platform.dags import platform_asset, run_platform_sync
+
+    monkeypatch.delenv("AIRFLOW__SKIFF__PLATFORM_FILE", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
+                       f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    kube = Kube(k8s)
+    before = cluster_listing(kube)
+    kubesim.reset_stats()
+    how = "AIRFLOW__SKIFF__PLATFORM_FILE"
+    for call in (load_platform, run_platform_sync, lambda: team_namespace_and_admins("recsys", "root"),
+                 lambda: DevInstanceOperator(task_id="create", action="create").execute({
+                     "params": {"name": "nb", "team": "recsys", "image": "tf2-cpu", "cpu": 1, "memory": 2},
+                     "dag_run": SimpleNamespace(triggering_user_name="alice")})):
+        with pytest.raises(PlatformError) as info:
+            call()
+        assert "[skiff] platform_file is not set" in str(info.value) and how in str(info.value)
+    assert enforced_platform() is None  # training: no teams invented, nothing enforced from the example
+    assert platform_asset().watchers == []  # the DAG file still parses; there is no file to watch
+    assert kubesim.stats()["total"] == 0
+    assert cluster_listing(kube) == before

@@ -389,7 +389,7 @@ def ui(env: Env) -> None:
     lifecycle.create(Kube(env.admin), make_request(), settings)
     wait_ready(env.admin, "alice", "nb")
     script_activity(env.admin, "alice", "nb", 0.0)
-    last, why = idle.read_last_activity(Kube(env.skiff), TEAM, "alice-nb")
+    last, why = idle.read_last_activity(Kube(env.skiff), TEAM, "alice--nb")
     assert last is not None, why
     assert inventory.password(Kube(env.skiff), "alice", TEAM, "nb", caller="alice")
 

@@ -40,10 +40,10 @@ def browser(tmp_path):
 
 def seed_teams(api) -> None:
     """The example platform file applied to the cluster (teams, quotas, home PVCs, shared volumes)."""
-    from operators.platform import load_platform
+    from operators.platform import example_path, load_platform
     from operators.teams import ensure_queues
 
-    report = ensure_queues(Kube(api), load_platform())
+    report = ensure_queues(Kube(api), load_platform(example_path()))
     assert not report.errors, report.errors
 
 

@@ -232,13 +232,13 @@ def instances(api_server):
     from operators.devinstances import lifecycle
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
-    from operators.platform import load_platform
+    from operators.platform import example_path, load_platform
 
     with httpx.Client(base_url=f"{api_server.url}/api/v2", timeout=30,
                       headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
         for dag_id in LIFECYCLE:
             assert admin.patch(f"/dags/{dag_id}", json={"is_paused": False}).status_code == 200
-    platform = load_platform()
+    platform = load_platform(example_path())
     for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
         req = request_from_params(platform, owner, {"name": name, "team": "recsys", "cpu": 1, "memory": 1})
         lifecycle.create(Kube(api_server.k8s), req, Settings.from_config())
@@ -318,10 +318,10 @@ def test_a_user_whose_airflow_role_may_not_trigger_gets_airflows_403(instances):
     from operators.devinstances import lifecycle
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
-    from operators.platform import load_platform
+    from operators.platform import example_path, load_platform
 
     settings = Settings.from_config()
-    req = request_from_params(load_platform(), "carol", {"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
+    req = request_from_params(load_platform(example_path()), "carol", {"name": "nb-c", "team": "nlp", "cpu": 1, "memory": 1})
     lifecycle.create(Kube(instances.k8s), req, settings)  # carol's own instance: only her Airflow role stands in the way
     try:
         with instances.client("carol") as carol:  # viewer in Airflow, admin of nlp in the platform file

@@ -31,12 +31,12 @@ def test_the_page_reads_and_acts_under_a_sub_path_base_url(api_server, browser):
     from operators.devinstances import lifecycle, naming
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
-    from operators.platform import load_platform
+    from operators.platform import example_path, load_platform
 
     with httpx.Client(base_url=f"{api_server.url}/api/v2", timeout=30,
                       headers={"Authorization": f"Bearer {api_server.token('admin')}"}) as admin:
         assert admin.patch("/dags/dev_instance_stop", json={"is_paused": False}).status_code == 200
-    req = request_from_params(load_platform(), "alice", {"name": NAME, "team": "recsys", "cpu": 1, "memory": 1})
+    req = request_from_params(load_platform(example_path()), "alice", {"name": NAME, "team": "recsys", "cpu": 1, "memory": 1})
     lifecycle.create(Kube(api_server.k8s), req, Settings.from_config())
     page = AirflowPage(browser, api_server.url, api_server.password, "subpath")
     try:
