@@ -24,6 +24,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "dag_parse",
     "devinstances",
     "platform",
+    "kueue",
     "rbac",
     "ui",
     "prod_profile",

@@ -112,6 +112,21 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
     return out
 
 
+_HASHES: dict[tuple, str] = {}      # (uid, generation) -> pod sets' hash: a Workload's spec is hashed once
+
+
+def _pod_sets_hash(wl: dict) -> str:
+    """What scheduling looks at in the pod sets (counts and pod specs: requests, tolerations, selectors)."""
+    k = (wl["metadata"].get("uid"), wl["metadata"].get("generation"))
+    found = _HASHES.get(k)
+    if found is None:
+        if len(_HASHES) > 50000:
+            _HASHES.clear()
+        found = _HASHES[k] = json.dumps([(ps.get("count"), (ps.get("template") or {}).get("spec"))
+                                         for ps in wl["spec"].get("podSets") or []], sort_keys=True)
+    return found
+
+
 class _Pass:
     """One `run`: the queues' heads, the usage taken so far, and what was set aside.
 
@@ -149,8 +164,7 @@ class _Pass:
         k = key(wl)
         sig = self.signatures.get(k)
         if sig is None:
-            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0),
-                                        json.dumps(wl["spec"].get("podSets"), sort_keys=True))
+            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0), _pod_sets_hash(wl))
         found = self.memo.get(sig)
         if found is not None:
             return found

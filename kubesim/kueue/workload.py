@@ -47,10 +47,16 @@ def priority_of(labels: dict, pod_spec: dict, wpcs: dict[str, dict], pcs: dict[s
     return 0, None
 
 
+# labels the Job controller puts on every Job's pod template (job_controller.go cleanLabels drops them)
+JOB_TEMPLATE_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
+
+
 def clean_template(template: dict) -> dict:
-    """The pod set template: the owner's pod template (job_controller.go cleanLabels keeps labels)."""
+    """The pod set template: the owner's pod template without the Job controller's per-Job labels."""
     t = copy.deepcopy(template or {})
-    t.setdefault("metadata", {})
+    labels = t.setdefault("metadata", {}).get("labels")
+    if labels:
+        t["metadata"]["labels"] = {k: v for k, v in labels.items() if k not in JOB_TEMPLATE_LABELS}
     t.setdefault("spec", {})
     return t
 

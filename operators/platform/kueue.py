@@ -97,7 +97,7 @@ def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, fl
     other queues of the cohort are using). Kueue does not say whose quota a borrower uses: per flavor, the
     cohort's borrowing is spread over the other queues' idle quota in proportion.
     Input: ClusterQueue objects with Kueue's ``status.flavorsUsage`` (``total``, ``borrowed``)."""
-    from operators.platform.quantity import parse_quantity
+    from operators.core.quantity import parse_quantity
 
     def amount(v) -> float:
         return float(parse_quantity(str(v)))
