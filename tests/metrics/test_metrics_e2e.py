@@ -26,7 +26,8 @@ from devstack.stack import _spawn, _tail, free_port
 from devstack.testing import start_stack, with_demo_team
 from kubesim.testing import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
+# the first test also pays for starting this module's own stack (not the session's): more than the suite's 300 s
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack, pytest.mark.timeout(900)]
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
 PROMETHEUS = Path("/usr/bin/prometheus")
 TOKEN = secrets.token_urlsafe(24)
