@@ -53,7 +53,7 @@ E2E_DAGS = [REPO / "dags", REPO / "tests" / "e2e_dags"]
 _running: dict[str, object] = {}  # profile -> its started stack, so that only one runs at a time
 
 
-def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, **kw):
+def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, start_timeout: float = 240, **kw):
     """Start a stack of ``profile``, stopping the others first (two full Airflows on a 2-core machine slow
     both; the ``prod`` tests run last, see ``pytest_collection_modifyitems``). ``key`` names a stack with
     settings of its own (``kw``: ``make_stack``'s, e.g. ``airflow_settings``), stopped like the others."""
@@ -66,7 +66,7 @@ def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, **kw
     # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
     stack = make_stack(profile, tmp_path_factory.mktemp(key), dags_dirs=E2E_DAGS,
                        rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac", **kw)
-    stack.start(timeout=240)
+    stack.start(timeout=start_timeout)
     _running[key] = stack
     return stack
 
