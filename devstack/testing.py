@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,9 +93,17 @@ def prod_stack(tmp_path_factory):
     stack.stop()
 
 
-def start_stack(profile: str, tmp_path_factory, *, key: str, **kw):
-    """A stack for one test module with settings of its own (stopped when another stack starts)."""
-    return _start_stack(profile, tmp_path_factory, key=key, **kw)
+@contextmanager
+def own_stack(profile: str, tmp_path_factory, *, key: str, **kw):
+    """A stack for one test module with settings of its own, stopped when the module is done (or when
+    another stack starts first)."""
+    stack = _start_stack(profile, tmp_path_factory, key=key, **kw)
+    try:
+        yield stack
+    finally:
+        if _running.get(key) is stack:
+            _running.pop(key)
+        stack.stop()
 
 
 def with_demo_team(stack):

@@ -23,7 +23,7 @@ import yaml
 from kubernetes import client
 
 from devstack.stack import _spawn, _tail, free_port
-from devstack.testing import start_stack, with_demo_team
+from devstack.testing import own_stack, with_demo_team
 from kubesim.testing import wait_until
 
 # the first test also pays for starting this module's own stack (not the session's): more than the suite's 300 s
@@ -75,8 +75,9 @@ def stack(sink, tmp_path_factory):
         "AIRFLOW__SKIFF__METRICS_CACHE_SECONDS": "1",
     }
     # a start may take minutes on the shared 2-core machine (measured: api-server not up after 240 s at load 15)
-    return with_demo_team(start_stack("standalone", tmp_path_factory, key="metrics", airflow_settings=settings,
-                                      start_timeout=600))
+    with own_stack("standalone", tmp_path_factory, key="metrics", airflow_settings=settings,
+                   start_timeout=600) as stack:
+        yield with_demo_team(stack)
 
 
 class Prometheus:
