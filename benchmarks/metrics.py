@@ -51,8 +51,8 @@ def run() -> str:
     import httpx
     from kubernetes import config
 
+    from operators.exporter.endpoint import ClusterCache, exposition, read_cluster
     from operators.k8s.rest import Kube
-    from operators.metrics.endpoint import ClusterCache, exposition, read_cluster
 
     with kubesim_process() as sim:
         api = config.new_client_from_config(str(sim.kubeconfig))

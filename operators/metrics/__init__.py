@@ -1,8 +1,7 @@
-"""Skiff's metrics: names in ``catalogue``; events (counters, timings) through Airflow's facade in ``emit``
-(pure rules in ``events``); cluster-state gauges on Skiff's Prometheus endpoint (``cluster`` computes them,
-``endpoint`` serves them from the api-server). docs/operations.md "Metrics and alerts" is the owner's guide.
+"""Skiff's metrics: every name in ``catalogue``; events (counters, timings) sent through Airflow's facade by
+``emit`` (its pure rules in ``events``). docs/operations.md "Metrics and alerts" is the owner's guide.
 
-Layers: ``catalogue``, ``events`` and ``emit`` sit below the features (they import nothing of Skiff but each
-other), so a feature reports in one line; ``cluster`` and ``endpoint`` read the features' labels and sit at
-the UI's level.
+Layer: the shared core's (it imports nothing of Skiff but itself), so a feature reports in one line. The
+cluster-state gauges and Skiff's Prometheus endpoint read the features' labels: ``operators.exporter``, with
+the UI.
 """

@@ -8,7 +8,7 @@ Two kinds of metric, two ways out:
   chart's statsd-exporter turns them into labels) or OpenTelemetry (tags become attributes). Sent as
   ``<[metrics] statsd_prefix>.skiff.<area>.<event>``; ``deploy/monitoring/helm-values.yaml`` maps them to
   the Prometheus names below (counters ``_total``, timings in ``_seconds``).
-* **Cluster state** (gauges) is read from the cluster by Skiff's own endpoint (``operators.metrics.endpoint``).
+* **Cluster state** (gauges) is read from the cluster by Skiff's own endpoint (``operators.exporter.endpoint``).
 
 Label rules (Prometheus' conventions): ``skiff_`` prefix, base units (seconds, cores, bytes), ``_total``
 counters; labels are low-cardinality only: ``team`` (the team's namespace), ``reason`` (a closed set, below),

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from operators.metrics.endpoint import create_app as create_metrics_app
+from operators.exporter.endpoint import create_app as create_metrics_app
 from operators.ui.app import create_app
 
 URL_PREFIX = "/skiff"
-METRICS_URL_PREFIX = "/skiff-metrics"  # Prometheus' target (operators.metrics.endpoint): its own app and prefix
+METRICS_URL_PREFIX = "/skiff-metrics"  # Prometheus' target (operators.exporter.endpoint): its own app and prefix
 
 
 class SkiffPlugin(AirflowPlugin):

@@ -1,10 +1,10 @@
-"""Cluster-state gauges from plain objects (``operators.metrics.cluster``) and the endpoint's cache."""
+"""Cluster-state gauges from plain objects (``operators.exporter.cluster``) and the endpoint's cache."""
 
 from __future__ import annotations
 
+from operators.exporter import cluster
+from operators.exporter.endpoint import ClusterCache, exposition, token_matches
 from operators.metrics import catalogue as c
-from operators.metrics import cluster
-from operators.metrics.endpoint import ClusterCache, exposition, token_matches
 
 
 def _values(samples) -> dict:

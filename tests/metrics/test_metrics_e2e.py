@@ -155,7 +155,7 @@ def test_prometheus_sees_each_teams_gpu_and_cpu_requests_as_the_resourcequota_co
 
     wait_until(lambda: {ns: u.get(f"requests.{GPU}") for ns, u in used().items()} == {"recsys": "2", "nlp": "1"},
                timeout=60, interval=0.5, what="the quota controller counting the GPU pods")
-    from operators.platform.quantity import parse_quantity
+    from operators.core.quantity import parse_quantity
 
     def agrees() -> bool:
         quota = used()

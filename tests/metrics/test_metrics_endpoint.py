@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from kubernetes import client
 
 from kubesim.testing import wait_until
-from operators.metrics.endpoint import create_app
-from operators.platform.quantity import parse_quantity
+from operators.core.quantity import parse_quantity
+from operators.exporter.endpoint import create_app
 
 TOKEN = "t0ken-for-the-test"
 

@@ -7,8 +7,8 @@ Deployment would add nothing but an image to run. Each replica answers from its 
 cluster's, so any replica's answer is the same.
 
 Who: a plugin app gets no Airflow auth by default, so every request must carry either
-``Authorization: Bearer <[skiff] metrics_token>`` (compared in constant time; set it from a Kubernetes
-Secret as ``AIRFLOW__SKIFF__METRICS_TOKEN``: what Prometheus' ``authorization.credentials_file`` sends) or
+``Authorization: Bearer <[skiff] metrics_token>`` (compared in constant time; set from a Kubernetes Secret
+through Airflow's environment override: what Prometheus' ``authorization.credentials_file`` sends) or
 an Airflow login (Airflow's own ``get_user``: 401 anonymous, 403 a bad token). No token configured: Airflow
 login only.
 
@@ -30,17 +30,13 @@ from collections.abc import Callable
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import Response
 
+from operators import settings
+from operators.exporter.cluster import Sample, gauges
 from operators.metrics import catalogue as c
-from operators.metrics.cluster import Sample, gauges
 
-DEFAULT_CACHE_SECONDS = 15.0
 TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
 
 
-def _setting(key: str, fallback: str) -> str:
-    from airflow.configuration import conf
-
-    return conf.get("skiff", key, fallback=fallback) or fallback
 
 
 def read_cluster(kube) -> list[Sample]:
@@ -68,7 +64,7 @@ def read_cluster(kube) -> list[Sample]:
 
 def _gpu_resource() -> str:
     """The platform file's GPU resource name (``node_pools.gpu.resource``), else ``nvidia.com/gpu``."""
-    from operators.platform.model import GPU_RESOURCE
+    from operators.core.nodepools import GPU_RESOURCE
 
     try:
         from operators.platform import load_platform
@@ -140,7 +136,7 @@ def token_matches(header: str, token: str) -> bool:
 
 
 async def authorize(request: Request) -> None:
-    if token_matches(request.headers.get("authorization", ""), _setting("metrics_token", "")):
+    if token_matches(request.headers.get("authorization", ""), settings.get("metrics_token") or ""):
         return
     from operators.ui.auth import current_user
 
@@ -159,8 +155,7 @@ def create_app() -> FastAPI:
                 from operators.k8s.retry import INTERACTIVE
 
                 state["kube"] = Kube(api_client(conn_id()), policy=INTERACTIVE)  # its own: its requests counted
-                state["cache"] = ClusterCache(lambda: read_cluster(state["kube"]),
-                                              float(_setting("metrics_cache_seconds", str(DEFAULT_CACHE_SECONDS))))
+                state["cache"] = ClusterCache(lambda: read_cluster(state["kube"]), settings.get_float("metrics_cache_seconds"))
         cache = state["cache"]
         samples = cache.get()
         return exposition(samples, cache, sum(state["kube"].requests.values()))

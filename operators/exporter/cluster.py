@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from operators.core.nodepools import GPU_RESOURCE
+from operators.core.quantity import parse_quantity
 from operators.metrics import catalogue as c
-from operators.platform.model import GPU_RESOURCE
-from operators.platform.quantity import parse_quantity
 from operators.training.failure import job_state
 
 
