@@ -17,9 +17,10 @@ TOKEN = "t0ken-for-the-test"
 @pytest.fixture
 def teams(k8s, kube_conn, monkeypatch):
     from operators.platform import load_platform
+    from operators.k8s import Kube
     from operators.teams import ensure_queues
 
-    assert not ensure_queues(k8s, load_platform()).errors
+    assert not ensure_queues(Kube(k8s), load_platform()).errors
     monkeypatch.setenv("AIRFLOW__SKIFF__METRICS_TOKEN", TOKEN)
     monkeypatch.setenv("AIRFLOW__SKIFF__METRICS_CACHE_SECONDS", "0")  # every scrape reads the cluster
     return k8s
