@@ -16,8 +16,8 @@ TOKEN = "t0ken-for-the-test"
 
 @pytest.fixture
 def teams(k8s, kube_conn, monkeypatch):
-    from operators.platform import load_platform
     from operators.k8s import Kube
+    from operators.platform import load_platform
     from operators.teams import ensure_queues
 
     assert not ensure_queues(Kube(k8s), load_platform()).errors
