@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser kubectl services sshd code-server demo test bench soak soak-short test-known-defects lint audit clean
+.PHONY: venv browser kubectl services sshd monitoring code-server demo test bench soak soak-short test-known-defects lint audit clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,12 @@ sshd:
 	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; fi
 
+# Debian's prometheus + promtool for tests/metrics (alert rules checked and unit-tested, a real Prometheus scraping
+# Skiff's endpoint); the package's service is not used: the tests start their own on loopback.
+monitoring:
+	@if [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; then echo "prometheus, promtool: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; fi
+
 # Optional: code-server from npm (needs Node.js 20 and GitHub reachable for its post-install), so that the
 # start-up script test also logs in to code-server; without it only that test is skipped, saying so.
 code-server:
@@ -58,11 +64,11 @@ code-server:
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
-test: venv browser kubectl sshd services
+test: venv browser kubectl sshd services monitoring
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not known_defect"
 
 # Tests marked known_defect (each says why): they fail in the full run today; kept visible, not deleted.
-test-known-defects: venv browser kubectl sshd services
+test-known-defects: venv browser kubectl sshd services monitoring
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m known_defect
 
 soak-short: venv services

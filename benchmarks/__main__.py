@@ -30,6 +30,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "prod_profile",
     "e2e_watch",
     "soak",
+    "metrics",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,19 +54,21 @@ E2E_DAGS = [REPO / "dags", REPO / "tests" / "e2e_dags"]
 _running: dict[str, object] = {}  # profile -> its started stack, so that only one runs at a time
 
 
-def _start_stack(profile: str, tmp_path_factory):
-    """Start a stack of ``profile``, stopping the other profile's first (two full Airflows on a 2-core
-    machine slow both; the ``prod`` tests run last, see ``pytest_collection_modifyitems``)."""
+def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, start_timeout: float = 240, **kw):
+    """Start a stack of ``profile``, stopping the others first (two full Airflows on a 2-core machine slow
+    both; the ``prod`` tests run last, see ``pytest_collection_modifyitems``). ``key`` names a stack with
+    settings of its own (``kw``: ``make_stack``'s, e.g. ``airflow_settings``), stopped like the others."""
     from devstack.prod import make_stack
 
-    for other in [p for p in _running if p != profile]:
+    key = key or profile
+    for other in [p for p in _running if p != key]:
         _running.pop(other).stop()
     # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
     # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
-    stack = make_stack(profile, tmp_path_factory.mktemp(profile), dags_dirs=E2E_DAGS,
-                       rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
-    stack.start(timeout=240)
-    _running[profile] = stack
+    stack = make_stack(profile, tmp_path_factory.mktemp(key), dags_dirs=E2E_DAGS,
+                       rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac", **kw)
+    stack.start(timeout=start_timeout)
+    _running[key] = stack
     return stack
 
 
@@ -88,6 +91,23 @@ def prod_stack(tmp_path_factory):
     stack = _start_stack("prod", tmp_path_factory)
     yield stack
     stack.stop()
+
+
+@contextmanager
+def own_stack(profile: str, tmp_path_factory, *, key: str, **kw):
+    """A stack for one test module with settings of its own, stopped when the module is done (or when
+    another stack starts first)."""
+    stack = _start_stack(profile, tmp_path_factory, key=key, **kw)
+    try:
+        yield stack
+    finally:
+        if _running.get(key) is stack:
+            _running.pop(key)
+        stack.stop()
+
+
+def with_demo_team(stack):
+    return _with_demo_team(stack)
 
 
 def _with_demo_team(stack):
@@ -125,12 +145,17 @@ def pytest_configure(config):
         "markers", "known_defect(why): fails in the full CI run for the reason given; deselected from make test "
                    "(make test-known-defects runs them) until fixed")
     config.addinivalue_line(
+        "markers", "own_stack: starts a stack with settings of its own (start_stack), which stops the session's "
+                   "stacks; runs after the other standalone tests, before the prod ones")
+    config.addinivalue_line(
         "markers", "soak: the short soak under faults (also alone: make soak-short); runs after every other test")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """Run the ``prod`` tests last (stable order otherwise), so each profile's stack starts once, and the short
+    """Run the ``own_stack`` tests after the other standalone ones and the ``prod`` tests last (stable order
+    otherwise), so each profile's stack starts once, and the short
     soak after them: it stops every running stack to start its own, which the tests after it would find dead."""
     items.sort(key=lambda item: (item.get_closest_marker("soak") is not None,
-                                 item.get_closest_marker("prod") is not None))
+                                 item.get_closest_marker("prod") is not None,
+                                 item.get_closest_marker("own_stack") is not None))

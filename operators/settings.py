@@ -84,6 +84,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("devinstance_admins", "string", "",
            "Comma-separated users who may act on others' instances, besides the simple auth manager's admins "
            "(a CLI `airflow dags trigger` runs as the OS user: list it here to let it pass owner).", "ops,root"),
+    # ---- metrics (operators/exporter: Skiff's Prometheus endpoint in the api-server)
+    Option("metrics_token", "string", "",
+           "Bearer token Prometheus sends to Skiff's endpoint (/skiff-metrics/metrics); set it from a Kubernetes "
+           "Secret (AIRFLOW__SKIFF__METRICS_TOKEN). Empty: only an Airflow login may read the endpoint."),
+    Option("metrics_cache_seconds", "float", "15",
+           "Skiff's endpoint re-reads the cluster (5 list requests) at most this often; scrapes in between are "
+           "answered from its cache."),
 )}
 
 

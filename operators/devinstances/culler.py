@@ -13,6 +13,7 @@ from operators.devinstances import idle, lifecycle, naming
 from operators.devinstances.settings import Settings
 from operators.k8s.resource import STATEFULSETS
 from operators.k8s.rest import Kube
+from operators.metrics import emit as metrics
 
 log = logging.getLogger("skiff.devinstances.culler")
 
@@ -41,4 +42,5 @@ def cull(kube: Kube, settings: Settings, now: datetime | None = None) -> dict:
     for key in ("stopped", "kept", "errors"):
         for line in summary[key]:
             (log.error if key == "errors" else log.info)("%s %s", key, line)
+    metrics.instances_culled(summary)
     return summary

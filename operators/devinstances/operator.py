@@ -16,6 +16,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
+from operators.metrics import emit as metrics
+
 ACTIONS = ("create", "start", "stop", "delete")
 log = logging.getLogger("skiff.devinstances")
 
@@ -102,6 +104,7 @@ class DevInstanceOperator(BaseOperator):
             else:
                 outcome = getattr(lifecycle, self.action)(api, owner, team, name)
         log.info("%s %s/%s of %s: %s", self.action, team, name, owner, outcome.message)
+        metrics.instance_action(self.action, team, outcome.changed)
         found = inventory.get_instance(api, owner, team, name, settings, with_idle=False) \
             if self.action != "delete" else None
         if found is None:

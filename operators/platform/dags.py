@@ -19,6 +19,7 @@ from datetime import datetime
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
 from operators import settings
+from operators.metrics import emit as metrics
 from operators.platform import PlatformError, platform_file
 from operators.platform.trigger import PlatformFileTrigger
 from operators.platform.usage import run_usage_report  # light: stdlib and the model; the cluster at run time
@@ -62,6 +63,7 @@ def run_platform_sync() -> dict:
         log.error("%s", line)
     log.info("platform %s: %d applied, %d unchanged, %d orphaned, pools %s", platform.source,
              len(report["applied"]), report["unchanged"], len(report["orphaned"]), report["pools"])
+    metrics.platform_sync(report)
     if report["errors"]:
         raise RuntimeError(f"{len(report['errors'])} object(s) refused; first: {report['errors'][0]}")
     return report

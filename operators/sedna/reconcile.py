@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from operators.k8s.errors import KubeError, api_error_message
 from operators.k8s.rest import Kube
+from operators.metrics import emit as metrics
 from operators.sedna import kube as k
 from operators.sedna.desired import (
     API_VERSION,
@@ -195,6 +196,7 @@ class _Pass:
                                        f"{api_error_message(e)}")
         result = self.summary.as_dict(self.kube)
         log.info("reconciled %s: %s", self.kind, {k_: v for k_, v in result.items() if k_ != "actions"})
+        metrics.sedna_pass(self.kind, result)
         return result
 
     def _run_scope(self, ns: str | None, pool: ThreadPoolExecutor) -> None:
@@ -313,6 +315,7 @@ class _Pass:
         self.summary.add({"create": "created", "delete": "deleted", "update": "updated",
                           "repair-owner": "owner_repaired"}[a.verb] if a.reason != "DriftReverted" else "reverted",
                          f"{a.verb} {a.kind} {ns}/{a.name} ({a.reason}{': ' + a.detail if a.detail else ''})")
+        metrics.sedna_action(self.kind, ns, a.reason)
         return True
 
     def _act(self, ns: str, a: Action) -> dict | bool | None:

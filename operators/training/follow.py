@@ -29,6 +29,7 @@ from operators.k8s.resource import EVENTS, JOBS, PODS
 from operators.k8s.rest import AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
+from operators.metrics.events import job_times
 from operators.training import failure
 from operators.training.naming import LABEL_JOB
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
@@ -173,7 +174,8 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
                 reason = failure.failure_reason(obs.job or {}, list(obs.pods.values()), events)
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
-                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at}
+                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
+                    "times": job_times(obs.job, obs.pods.values())}
         finally:
             for task in streams.values():
                 task.cancel()

@@ -32,6 +32,7 @@ from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
 from operators import settings
+from operators.metrics import emit as metrics
 from operators.platform.admission import enforce_training
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
@@ -209,8 +210,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
         return TrainingJobs(self.kubernetes_conn_id)
 
-    def get_job_status(self, external_id, context) -> str:
-        return self._jobs().status(external_id)
+    def get_job_status(self, external_id, context) -> str:  # asked by the mixin on a retry only
+        if (status := self._jobs().status(external_id)) == "active":
+            metrics.training_reattached(external_id["namespace"])  # the mixin reconnects to it
+        return status
 
     def is_job_active(self, status: str) -> bool:
         return status == "active"
@@ -225,6 +228,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self.log.info("Adopting Job %s/%s (uid %s) left by an earlier try instead of creating another",
                           adopted["namespace"], adopted["name"], adopted["uid"])
         self._job_ref = adopted or jobs.create(self._manifest)
+        (metrics.training_reattached if adopted else metrics.training_started)(self._job_ref["namespace"])
         if not adopted:
             self.log.info("Created Job %s/%s (uid %s)", *self._job_ref.values())
         return self._job_ref
@@ -284,6 +288,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self.get_job_result(self._job_ref, context)
 
     def _finish(self, result: dict) -> None:
+        metrics.training_finished(result)
         job = f"{result['namespace']}/{result['name']}"
         if result["status"] == "success":
             self.log.info("Job %s succeeded", job)

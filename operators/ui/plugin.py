@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from operators.exporter.endpoint import create_app as create_metrics_app
 from operators.ui.app import create_app
 
 URL_PREFIX = "/skiff"
+METRICS_URL_PREFIX = "/skiff-metrics"  # Prometheus' target (operators.exporter.endpoint): its own app and prefix
 
 
 class SkiffPlugin(AirflowPlugin):
     name = "skiff"
-    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Skiff platform"}]
+    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Skiff platform"},
+                    {"app": create_metrics_app(), "url_prefix": METRICS_URL_PREFIX, "name": "Skiff metrics"}]
     external_views = [{
         "name": "Skiff",
         "href": "skiff/",

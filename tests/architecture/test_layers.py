@@ -32,8 +32,8 @@ from devstack.import_graph import modules as graph_modules
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "operators"
 FEATURES = ("training", "devinstances", "sedna")
-LAYER = {"core": 0, "templating": 0, "settings": 0, "k8s": 1, "platform": 2, "rbac": 2, "teams": 2,
-         **dict.fromkeys(FEATURES, 3), "ui": 4}
+LAYER = {"core": 0, "templating": 0, "settings": 0, "metrics": 0, "k8s": 1, "platform": 2, "rbac": 2, "teams": 2,
+         **dict.fromkeys(FEATURES, 3), "ui": 4, "exporter": 4}
 # the client and its exceptions belong to operators.k8s; kubernetes.utils (pure helpers) is anyone's
 CLIENT_PACKAGES = ("kubernetes", "kubernetes_asyncio")
 CLIENT_ALLOWED = ("kubernetes.utils",)

@@ -18,7 +18,7 @@ def test_the_entry_point_names_the_plugin_class():
     module, _, attr = eps["skiff"].partition(":")
     plugin = getattr(import_module(module), attr)
     assert plugin.name == "skiff"
-    assert [a["url_prefix"] for a in plugin.fastapi_apps] == ["/skiff"]
+    assert [a["url_prefix"] for a in plugin.fastapi_apps] == ["/skiff", "/skiff-metrics"]  # page, Prometheus
     assert [(v["url_route"], v["href"]) for v in plugin.external_views] == [("skiff", "skiff/")]
 
 

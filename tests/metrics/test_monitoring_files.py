@@ -1,0 +1,120 @@
+"""deploy/monitoring/: the alert rules (judged by Debian's promtool), the dashboard, the Helm values, the docs.
+
+The dashboard's and rules' PromQL is also run by a real Prometheus in test_metrics_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from operators.metrics import catalogue as c
+
+REPO = Path(__file__).resolve().parents[2]
+MONITORING = REPO / "deploy" / "monitoring"
+PROMTOOL = "/usr/bin/promtool"
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    if not Path(PROMTOOL).exists():
+        pytest.fail("/usr/bin/promtool missing: run `make monitoring` (apt-get install prometheus)")
+    return PROMTOOL
+
+
+def _run(*argv: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_promtool_checks_the_alert_rules(promtool):
+    done = _run(promtool, "check", "rules", "alerts.yaml")
+    assert done.returncode == 0 and "SUCCESS: 9 rules found" in done.stdout, done.stdout + done.stderr
+
+
+def test_promtool_refuses_a_broken_rule(promtool, tmp_path):
+    """The check above can fail: a rule with a PromQL typo is refused."""
+    rules = (MONITORING / "alerts.yaml").read_text().replace(
+        "expr: skiff_sedna_crs{phase=\"Failed\"} > 0", "expr: skiff_sedna_crs{phase=\"Failed\" > 0")
+    (tmp_path / "alerts.yaml").write_text(rules)
+    done = _run(promtool, "check", "rules", "alerts.yaml", cwd=tmp_path)
+    assert done.returncode != 0 and "SkiffSednaCrFailed" in done.stdout + done.stderr
+
+
+def test_promtool_unit_tests_of_the_alerts_pass(promtool):
+    done = _run(promtool, "test", "rules", "alerts.test.yaml")
+    assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
+
+
+def test_promtool_unit_tests_fail_when_an_alert_misbehaves(promtool, tmp_path):
+    """The GPU alert with ``for: 20m`` fires at 29 minutes, which the unit test says it must not."""
+    shutil.copy(MONITORING / "alerts.test.yaml", tmp_path)
+    (tmp_path / "alerts.yaml").write_text((MONITORING / "alerts.yaml").read_text().replace("for: 30m", "for: 20m"))
+    assert _run(promtool, "test", "rules", "alerts.test.yaml", cwd=tmp_path).returncode != 0
+
+
+def _referenced(expr: str) -> set[str]:
+    return {re.sub(r"_(bucket|sum|count)$", "", m) for m in re.findall(r"\bskiff_[a-z_]+", expr)}
+
+
+def test_dashboard_has_a_row_per_concern_and_only_catalogued_metrics():
+    dashboard = json.loads((MONITORING / "dashboard.json").read_text())
+    rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+    assert rows == ["Training", "Queues and quota", "Instances", "Sedna", "Skiff's own health"]
+    known = {m.prom for m in c.all_metrics()}
+    used = set()
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            used |= _referenced(target["expr"])
+    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
+    for rule in (r for g in rules["groups"] for r in g["rules"]):
+        used |= _referenced(rule["expr"])
+    assert used <= known, used - known
+    assert {m.prom for m in c.all_metrics() if m.stat} - used == set()  # every event metric is on the dashboard
+
+
+def _statsd_exporter_name(mappings: list[dict], stat: str, metric_type: str) -> str | None:
+    """statsd-exporter's glob mapping (one ``*`` per dot-free component, ``${n}`` in the name), as configured."""
+    for m in mappings:
+        pattern = "^" + re.escape(m["match"]).replace(r"\*", "([^.]+)") + "$"
+        if m.get("match_metric_type", metric_type) == metric_type and (hit := re.match(pattern, stat)):
+            return re.sub(r"\$\{(\d+)\}", lambda g: hit.group(int(g.group(1))), m["name"])
+    return None
+
+
+def test_helm_values_turn_metrics_on_and_map_skiffs_events_to_their_prometheus_names():
+    base = yaml.safe_load((REPO / "deploy" / "helm" / "values.yaml").read_text())
+    overlay = yaml.safe_load((MONITORING / "helm-values.yaml").read_text())
+
+    def merge(a, b):  # Helm's -f layering: maps merge, everything else is replaced
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {**a, **{k: merge(a.get(k), v) for k, v in b.items()}}
+        return b
+
+    values = merge(base, overlay)
+    schema = json.loads((REPO / "deploy" / "helm" / "values.schema.json").read_text())
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft7Validator(schema).iter_errors(values)]
+    assert errors == []
+    assert values["config"]["metrics"]["statsd_on"] == "True" and values["statsd"]["enabled"]
+    assert values["config"]["metrics"]["statsd_influxdb_enabled"] == "True"  # else Airflow drops every tag
+    assert values["secret"] == base["secret"]  # the connections of the base file survive the layering
+    token = next(e for e in values["apiServer"]["env"] if e["name"] == "AIRFLOW__SKIFF__METRICS_TOKEN")
+    assert "secretKeyRef" in token["valueFrom"]  # from a Kubernetes Secret, never a value in the file
+    for m in (m for m in c.all_metrics() if m.stat):
+        kind = "observer" if m.type == c.TIMING else "counter"
+        assert _statsd_exporter_name(values["statsd"]["extraMappings"], f"airflow.{m.stat}", kind) == m.prom, m
+
+
+def test_operations_guide_explains_every_metric_and_alert():
+    guide = (REPO / "docs" / "operations.md").read_text()
+    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
+    missing = [m.prom for m in c.all_metrics() if m.prom not in guide]
+    missing += [r["alert"] for g in rules["groups"] for r in g["rules"] if r["alert"] not in guide]
+    assert missing == []
