@@ -47,6 +47,13 @@ def airflow_env(
         # The scheduler reacts to asset events (Sedna reconcile) and deferred-task resumptions sooner than
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",
+        # `airflow standalone` starts every component at once, and Skiff's platform DAGs are unpaused and due at
+        # once: the scheduler hands their first tasks to a worker before the api-server listens, and the worker's
+        # "task started" call to the execution API (Task SDK client: 5 tries, ~15 s) met "Connection refused",
+        # so the executor reported them failed while queued (the demo's seven red runs). Measured on a busy
+        # 2-core machine: the api-server listened 82 s after the scheduler's first task. 10 tries wait up to ~5 min.
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX": "60",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         # The platform file Skiff enforces and platform_sync applies: the packaged example.
         "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),
@@ -57,6 +64,7 @@ def airflow_env(
         "AIRFLOW__SKIFF__UI_BASE_URL": f"http://localhost:{api_port or 8080}",
     }
     if api_port:
+        env["AIRFLOW__API__HOST"] = "127.0.0.1"  # a laptop's demo is not served to its network (default 0.0.0.0)
         env["AIRFLOW__API__PORT"] = str(api_port)
         env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{api_port}"
         env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{api_port}/execution/"
