@@ -97,8 +97,8 @@ def say_next_steps(stack: Stack) -> None:
     say("  Ctrl-C here stops every process the demo started.")
 
 
-ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys member, owns the demo instance",
-              "bob": "recsys member", "carol": "viewer (reads, cannot trigger)"}
+ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
+              "bob": "recsys member", "carol": "Airflow viewer (reads, cannot trigger)"}
 
 
 def _interrupt(*_):

@@ -51,9 +51,10 @@ def airflow_env(
         # once: the scheduler hands their first tasks to a worker before the api-server listens, and the worker's
         # "task started" call to the execution API (Task SDK client: 5 tries, ~15 s) met "Connection refused",
         # so the executor reported them failed while queued (the demo's seven red runs). Measured on a busy
-        # 2-core machine: the api-server listened 82 s after the scheduler's first task. 10 tries wait up to ~5 min.
-        "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "10",
-        "AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX": "60",
+        # 2-core machine: the api-server listened 82 s after the scheduler's first task, and over 6 minutes after
+        # it when several test runs shared the machine. 20 tries, at most 30 s apart, wait about 8 minutes.
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "20",
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX": "30",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         # The platform file Skiff enforces and platform_sync applies: the packaged example.
         "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),

@@ -64,7 +64,8 @@ def _start_stack(profile: str, tmp_path_factory):
     # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
     stack = make_stack(profile, tmp_path_factory.mktemp(profile), dags_dirs=E2E_DAGS,
                        rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac")
-    stack.start(timeout=240)
+    # a machine shared by several test runs took 6 minutes to bring airflow standalone up: the wait is settable
+    stack.start(timeout=float(os.environ.get("SKIFF_TEST_STACK_START_S", "240")))
     _running[profile] = stack
     return stack
 

@@ -135,7 +135,7 @@ def _click_opens(page, link, expected_url: str) -> None:
 def _refused_stop_by_bob(stack) -> None:
     """bob asks dev_instance_stop for alice's instance: the owner rule refuses, the task fails once, no retry."""
     run_id = stack.trigger("dev_instance_stop", {"name": NAME, "team": "recsys", "owner": "alice"}, user="bob")
-    assert stack.wait_run("dev_instance_stop", run_id, timeout=120) == "failed"
+    assert stack.wait_run("dev_instance_stop", run_id, timeout=300) == "failed"
     (ti,) = stack.task_instances("dev_instance_stop", run_id)
     assert (ti["state"], ti["try_number"]) == ("failed", 1), ti
     log = stack.task_log("dev_instance_stop", run_id, "stop")
@@ -195,8 +195,12 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
             box.send_keys(value)
         page.shot("new-instance-form")
         form.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
-        page.instance_row(timeout=60)
-        page.wait_state("Running", timeout=180)
+        page.wait().until(lambda d: d.find_element(By.ID, "form-error").text == "" and
+                          not d.find_element(By.ID, "create-form").is_displayed(),
+                          "the form was not accepted")
+        page.shot("create-requested")
+        page.instance_row(timeout=300)  # the create DAG's run: the scheduler, a worker, the operator
+        page.wait_state("Running", timeout=300)
         row = page.instance_row()
         assert row.find_element(By.CSS_SELECTOR, ".ssh").text.startswith("ssh -p ")
         idle = row.find_element(By.CSS_SELECTOR, "td.idle").text  # kubesim's instance reports no activity
@@ -220,7 +224,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
 
         # stop: the state changes on the page without a reload; the password is gone and not offered
         page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='stop']").click()
-        page.wait_state("Stopped", timeout=120)
+        page.wait_state("Stopped", timeout=300)
         assert password not in browser.page_source
         assert page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password") == []
         page.shot("instance-stopped")
@@ -229,7 +233,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
 
         # start: a new password in the Secret; the page shows that one, never the old
         page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='start']").click()
-        page.wait_state("Running", timeout=180)
+        page.wait_state("Running", timeout=300)
         page.wait().until(lambda d: page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password"))
         page.instance_row().find_element(By.CSS_SELECTOR, "button.show-password").click()
         new_password = _secret_password(core)
@@ -253,7 +257,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         page.open_from_navigation()
         page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='delete']").click()
         page.css("#confirm-yes").click()
-        page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 120)
+        page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 300)
         page.shot("instance-deleted")
     finally:
         page.shot("last")
@@ -276,7 +280,7 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     from selenium.webdriver.support.ui import Select
 
     run_id = stack.trigger("training_failure_demo")  # a failed training task on the page, with its Log link
-    assert stack.wait_run("training_failure_demo", run_id, timeout=180) == "failed"
+    assert stack.wait_run("training_failure_demo", run_id, timeout=400) == "failed"
     page = Page(browser, stack)
     page.prefix = "lang"
     page.login("alice")

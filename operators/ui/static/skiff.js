@@ -77,13 +77,19 @@ function ago(seconds) {
   if (s < 86400) return t("dur.h", { n: Math.floor(s / 3600) }) + " " + t("dur.m", { n: Math.floor((s % 3600) / 60) });
   return t("dur.d", { n: Math.floor(s / 86400) }) + " " + t("dur.h", { n: Math.floor((s % 86400) / 3600) });
 }
+/** Like ``t`` but each value becomes an element marked translate="no" (names, times: data, not words). */
+function tData(key, vars) {
+  const marks = {};
+  for (const k of Object.keys(vars)) marks[k] = `\u0000${k}\u0000`;
+  return t(key, marks).split("\u0000").map((part, i) => (i % 2 ? data("span", {}, String(vars[part])) : part));
+}
 function num(x) { return Number.isInteger(x) ? String(x) : (Math.round(x * 10) / 10).toString(); }
 function pill(text, kind) { return h("span", { class: "pill " + (kind || "") }, text); }
 function time(iso) { return iso ? data("time", { datetime: iso, title: iso }, formatTime(iso, S.zone)) : null; }
 
 function toast(text, bad) {
   const el = $("toast");
-  el.textContent = text;
+  el.replaceChildren(...(Array.isArray(text) ? text : [bad ? data("span", {}, text) : text]));  // errors: the server's words
   el.className = "toast" + (bad ? " bad" : "");
   clearTimeout(S.toastTimer);
   S.toastTimer = setTimeout(() => el.classList.add("hidden"), 6000);
@@ -91,7 +97,7 @@ function toast(text, bad) {
 
 function confirmDialog(text, yesLabel) {
   return new Promise((resolve) => {
-    $("confirm-text").textContent = text;
+    $("confirm-text").replaceChildren(...text);
     $("confirm-yes").textContent = yesLabel;
     $("confirm").classList.remove("hidden");
     const done = (answer) => { $("confirm").classList.add("hidden"); $("confirm-yes").onclick = $("confirm-no").onclick = null; resolve(answer); };
@@ -161,14 +167,14 @@ const SKELETON = `
     <div class="row end"><button type="button" id="confirm-no" data-i18n="inst.cancel"></button><button type="button" class="danger" id="confirm-yes"></button></div>
   </div>
 </div>
-<div class="toast hidden" id="toast" translate="no"></div>`;
+<div class="toast hidden" id="toast"></div>`;
 
 function translateStatic() {
   for (const el of S.root.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
   for (const el of S.root.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
   for (const el of S.root.querySelectorAll("[data-i18n-placeholder]")) el.placeholder = t(el.dataset.i18nPlaceholder);
   S.root.setAttribute("lang", S.lang);
-  replace("zone", t("times_in", { zone: S.zone }));
+  replace("zone", tData("times_in", { zone: S.zone }));
 }
 
 function ensureStyles() {
@@ -201,7 +207,7 @@ function usageChart(rows) {
   // a horizontal bar per user, an x axis in hours with 5 ticks; no rows: the axes and a line saying what will come
   const rowH = 26, left = 110, right = 60, width = 520, axisH = 34, top = 6;
   const height = top + Math.max(rows.length, 2) * rowH + axisH;
-  const max = niceMax(Math.max(...rows.map((r) => r.gpu_hours), 1)), plotW = width - left - right;
+  const max = rows.length ? niceMax(Math.max(...rows.map((r) => r.gpu_hours))) : 4, plotW = width - left - right;
   const svg = document.createElementNS(SVG, "svg");
   for (const [k, v] of Object.entries({ class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("usage.title") })) svg.setAttribute(k, v);
   const el = (tag, attrs, text) => {
@@ -215,7 +221,7 @@ function usageChart(rows) {
   for (let i = 0; i <= 4; i++) {
     const x = left + (plotW * i) / 4;
     el("line", { x1: x, x2: x, y1: top, y2: axisY, class: i ? "grid" : "axis" });
-    el("text", { x, y: axisY + 14, "text-anchor": "middle", class: "tick" }, num((max * i) / 4));
+    el("text", { x, y: axisY + 14, "text-anchor": "middle", class: "tick" }, String(Number(((max * i) / 4).toFixed(2))));
   }
   el("line", { x1: left, x2: left + plotW, y1: axisY, y2: axisY, class: "axis" });
   el("text", { x: left + plotW / 2, y: axisY + 30, "text-anchor": "middle", class: "axis-label" }, t("usage.axis"));
@@ -234,7 +240,7 @@ function renderUsage(body) {
   const rows = (body.users || []).slice().sort((a, b) => b.gpu_hours - a.gpu_hours);
   if (body.since && body.until) {
     const days = Math.round((Date.parse(body.until) - Date.parse(body.since)) / 86400000);
-    $("usage-hint").textContent = t("usage.hint_report", { days, time: formatTime(body.generated, S.zone) });
+    $("usage-hint").replaceChildren(...tData("usage.hint_report", { days, time: formatTime(body.generated, S.zone) }));
   }
   const empty = !body.generated ? t("usage.no_report") : !rows.length ? t("usage.empty") : null;
   replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null);
@@ -277,14 +283,14 @@ function idleCell(i) {
 }
 
 async function act(i, action) {
-  if (action === "delete" && !(await confirmDialog(t("inst.confirm_delete", { name: i.name, team: i.team }), t("inst.delete")))) return;
+  if (action === "delete" && !(await confirmDialog(tData("inst.confirm_delete", { name: i.name, team: i.team }), t("inst.delete")))) return;
   const key = i.team + "/" + i.name;
   S.passwords.delete(key);  // every action changes what the revealed password is worth
   S.busy.add(key);
   refreshInstances();
   try {
     const r = await api(`instances/${encodeURIComponent(i.team)}/${encodeURIComponent(i.name)}/${action}`, { body: {} });
-    toast(t("inst.requested", { action: actionWord(action), name: i.name, run: r.dag_run_id }));
+    toast(tData("inst.requested", { action: actionWord(action), name: i.name, run: r.dag_run_id }));
   } catch (e) { toast(e.message, true); }
   setTimeout(() => { if (S) { S.busy.delete(key); refreshInstances(); } }, 1500);
 }
@@ -367,7 +373,7 @@ async function submitForm(ev) {
   submit.disabled = true;
   try {
     const r = await api("instances", { body });
-    toast(t("inst.creating", { name: body.name, run: r.dag_run_id }));
+    toast(tData("inst.creating", { name: body.name, run: r.dag_run_id }));
     f.classList.add("hidden");
     f.reset();
     refreshInstances();
@@ -462,7 +468,7 @@ function renderWho() {
     S.me.teams.length ? [" · " + t("teams") + " ", data("span", {}, S.me.teams.join(", "))] : "");
   const notice = $("notice");
   if (S.me.paused.length) {
-    notice.replaceChildren(t("inst.paused", { dags: S.me.paused.join(", ") }));
+    notice.replaceChildren(...tData("inst.paused", { dags: S.me.paused.join(", ") }));
     notice.classList.remove("hidden");
   } else if (!S.me.may_trigger.create) {
     notice.replaceChildren(t("inst.may_not"));
