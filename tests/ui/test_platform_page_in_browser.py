@@ -119,7 +119,7 @@ def _secret_password(core, name: str = NAME) -> str:
 def _click_opens(page, link, expected_url: str) -> None:
     """Click ``link``: a new tab opens on ``expected_url`` and shows the page served there; back to the first."""
     d = page.d
-    first, before = d.current_window_handle, set(d.window_handles)
+    first, before, kind = d.current_window_handle, set(d.window_handles), link.get_attribute("data-link")
     link.click()
     page.wait().until(lambda d: set(d.window_handles) - before)
     (tab,) = set(d.window_handles) - before
@@ -127,7 +127,7 @@ def _click_opens(page, link, expected_url: str) -> None:
     port = re.match(r"http://[^:/]+:(\d+)/", expected_url).group(1)
     page.wait().until(lambda d: d.title == f"served on {port}")
     assert d.current_url == expected_url
-    page.shot(f"link-{link.get_attribute('data-link')}")
+    page.shot(f"link-{kind}")
     d.close()
     d.switch_to.window(first)
 
