@@ -3,7 +3,8 @@
 Starts kubesim (CPU, GPU and online-pool nodes), an SMTP sink and ``airflow standalone`` (SQLite, project-local
 ``AIRFLOW_HOME`` under ``.demo/``), sets up the demo team's queue, triggers the example training pipeline and the
 failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
-to open it, then keeps everything up for the UI until Ctrl-C.
+to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
+stops every process, also when the output is piped and the reader died with the same Ctrl-C).
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ from devstack.stack import Stack
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
+STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
+RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 
 
 def say(msg: str = "") -> None:
-    print(f"[demo] {msg}" if msg else "", flush=True)
+    """One line of the demo's story. Never fails: when the reader is gone (``make demo | tee log`` and Ctrl-C
+    killed ``tee``), later lines go to /dev/null, so a broken pipe can never stop the clean-up."""
+    try:
+        print(f"[demo] {msg}" if msg else "", flush=True)
+    except OSError:  # BrokenPipeError (EPIPE) and friends: Python already ignores SIGPIPE
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what the Python docs advise for EPIPE
+        except OSError:
+            pass
 
 
 def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
@@ -52,7 +63,7 @@ def show_dev_instance(stack: Stack) -> None:
     owner, name, team = DEMO_INSTANCE_OWNER, DEMO_INSTANCE["name"], DEMO_INSTANCE["team"]
     say(f"{owner} creates a development instance ({DEV_CREATE}, triggered as {owner}) ...")
     run_id = stack.trigger(DEV_CREATE, DEMO_INSTANCE, user=owner)
-    say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=150).upper()}")
+    say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=RUN_TIMEOUT_S).upper()}")
     kube = Kube(stack.k8s())
     # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
     # variable)
@@ -63,9 +74,31 @@ def show_dev_instance(stack: Stack) -> None:
         say(str(exc))
     for line in demo_instance_lines(kube):
         say(line)
-    say(f"its password: Skiff's page in the Airflow UI, logged in as {owner} (password {stack.password(owner)}); "
-        "kubesim runs no containers, so on the demo nothing answers at these addresses: on a cluster they reach "
+    say("kubesim runs no containers, so on the demo nothing answers at these addresses: on a cluster they reach "
         "JupyterLab, code-server, TensorBoard and sshd through ingress-nginx")
+
+
+def say_users(stack: Stack) -> None:
+    """Every user of the demo's Airflow, a password a line (the simple auth manager generated them)."""
+    from devstack.airflow_env import STACK_USERS
+
+    say("users (Airflow's simple auth manager; passwords generated for this run):")
+    for user, role in STACK_USERS.items():
+        say(f"  {user:<6} {ROLE_NOTES.get(user, role):<44} password: {stack.password(user)}")
+
+
+def say_next_steps(stack: Stack) -> None:
+    say("next steps:")
+    say(f"  1. open {stack.airflow_url}/plugin/skiff (Airflow's navigation: Skiff)")
+    say("  2. log in as alice (she owns the notebook instance) or bob (same team, sees only his own); "
+        "passwords above")
+    say("  3. watch the simulated cluster beside the UI:")
+    say(f"       export KUBECONFIG={stack.kubeconfig}")
+    say("       kubectl get pods -n recsys -w")
+
+
+ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
+              "bob": "recsys member", "carol": "Airflow viewer (reads, cannot trigger)"}
 
 
 def _interrupt(*_):
@@ -79,22 +112,24 @@ def demo(exit_after: bool) -> int:
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
     stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
-    say("starting kubesim, an SMTP sink and airflow standalone (about 15 s)...")
+    say("starting kubesim, an SMTP sink and airflow standalone...")
     try:
-        stack.start()
-        say(f"Airflow UI:   {stack.airflow_url}   user: admin   password: {stack.admin_password}")
+        stack.start(timeout=STARTUP_TIMEOUT_S)
+        say(f"started in {time.monotonic() - t0:.0f} s")
+        say(f"Airflow UI:   {stack.airflow_url}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        say_users(stack)
         setup_demo(stack)
         say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
         say(f"triggering {PIPELINE} ...")
         run_id = stack.trigger(PIPELINE)
-        state = stack.wait_run(PIPELINE, run_id, timeout=150)
+        state = stack.wait_run(PIPELINE, run_id, timeout=RUN_TIMEOUT_S)
         say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - t0:.0f} s after start)")
         show_run(stack, PIPELINE, run_id)
         say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) ...")
         fail_id = stack.trigger(FAILING)
-        fail_state = stack.wait_run(FAILING, fail_id, timeout=150)
+        fail_state = stack.wait_run(FAILING, fail_id, timeout=RUN_TIMEOUT_S)
         say(f"{FAILING}: {fail_state.upper()}")
         deadline = time.monotonic() + 30
         while not stack.mails() and time.monotonic() < deadline:
@@ -105,17 +140,22 @@ def demo(exit_after: bool) -> int:
         if state != "success":
             say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
             return 1
+        say(f"ready {time.monotonic() - t0:.0f} s after start")
+        say_next_steps(stack)
         if exit_after:
             return 0
-        say("everything is up: open the UI above. Ctrl-C stops every process the demo started.")
+        say("everything is up: Ctrl-C stops every process the demo started.")
         while True:
             signal.pause()
     except KeyboardInterrupt:
         return 130
     finally:
-        say("stopping...")
+        # Stop first, talk after: the terminal's Ctrl-C may have killed the reader of our output already. A second
+        # Ctrl-C must not cut the clean-up short either.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         stack.stop()
-        say("stopped.")
+        say("stopped every process the demo started.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,17 @@ def airflow_env(
         # The scheduler reacts to asset events (Sedna reconcile) and deferred-task resumptions sooner than
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",
+        # The demo's red runs at start-up ("reported failed by the executor while queued"): `airflow standalone`
+        # starts every component at once and Skiff's platform DAGs are unpaused and due at once, so the scheduler
+        # hands their first tasks to workers (a LocalExecutor of 32) while the api-server is not listening yet or,
+        # once it is, while every worker's "task started" call waits on SQLite's single writer. The Task SDK
+        # client gives that call 5 tries of 5 s each: "Connection refused" (the api-server listened 82 s after
+        # the scheduler's first task on a busy 2-core machine, over 6 minutes when several test runs shared it),
+        # then "ReadTimeout". A worker now waits as long as a SQLite writer may (SQLITE_BUSY_TIMEOUT_S) and tries
+        # for about 8 minutes.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": str(SQLITE_BUSY_TIMEOUT_S),
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "20",
+        "AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX": "30",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         # The platform file Skiff enforces and platform_sync applies: the packaged example.
         "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),
@@ -57,6 +68,7 @@ def airflow_env(
         "AIRFLOW__SKIFF__UI_BASE_URL": f"http://localhost:{api_port or 8080}",
     }
     if api_port:
+        env["AIRFLOW__API__HOST"] = "127.0.0.1"  # a laptop's demo is not served to its network (default 0.0.0.0)
         env["AIRFLOW__API__PORT"] = str(api_port)
         env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{api_port}"
         env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = f"http://localhost:{api_port}/execution/"

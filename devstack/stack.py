@@ -25,6 +25,7 @@ from devstack.airflow_env import REPO, SQLITE_BUSY_TIMEOUT_S, airflow_env
 from devstack.smtp import read_maildir, smtp_connection_uri
 
 BIN = Path(sys.executable).parent
+PROCESS_READY_S = 180  # kubesim took 55 s to say "ready" on a 2-core machine shared by several test runs
 
 
 def free_port() -> int:
@@ -152,8 +153,8 @@ class Stack:
             logs / "smtp.log", base_env,
         )
         self.kubesim_url = _wait_for_line(
-            self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", 30).group(1)
-        _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", 30)
+            self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", PROCESS_READY_S).group(1)
+        _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", PROCESS_READY_S)
         if self.rbac:
             from devstack.rbac import install_skiff_rbac
 

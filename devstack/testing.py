@@ -67,7 +67,8 @@ def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, star
     # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
     stack = make_stack(profile, tmp_path_factory.mktemp(key), dags_dirs=E2E_DAGS,
                        rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac", **kw)
-    stack.start(timeout=start_timeout)
+    # a machine shared by several test runs took 6 minutes to bring airflow standalone up: the wait is settable
+    stack.start(timeout=float(os.environ.get("SKIFF_TEST_STACK_START_S", start_timeout)))
     _running[key] = stack
     return stack
 

@@ -21,16 +21,30 @@ START = datetime(2026, 11, 1)
 TAGS = ["skiff", "dev-instance"]
 
 
-def catalogue() -> tuple[list[str], str | None]:
-    """(image names, default name) from the platform file; ([], None) when it cannot be read."""
+def _platform():
     try:
         from operators.platform import load_platform
 
-        platform = load_platform()
+        return load_platform()
     except Exception:  # noqa: BLE001 - the run reports the real error; the form stays usable
+        return None
+
+
+def catalogue() -> tuple[list[str], str | None]:
+    """(image names, default name) from the platform file; ([], None) when it cannot be read."""
+    platform = _platform()
+    if platform is None:
         return [], None
     default = platform.default_image()
     return [i.name for i in platform.images], default.name if default else None
+
+
+def team_choices() -> list[str]:
+    """The platform's team queues (namespaces) for the form's Team menu. A DAG's form is the same for every
+    user, so it lists every team; the run refuses a team the user is not a member of (Skiff's page offers only
+    the user's own)."""
+    platform = _platform()
+    return [t.namespace for t in platform.teams] if platform is not None else []
 
 
 def identity_params() -> dict[str, Param]:
@@ -38,12 +52,19 @@ def identity_params() -> dict[str, Param]:
         "name": Param("", type="string", title="Instance name", minLength=1, maxLength=40,
                       pattern=DNS_LABEL_PATTERN,
                       description="Lower-case letters, digits and '-', unique among your instances."),
-        "team": Param("", type="string", title="Team", minLength=1,
-                      description="Your team's queue (namespace), e.g. recsys."),
+        "team": team_param(),
         "owner": Param(None, type=["null", "string"], title="Owner",
                        description="Leave empty: you. Only runs without a logged-in user (CLI, tests) and "
                                    "admins may name another user."),
     }
+
+
+def team_param() -> Param:
+    teams = team_choices()
+    if teams:
+        return Param(teams[0], type="string", title="Team", enum=teams,
+                     description="Your team's queue (namespace): one you are a member of.")
+    return Param("", type="string", title="Team", minLength=1, description="Your team's queue (namespace), e.g. recsys.")
 
 
 def create_params() -> dict[str, Param]:
@@ -60,15 +81,18 @@ def create_params() -> dict[str, Param]:
                         description="Memory in GiB (requests = limits)."),
         "gpu": Param(0, type="integer", title="GPUs", minimum=0, maximum=MAX_GPU,
                      description="Whole GPUs; more than 0 places the instance on a GPU node."),
-        "mounts": Param([], type="array", title="Extra volumes",
+        # optional JSON fields: "null" in the type, or Airflow's form marks them required
+        "mounts": Param([], type=["null", "array"], title="Extra volumes (optional)",
                         items={"type": "object", "additionalProperties": False, "required": ["pvc", "path"],
                                "properties": {"pvc": {"type": "string"}, "path": {"type": "string"},
                                               "read_only": {"type": "boolean"}}},
-                        description='PVCs of yours or shared with you: [{"pvc": "recsys-datasets", '
-                                    '"path": "/data", "read_only": true}]. Your home volume is always at /root.'),
-        "extra_ports": Param([], type="array", title="Extra ports", maxItems=MAX_EXTRA_PORTS, uniqueItems=True,
-                             items={"type": "integer", "minimum": 1, "maximum": 65535},
-                             description=f"Up to {MAX_EXTRA_PORTS} more container ports to reach from outside."),
+                        description='PVCs of yours or shared with you, e.g. [{"pvc": "recsys-datasets", '
+                                    '"path": "/data", "read_only": true}]. Leave [] for none. Your home volume is '
+                                    'always at /root.'),
+        "extra_ports": Param([], type=["null", "array"], title="Extra ports (optional)", maxItems=MAX_EXTRA_PORTS,
+                             uniqueItems=True, items={"type": "integer", "minimum": 1, "maximum": 65535},
+                             description=f"Up to {MAX_EXTRA_PORTS} more container ports to reach from outside, "
+                                         "e.g. [5000, 7860]. Leave [] for none."),
     }
 
 

@@ -88,7 +88,7 @@ class DevInstanceOperator(BaseOperator):
         if self.action == "create":  # for oneself (Airflow admins: for anybody)
             from operators.platform import load_platform
 
-            owner = resolve_owner(user, params.get("owner"), configured_admins())
+            owner = _owner_or_fail(resolve_owner, user, params.get("owner"), configured_admins())
             platform = load_platform()
             req = request_from_params(platform, owner, params)
             api = Kube(api_client(self.kubernetes_conn_id))
@@ -96,8 +96,8 @@ class DevInstanceOperator(BaseOperator):
             team = req.namespace
         else:  # a team admin also acts for the team's instance owners
             airflow_admins = configured_admins()
-            team, team_admins = team_namespace_and_admins(team, user, airflow_admins)
-            owner = resolve_owner(user, params.get("owner"), airflow_admins | set(team_admins))
+            team, team_admins = _owner_or_fail(team_namespace_and_admins, team, user, airflow_admins)
+            owner = _owner_or_fail(resolve_owner, user, params.get("owner"), airflow_admins | set(team_admins))
             api = Kube(api_client(self.kubernetes_conn_id))
             if self.action == "delete":
                 outcome = lifecycle.delete(api, owner, team, name, settings)
@@ -115,6 +115,17 @@ class DevInstanceOperator(BaseOperator):
         if found.ssh:
             log.info("ssh          %s   (the password is on Skiff's page, for you only)", found.ssh)
         return {**found.as_dict(), "message": outcome.message}
+
+
+def _owner_or_fail(resolve, *args):
+    """A refusal by the owner rule is final: fail the task at once, without retries, on one line (a retry
+    cannot change who triggered the run)."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    try:
+        return resolve(*args)
+    except (PermissionError, ValueError) as exc:
+        raise AirflowFailException(f"refused: {exc}") from None
 
 
 def team_namespace_and_admins(team: Any, user: str | None = None,

@@ -1,6 +1,6 @@
 """The plugin's FastAPI app, mounted by the api-server at ``/skiff`` (under ``[api] base_url``'s path).
 
-``GET /`` is the page (an external view the Airflow UI frames), ``/static/*`` its script and styles, ``/api/*``
+``GET /`` is the page alone (the Airflow UI renders the same module as a React app, ``plugin``), ``/static/*`` its script and styles, ``/api/*``
 the JSON the page polls. Every route depends on ``auth.current_user``; routes that change something are POSTs
 with a JSON body (``auth.json_body_only``). The page uses relative URLs only, so a sub-path base URL works.
 """
@@ -19,7 +19,8 @@ from operators.ui import actions, instances, sources
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
-ASSETS = {"skiff.js": "text/javascript", "skiff.css": "text/css", "skiff.svg": "image/svg+xml"}
+ASSETS = {"skiff.js": "text/javascript", "skiff-i18n.js": "text/javascript", "skiff.css": "text/css",
+          "skiff.svg": "image/svg+xml"}
 NO_STORE = {"Cache-Control": "no-store"}
 
 

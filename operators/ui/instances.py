@@ -29,7 +29,7 @@ from operators.ui.views import free_quota
 
 IDLE_TTL = 30.0
 SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"
-_idle_cache: dict[tuple[str, str], tuple[float, datetime | None]] = {}
+_idle_cache: dict[tuple[str, str], tuple[float, tuple[datetime | None, str | None]]] = {}
 _idle_lock = threading.Lock()
 
 
@@ -63,7 +63,8 @@ def gpu_hours(caller: Caller) -> dict:
     return views.gpu_hours_by_user(read_report(), teams)
 
 
-def _last_activity(kube, namespace: str, service: str) -> datetime | None:
+def _last_activity(kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
+    """(last activity, None) or (None, why it is not known), cached ``IDLE_TTL`` seconds."""
     from operators.devinstances import idle
 
     key, now = (namespace, service), time.monotonic()
@@ -71,10 +72,10 @@ def _last_activity(kube, namespace: str, service: str) -> datetime | None:
         hit = _idle_cache.get(key)
     if hit and now - hit[0] < IDLE_TTL:
         return hit[1]
-    last, _why = idle.read_last_activity(kube, namespace, service)
+    found = idle.read_last_activity(kube, namespace, service)
     with _idle_lock:
-        _idle_cache[key] = (now, last)
-    return last
+        _idle_cache[key] = (now, found)
+    return found
 
 
 def _visible(caller: Caller, sts: dict, admin_of: set[str]) -> bool:
@@ -99,10 +100,12 @@ def visible_instances(caller: Caller) -> list[dict]:
     host, now, rows = Settings.from_config().host, datetime.now(UTC), []
     for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])):
         ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
-        first = view(sts, pods.get((ns, name)), host, now)
+        first, why = view(sts, pods.get((ns, name)), host, now), None
         if first.state == RUNNING:
-            first = view(sts, pods.get((ns, name)), host, now, _last_activity(k, ns, name))
+            last, why = _last_activity(k, ns, name)
+            first = view(sts, pods.get((ns, name)), host, now, last)
         row = first.as_dict()
+        row["idle_detail"] = why[:200] if why else None  # why the idle time is not known (the page's tooltip)
         row["team"] = row["namespace"]
         row["mine"] = row["owner"] == caller.name
         rows.append(row)

@@ -21,7 +21,7 @@ from operators.training import failure
 from operators.ui import views
 
 TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
-FAILED_WINDOW = timedelta(hours=24)
+RECENT_WINDOW = timedelta(hours=24)  # finished tasks (failed, succeeded) shown this long after they ended
 MAX_TRAINING_ROWS = 500
 QUOTAS = Resource("v1", "resourcequotas")
 
@@ -62,7 +62,7 @@ def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
 
 
 def training_task_instances(dag_ids: set[str] | None, now: datetime, job_keys: Iterable[tuple] = ()) -> list[dict]:
-    """Unfinished and recently failed training task instances in DAGs the user may read: those of
+    """Unfinished and recently finished (failed, succeeded) training task instances in DAGs the user may read: those of
     ``TrainingJobOperator`` and those a training Job in the cluster names (subclasses have their own class name).
     """
     from airflow.models.taskinstance import TaskInstance as TI
@@ -70,7 +70,8 @@ def training_task_instances(dag_ids: set[str] | None, now: datetime, job_keys: I
     from sqlalchemy import and_, or_, select
 
     keys = set(job_keys)
-    recent = or_(TI.state.in_(views.ACTIVE_STATES), and_(TI.state == "failed", TI.end_date >= now - FAILED_WINDOW))
+    recent = or_(TI.state.in_(views.ACTIVE_STATES),
+                 and_(TI.state.in_(views.FINISHED_STATES), TI.end_date >= now - RECENT_WINDOW))
     training = TI.operator == views.TRAINING_OPERATOR
     if keys:
         training = or_(training, and_(TI.dag_id.in_({k[0] for k in keys}), TI.task_id.in_({k[1] for k in keys})))

@@ -72,6 +72,7 @@ def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
 
 TRAINING_OPERATOR = "TrainingJobOperator"
 ACTIVE_STATES = ("running", "deferred", "queued", "scheduled", "up_for_retry", "restarting")
+FINISHED_STATES = ("failed", "success")
 
 
 def task_log_path(dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> str:

@@ -56,6 +56,12 @@ def test_dags_import_with_titled_schemad_forms(bag):
     assert create.get_param("image").value == platform.default_image().name
     assert create.get_param("gpu").schema["maximum"] == 8 and create.get_param("cpu").schema["maximum"] == 64
     assert create.get_param("extra_ports").schema["maxItems"] == 5
+    # Airflow's trigger form marks a field required unless "null" is one of its types: the optional JSON fields
+    # are not, and each says what to write
+    for key in ("mounts", "extra_ports"):
+        schema = create.get_param(key).schema
+        assert "null" in schema["type"] and "e.g. [" in create.get_param(key).description, (key, schema)
+    assert create.get_param("team").schema["enum"] == [t.namespace for t in platform.teams]  # a menu, not free text
     cull = bag.dags["dev_instance_cull"]
     assert type(cull.timetable).__name__ == "CronTriggerTimetable" and cull.max_active_runs == 1
 

@@ -98,7 +98,7 @@ def api_server(kubesim_server, tmp_path_factory):
             except httpx.HTTPError:
                 return False
 
-        wait_until(healthy, timeout=90, interval=0.3, what="airflow api-server healthy")
+        wait_until(healthy, timeout=600, interval=0.5, what="airflow api-server healthy")  # 90 s was short on a shared machine
         api = sync_api_client(kubesim_server.url)
         seed_teams(api)
         yield ApiServer(url, workdir / "airflow", api, env)

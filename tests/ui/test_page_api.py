@@ -40,27 +40,31 @@ def test_a_forged_token_is_refused_and_so_is_a_cookie_path_outside_the_login(api
         assert c.get("/api/me").status_code == 403
 
 
-def test_the_page_is_an_external_view_in_the_navigation_with_a_relative_href(api_server):
+def test_the_page_is_a_react_app_in_the_navigation_with_a_relative_bundle_url(api_server):
     with httpx.Client(base_url=api_server.url, timeout=30,
                       headers={"Authorization": f"Bearer {api_server.token('alice')}"}) as c:
         plugins = c.get("/api/v2/plugins").json()["plugins"]
         errors = c.get("/api/v2/plugins/importErrors").json()
     assert errors["total_entries"] == 0, errors  # registered once: no "already registered"
-    views = [v for p in plugins if p["name"] == "skiff" for v in p["external_views"]]
-    assert views == [{"name": "Skiff", "href": "skiff/", "url_route": "skiff", "destination": "nav",
-                      "icon": "skiff/static/skiff.svg", "icon_dark_mode": None, "category": None,
-                      "nav_top_level": False}]
+    skiff = next(p for p in plugins if p["name"] == "skiff")
+    assert skiff["external_views"] == []
+    assert skiff["react_apps"] == [{"name": "Skiff", "bundle_url": "skiff/static/skiff.js", "url_route": "skiff",
+                                    "destination": "nav", "icon": "skiff/static/skiff.svg", "icon_dark_mode": None,
+                                    "category": None, "nav_top_level": False}]
 
 
 def test_the_page_and_its_assets_are_served_under_the_sub_path_with_relative_urls_only(api_server):
     with api_server.client("alice") as alice:
         page = alice.get("/")
         assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
-        assert 'src="static/skiff.js"' in page.text and 'href="static/skiff.css"' in page.text
+        assert '<script type="module" src="static/skiff.js">' in page.text
         assert 'src="/' not in page.text and 'href="/' not in page.text
-        js = alice.get("/static/skiff.js")
-        assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
-        assert 'fetch("api/" + path' in js.text  # relative: under /airflow/skiff/
+        for name in ("skiff.js", "skiff-i18n.js"):
+            js = alice.get(f"/static/{name}")
+            assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+        js = alice.get("/static/skiff.js").text
+        assert 'new URL("../api/", HERE)' in js and "import.meta.url" in js  # relative to the module: any base
+        assert 'from "./skiff-i18n.js"' in js
         assert alice.get("/static/..%2Fapp.py").status_code == 404
         assert alice.get("/static/app.py").status_code == 404
 

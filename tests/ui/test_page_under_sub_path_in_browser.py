@@ -1,6 +1,6 @@
 """Skiff's page in headless chromium on an api-server whose ``[api] base_url`` has a sub-path
-(``http://localhost:<port>/airflow/``): the navigation entry, the frame, the page's reads (GET) and an action (POST)
-all resolve under it, authenticated by the cookie Airflow's login sets there. The ``api_server`` fixture runs no
+(``http://localhost:<port>/airflow/``): the navigation entry, the React app's bundle, the page's reads (GET) and an
+action (POST) all resolve under it, authenticated by the cookie Airflow's login sets there. The ``api_server`` fixture runs no
 scheduler: the action is checked by the DAG run it created. Screenshots: ``.artifacts/ui/subpath-*.png``.
 """
 
@@ -43,8 +43,12 @@ def test_the_page_reads_and_acts_under_a_sub_path_base_url(api_server, browser):
         page.login("alice")
         nav = page.css("a[href$='/plugin/skiff']")
         assert urlsplit(nav.get_attribute("href")).path == f"{SUB_PATH}/plugin/skiff"
-        page.open_from_navigation()  # the frame loaded and GET api/me answered, by the login cookie
-        assert browser.execute_script("return location.pathname") == f"{SUB_PATH}/skiff/"
+        page.open_from_navigation()  # the bundle loaded and GET api/me answered, by the login cookie
+        assert browser.execute_script("return location.pathname") == f"{SUB_PATH}/plugin/skiff"
+        bundle = browser.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
+            ".filter((p) => p.endsWith('/skiff.js'))")
+        assert bundle == [f"{SUB_PATH}/skiff/static/skiff.js"], bundle
         assert page.css(".team[data-team='recsys'] .bar[data-resource='cpu'] .hard").text == "8"
         page.wait(60).until(lambda d: page.css(f"tr[data-instance='{NAME}'] .pill").text == "Running")
         page.shot("quota-and-instance")
@@ -65,6 +69,5 @@ def test_the_page_reads_and_acts_under_a_sub_path_base_url(api_server, browser):
         assert run["triggering_user_name"] == "alice"
         page.shot("stop-requested")
     finally:
-        browser.switch_to.default_content()
         page.shot("last")
         lifecycle.delete(Kube(api_server.k8s), "alice", "recsys", NAME, Settings.from_config())

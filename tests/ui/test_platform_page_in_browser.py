@@ -1,16 +1,26 @@
 """Skiff's page as people use it, in headless Debian chromium against ``airflow standalone`` + kubesim.
 
-alice logs in, opens "Skiff" from Airflow's navigation, reads her teams' quota bars (numbers checked against
-the live ResourceQuota), creates a development instance through the form, watches it become Running, reveals
-its password (absent from the page until then), stops it and sees the state change, then deletes it. bob, in
-the same team, does not see it; an anonymous API call gets 401. Every step leaves a screenshot in
-``.artifacts/ui/``.
+alice logs in, opens "Skiff" from Airflow's navigation (a React app inside the UI, no iframe), reads her teams'
+quota bars (numbers checked against the live ResourceQuota), creates a development instance with an extra port
+through the form, watches it become Running, clicks each of its links (JupyterLab, VS Code, TensorBoard, the extra
+port: each opens a new tab on its URL, served here by a small HTTP server on the instance's port), reveals its
+password (absent from the page until then, and exactly the Secret's), stops it (the password is gone and "show" is
+not offered), starts it (the revealed password is the Secret's new one), then deletes it. bob, in the same team,
+does not see it, and his stop of alice's instance through the DAG fails at once, without a retry; an anonymous
+API call gets 401. The second test reads the page in Simplified Chinese and in a chosen time zone, filters the
+training list and follows a task's "Log" link. Every step leaves a screenshot in ``.artifacts/ui/``.
 """
 
 from __future__ import annotations
 
 import base64
 import math
+import re
+import threading
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -80,15 +90,66 @@ def _bar(page, resource: str, part: str) -> str:
         return ""
 
 
-def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothing(stack, browser):
+class _Answer(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = f"<title>served on {self.server.server_port}</title>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(port: int) -> ThreadingHTTPServer:
+    """What ingress-nginx would put behind an instance's port (kubesim runs no containers): a page naming it."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _secret_password(core, name: str = NAME) -> str:
+    from operators.devinstances import naming
+
+    secret = core.read_namespaced_secret(naming.secret_name("alice", name), "recsys")
+    return base64.b64decode(secret.data["password"]).decode()
+
+
+def _click_opens(page, link, expected_url: str) -> None:
+    """Click ``link``: a new tab opens on ``expected_url`` and shows the page served there; back to the first."""
+    d = page.d
+    first, before, kind = d.current_window_handle, set(d.window_handles), link.get_attribute("data-link")
+    link.click()
+    page.wait().until(lambda d: set(d.window_handles) - before)
+    (tab,) = set(d.window_handles) - before
+    d.switch_to.window(tab)
+    port = re.match(r"http://[^:/]+:(\d+)/", expected_url).group(1)
+    page.wait().until(lambda d: d.title == f"served on {port}")
+    assert d.current_url == expected_url
+    page.shot(f"link-{kind}")
+    d.close()
+    d.switch_to.window(first)
+
+
+def _refused_stop_by_bob(stack) -> None:
+    """bob asks dev_instance_stop for alice's instance: the owner rule refuses, the task fails once, no retry."""
+    run_id = stack.trigger("dev_instance_stop", {"name": NAME, "team": "recsys", "owner": "alice"}, user="bob")
+    assert stack.wait_run("dev_instance_stop", run_id, timeout=300) == "failed"
+    (ti,) = stack.task_instances("dev_instance_stop", run_id)
+    assert (ti["state"], ti["try_number"]) == ("failed", 1), ti
+    log = stack.task_log("dev_instance_stop", run_id, "stop")
+    assert "refused: owner='alice': 'bob' may only act on their own development instances" in log, log[-2000:]
+
+
+def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_sees_nothing(stack, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
-
-    from operators.devinstances import naming
 
     k8s = stack.k8s()
     core = client.CoreV1Api(k8s)
     page = Page(browser, stack)
+    servers = []
     # a pod that keeps running (kubesim's default container exits after 0.2 s, and a finished pod uses no quota)
     seed = {"metadata": {"name": "ui-quota-seed", "annotations": {"kubesim.io/duration": "3600"}},
             "spec": {"containers": [{
@@ -106,52 +167,84 @@ def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothi
                 return None
             return cpu_used, mem_used
 
-        # log in, open the page from Airflow's navigation
+        # log in, open the page from Airflow's navigation: rendered in the UI's own document, no frame
         page.login("alice")
         page.open_from_navigation()
+        assert browser.find_elements(By.TAG_NAME, "iframe") == []
+        assert browser.current_url == f"{stack.airflow_url}/plugin/skiff"
         cpu_used, _ = wait_until(shows_the_quota, 60, 0.5, what="the page showing recsys's quota used")
         assert _bar(page, "cpu", "hard") == "8" and _bar(page, "memory", "hard") == "32"
         page.shot("quota")
 
-        # the New-instance form: sizes bounded by the team's free quota
+        # the New-instance form: sizes bounded by the team's free quota, an extra port, Chromium accepts the
+        # name's pattern (a pattern its v-flag regex engine rejects is logged to the console and not checked)
         page.css("#new-instance").click()
         form = page.css("#create-form")
+        form.find_element(By.NAME, "name").send_keys("Bad_Name")
+        assert browser.execute_script("return arguments[0].validity.patternMismatch",
+                                      form.find_element(By.NAME, "name")) is True
+        form.find_element(By.NAME, "name").clear()
         form.find_element(By.NAME, "name").send_keys(NAME)
         Select(form.find_element(By.NAME, "team")).select_by_value("recsys")
+        assert sorted(o.text for o in Select(form.find_element(By.NAME, "team")).options) == ["nlp", "recsys"]
         cpu_max = form.find_element(By.NAME, "cpu").get_attribute("max")
         assert cpu_max == str(int(8 - _used(k8s, "requests.cpu"))) and int(cpu_max) <= 6  # hard - used (>= the seed)
-        for field, value in (("cpu", "1"), ("memory", "2"), ("gpu", "0")):
+        for field, value in (("cpu", "1"), ("memory", "2"), ("gpu", "0"), ("extra_ports", "5000")):
             box = form.find_element(By.NAME, field)
             box.clear()
             box.send_keys(value)
         page.shot("new-instance-form")
         form.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
-        page.instance_row(timeout=60)
-        page.wait_state("Running", timeout=180)
+        page.wait().until(lambda d: d.find_element(By.ID, "form-error").text == "" and
+                          not d.find_element(By.ID, "create-form").is_displayed(),
+                          "the form was not accepted")
+        page.shot("create-requested")
+        page.instance_row(timeout=300)  # the create DAG's run: the scheduler, a worker, the operator
+        page.wait_state("Running", timeout=300)
         row = page.instance_row()
         assert row.find_element(By.CSS_SELECTOR, ".ssh").text.startswith("ssh -p ")
-        assert row.find_element(By.CSS_SELECTOR, "a[data-link='jupyter']").get_attribute("href").startswith("http")
+        idle = row.find_element(By.CSS_SELECTOR, "td.idle").text  # kubesim's instance reports no activity
+        assert idle.startswith("not known"), idle
         page.shot("instance-running")
 
+        # every link opens a new tab on its URL (an iframe'd page could open none)
+        links = {a.get_attribute("data-link"): a for a in row.find_elements(By.CSS_SELECTOR, "a[data-link]")}
+        assert set(links) == {"jupyter", "code-server", "tensorboard", "port-5000"}, set(links)
+        for kind, link in links.items():
+            url = link.get_attribute("href")
+            servers.append(_serve(int(re.match(r"http://localhost:(\d+)/$", url).group(1))))
+            _click_opens(page, page.instance_row().find_element(By.CSS_SELECTOR, f"a[data-link='{kind}']"), url)
+
         # the password: not in the page until "show", then exactly the Secret's
-        secret = core.read_namespaced_secret(naming.secret_name("alice", NAME), "recsys")
-        password = base64.b64decode(secret.data["password"]).decode()
+        password = _secret_password(core)
         assert password not in browser.page_source
-        row.find_element(By.CSS_SELECTOR, "button.show-password").click()
-        shown = page.css(f"tr[data-instance='{NAME}'] code.password")
-        assert shown.text == password
+        page.instance_row().find_element(By.CSS_SELECTOR, "button.show-password").click()
+        assert page.css(f"tr[data-instance='{NAME}'] code.password").text == password
         page.shot("password-shown")
 
-        # stop: the state changes on the page without a reload
+        # stop: the state changes on the page without a reload; the password is gone and not offered
         page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='stop']").click()
-        page.wait_state("Stopped", timeout=120)
-        assert password not in browser.page_source  # a stopped instance's password is forgotten by the page
+        page.wait_state("Stopped", timeout=300)
+        assert password not in browser.page_source
+        assert page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password") == []
         page.shot("instance-stopped")
+
+        _refused_stop_by_bob(stack)
+
+        # start: a new password in the Secret; the page shows that one, never the old
+        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='start']").click()
+        page.wait_state("Running", timeout=300)
+        page.wait().until(lambda d: page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password"))
+        page.instance_row().find_element(By.CSS_SELECTOR, "button.show-password").click()
+        new_password = _secret_password(core)
+        assert new_password != password
+        assert page.css(f"tr[data-instance='{NAME}'] code.password").text == new_password
+        page.shot("password-after-start")
 
         # bob is in recsys too, but sees only his own instances
         page.login("bob")
         page.open_from_navigation()
-        page.wait().until(lambda d: d.find_element(By.ID, "instances").text.strip() != "")
+        page.wait().until(lambda d: d.find_element(By.ID, "instances").text.strip() not in ("", "Loading…"))
         assert NAME not in browser.find_element(By.ID, "instances").text
         page.shot("bob-sees-no-instance")
 
@@ -164,9 +257,73 @@ def test_alice_creates_sees_reveals_stops_and_deletes_an_instance_bob_sees_nothi
         page.open_from_navigation()
         page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='delete']").click()
         page.css("#confirm-yes").click()
-        page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 120)
+        page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 300)
         page.shot("instance-deleted")
     finally:
-        browser.switch_to.default_content()
         page.shot("last")
+        for server in servers:
+            server.shutdown()
         core.delete_namespaced_pod("ui-quota-seed", "recsys")
+
+
+def _airflow_format(iso: str, zone: str) -> str:
+    return datetime.fromisoformat(iso).astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_report", "Sedna", "CRD", "StatefulSet",
+        "Service", "FederatedLearningJob", "JointInferenceService", "JupyterLab", "VS", "Code", "TensorBoard",
+        "notebook", "Asia", "Shanghai", "h"}
+
+
+def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens_the_task_log(stack, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    run_id = stack.trigger("training_failure_demo")  # a failed training task on the page, with its Log link
+    assert stack.wait_run("training_failure_demo", run_id, timeout=400) == "failed"
+    page = Page(browser, stack)
+    page.prefix = "lang"
+    page.login("alice")
+    page.open_from_navigation()
+    row = f"#training-table tr[data-run='{run_id}']"
+    page.css(row, 60)
+
+    # the language and zone as Airflow's menus store them (i18next's cache, the UI's "timezone" key)
+    browser.execute_script("localStorage.setItem('i18nextLng', 'zh-CN');"
+                           "localStorage.setItem('timezone', JSON.stringify('Asia/Shanghai'));")
+    browser.refresh()
+    page.wait().until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-skiff='page'] #who b"))
+    page.css(row, 60)
+    page.wait().until(lambda d: "加载中" not in d.find_element(By.CSS_SELECTOR, "[data-skiff='page']").text)
+    assert browser.find_element(By.CSS_SELECTOR, "[data-skiff='page']").get_attribute("lang") == "zh-CN"
+    english = sorted({w for text in page.visible_words() for w in re.findall(r"[A-Za-z]+", text)} - KEEP)
+    assert english == [], english
+    page.shot("zh-CN")
+
+    # times in the chosen zone, in Airflow's format
+    started = browser.find_element(By.CSS_SELECTOR, f"{row} time")
+    iso = started.get_attribute("datetime")
+    assert started.text == _airflow_format(iso, "Asia/Shanghai")
+    assert "Asia/Shanghai" in browser.find_element(By.ID, "zone").text
+
+    # the user changes the zone and language in Airflow: the page follows without a reload
+    browser.execute_script("localStorage.setItem('timezone', JSON.stringify('America/New_York'));"
+                           "localStorage.setItem('i18nextLng', 'en');")
+    page.wait().until(lambda d: d.find_element(By.CSS_SELECTOR, f"{row} time").text
+                      == _airflow_format(iso, "America/New_York"))
+    page.wait().until(lambda d: "Team quota" in d.find_element(By.ID, "quota-card").text)
+    page.shot("en-new-york")
+
+    # the filter: failed shows the run, succeeded hides it
+    Select(browser.find_element(By.ID, "training-filter")).select_by_value("success")
+    assert not browser.find_elements(By.CSS_SELECTOR, row)
+    Select(browser.find_element(By.ID, "training-filter")).select_by_value("failed")
+    link = page.css(f"{row} a.log-link")
+    expected = (f"{stack.airflow_url}/dags/training_failure_demo/runs/{quote(run_id, safe='')}"
+                "/tasks/train_too_big?try_number=1")
+    assert link.get_attribute("href") == expected
+    link.click()
+    page.wait().until(lambda d: d.current_url == expected)
+    page.wait().until(lambda d: "train_too_big" in d.find_element(By.TAG_NAME, "body").text)
+    page.shot("log-link")
+    browser.execute_script("localStorage.clear()")

@@ -19,7 +19,9 @@ def test_the_entry_point_names_the_plugin_class():
     plugin = getattr(import_module(module), attr)
     assert plugin.name == "skiff"
     assert [a["url_prefix"] for a in plugin.fastapi_apps] == ["/skiff", "/skiff-metrics"]  # page, Prometheus
-    assert [(v["url_route"], v["href"]) for v in plugin.external_views] == [("skiff", "skiff/")]
+    # a React app rendered inside the UI (an external view's sandboxed iframe lets no link open): relative URLs
+    assert [(v["url_route"], v["bundle_url"]) for v in plugin.react_apps] == [("skiff", "skiff/static/skiff.js")]
+    assert plugin.external_views == []
 
 
 def _plugins_in_file(monkeypatch, installed: list[EntryPoint]) -> list[str]:

@@ -9,7 +9,7 @@ ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (
 
 
 class AirflowPage:
-    """The browser on Airflow's UI (at ``airflow_url``), with Skiff's page framed in it; screenshots of each step
+    """The browser on Airflow's UI (at ``airflow_url``), with Skiff's page rendered in it; screenshots of each step
     go to ``.artifacts/ui/<prefix>-NN-<what>.png``."""
 
     def __init__(self, driver, airflow_url: str, password, prefix: str):
@@ -41,10 +41,23 @@ class AirflowPage:
         self.d.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
 
     def open_from_navigation(self) -> None:
+        """Click "Skiff" in Airflow's navigation: the React app renders inside the UI's page (no frame)."""
         from selenium.webdriver.common.by import By
-        from selenium.webdriver.support import expected_conditions as ec
 
-        self.d.switch_to.default_content()
         self.css("a[href$='/plugin/skiff']").click()
-        self.wait().until(ec.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[title='Skiff']")))
-        self.wait().until(lambda d: "Signed in as" in d.find_element(By.ID, "who").text)
+        self.wait().until(lambda d: d.find_elements(By.CSS_SELECTOR, "[data-skiff='page'] #who b"))
+
+    def visible_words(self) -> list[str]:
+        """The page's visible text that is words rather than data: every text node under the page's root except
+        those in an element marked ``translate="no"`` (names, URLs, reasons: values, not words)."""
+        return self.d.execute_script("""
+            const root = document.querySelector("[data-skiff='page']"), out = [];
+            const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+              const el = n.parentElement;
+              if (!n.textContent.trim() || el.closest("[translate='no']")) continue;
+              if (el.closest(".hidden") || getComputedStyle(el).display === "none") continue;
+              out.push(n.textContent.trim());
+            }
+            for (const el of root.querySelectorAll("input[placeholder]")) out.push(el.placeholder);
+            return out;""")

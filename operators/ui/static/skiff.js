@@ -1,9 +1,33 @@
-// Skiff's page: polls the plugin's JSON API (relative URLs: works under any base path) and renders with
-// textContent only, so no user-supplied text (names, reasons, events) is ever parsed as HTML.
-"use strict";
+// Skiff's page, an Airflow 3 React app (plugin ``react_apps``): the Airflow UI imports this module and renders
+// the component it leaves in ``globalThis.AirflowPlugin`` inside its own page, with no iframe, so links open as
+// anywhere else in Airflow. The module brings no React of its own (Airflow lends none to plugins and there is no
+// build step here): the component returns one host element, a <div>, and a ref callback renders the page into it
+// with the DOM API. Opened alone (``/skiff/``) the same module renders into that page's <div id=skiff-standalone>.
+//
+// It polls the plugin's JSON API (URLs relative to this module: works under any base path) and renders with
+// textContent only, so no user-supplied text (names, reasons, events) is ever parsed as HTML. Data values are in
+// elements marked translate="no"; every other word comes from skiff-i18n.js.
+import { MESSAGES, actionWord, formatTime, language, t, timeZone } from "./skiff-i18n.js";
 
 const POLL_MS = 4000;
-const state = { me: null, options: null, passwords: new Map(), busy: new Set() };
+const HERE = new URL(".", import.meta.url);   // <ui root>skiff/static/
+const API = new URL("../api/", HERE);         // <ui root>skiff/api/
+let S = null;                                 // the mounted page's state (one at a time)
+
+// ---------------------------------------------------------------- React host element
+// React 19's element object (react/packages/shared/ReactSymbols.js REACT_ELEMENT_TYPE and
+// packages/react/src/jsx/ReactJSXElement.js ReactElement): a <div> whose ref callback mounts the page and returns
+// its clean-up, which React 19 calls on unmount (Airflow's UI runs React 19.2).
+const REACT_ELEMENT = Symbol.for("react.transitional.element");
+function mountRef(node) {
+  if (!node) return undefined;
+  return mount(node);
+}
+export default function SkiffPage() {
+  const props = { className: "skiff-root", ref: mountRef, "data-skiff": "page" };
+  return { $$typeof: REACT_ELEMENT, type: "div", key: null, ref: mountRef, props, _owner: null, _store: {} };
+}
+globalThis.AirflowPlugin = SkiffPage;
 
 // ---------------------------------------------------------------- helpers
 function h(tag, attrs, ...children) {
@@ -20,7 +44,8 @@ function h(tag, attrs, ...children) {
   }
   return el;
 }
-const $ = (id) => document.getElementById(id);
+const data = (tag, attrs, ...children) => h(tag, { ...attrs, translate: "no" }, ...children);  // a value, not words
+const $ = (id) => S.root.querySelector("#" + id);
 function replace(id, ...nodes) {
   $(id).replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
 }
@@ -32,42 +57,47 @@ async function api(path, opts = {}) {
     init.headers = { ...init.headers, "Content-Type": "application/json" };
     init.body = JSON.stringify(opts.body);
   }
-  const r = await fetch("api/" + path, init);
-  let data = null;
-  try { data = await r.json(); } catch (e) { data = null; }
+  const r = await fetch(new URL(path, API), init);
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
   if (!r.ok) {
-    const detail = data && data.detail ? (typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail)) : r.statusText;
-    const err = new Error(r.status === 401 ? "Your Airflow session has ended: reload the page to sign in again." : detail);
+    const detail = body && body.detail ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : r.statusText;
+    const err = new Error(r.status === 401 ? t("session_ended") : detail);
     err.status = r.status;
     throw err;
   }
-  return data;
+  return body;
 }
 
 function ago(seconds) {
-  if (seconds === null || seconds === undefined) return "–";
+  if (seconds === null || seconds === undefined) return t("dur.none");
   const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return s + "s";
-  if (s < 3600) return Math.floor(s / 60) + "m";
-  if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
-  return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  if (s < 60) return t("dur.s", { n: s });
+  if (s < 3600) return t("dur.m", { n: Math.floor(s / 60) });
+  if (s < 86400) return t("dur.h", { n: Math.floor(s / 3600) }) + " " + t("dur.m", { n: Math.floor((s % 3600) / 60) });
+  return t("dur.d", { n: Math.floor(s / 86400) }) + " " + t("dur.h", { n: Math.floor((s % 86400) / 3600) });
+}
+/** Like ``t`` but each value becomes an element marked translate="no" (names, times: data, not words). */
+function tData(key, vars) {
+  const marks = {};
+  for (const k of Object.keys(vars)) marks[k] = `\u0000${k}\u0000`;
+  return t(key, marks).split("\u0000").map((part, i) => (i % 2 ? data("span", {}, String(vars[part])) : part));
 }
 function num(x) { return Number.isInteger(x) ? String(x) : (Math.round(x * 10) / 10).toString(); }
 function pill(text, kind) { return h("span", { class: "pill " + (kind || "") }, text); }
+function time(iso) { return iso ? data("time", { datetime: iso, title: iso }, formatTime(iso, S.zone)) : null; }
 
-let toastTimer = null;
 function toast(text, bad) {
-  const t = $("toast");
-  t.textContent = text;
-  t.className = "toast" + (bad ? " bad" : "");
-  clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => t.classList.add("hidden"), 6000);
+  const el = $("toast");
+  el.replaceChildren(...(Array.isArray(text) ? text : [bad ? data("span", {}, text) : text]));  // errors: the server's words
+  el.className = "toast" + (bad ? " bad" : "");
+  clearTimeout(S.toastTimer);
+  S.toastTimer = setTimeout(() => el.classList.add("hidden"), 6000);
 }
 
-// window.confirm() is blocked inside Airflow's sandboxed iframe (no allow-modals): an in-page dialog instead.
 function confirmDialog(text, yesLabel) {
   return new Promise((resolve) => {
-    $("confirm-text").textContent = text;
+    $("confirm-text").replaceChildren(...text);
     $("confirm-yes").textContent = yesLabel;
     $("confirm").classList.remove("hidden");
     const done = (answer) => { $("confirm").classList.add("hidden"); $("confirm-yes").onclick = $("confirm-no").onclick = null; resolve(answer); };
@@ -76,154 +106,256 @@ function confirmDialog(text, yesLabel) {
   });
 }
 
+// ---------------------------------------------------------------- skeleton (static text only, by key)
+const loadingBox = '<div class="loading" data-i18n="loading"></div>';
+const SKELETON = `
+<header class="top">
+  <div class="brand"><img data-asset="skiff.svg" alt=""><span translate="no">Skiff</span></div>
+  <div class="who" id="who"><span data-i18n="loading"></span></div>
+  <div class="zone" id="zone"></div>
+  <div class="live" id="live" data-i18n="live" data-i18n-title="live.hint"></div>
+</header>
+<main>
+  <section class="card" id="quota-card">
+    <div class="card-head"><h2 data-i18n="quota.title"></h2><span class="hint" data-i18n="quota.hint"></span></div>
+    <div class="quota-grid" id="quota">${loadingBox}</div>
+  </section>
+  <section class="card" id="usage-card">
+    <div class="card-head"><h2 data-i18n="usage.title"></h2><span class="hint" id="usage-hint" data-i18n="usage.hint"></span></div>
+    <div id="usage">${loadingBox}</div>
+  </section>
+  <section class="card wide" id="instances-card">
+    <div class="card-head"><h2 data-i18n="inst.title"></h2>
+      <button class="primary" id="new-instance" type="button" data-i18n="inst.new"></button></div>
+    <div class="notice hidden" id="notice"></div>
+    <form id="create-form" class="create hidden" autocomplete="off">
+      <div class="row">
+        <label><span data-i18n="form.name"></span><input name="name" required pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" maxlength="40" data-i18n-placeholder="form.name_hint"></label>
+        <label><span data-i18n="form.team"></span><select name="team" required></select></label>
+        <label class="grow"><span data-i18n="form.image"></span><select name="image" required></select></label>
+      </div>
+      <div class="row">
+        <label><span data-i18n="form.cpu"></span><input name="cpu" type="number" min="1" step="1" value="2" required><small data-free="cpu"></small></label>
+        <label><span data-i18n="form.memory"></span><input name="memory" type="number" min="1" step="1" value="4" required><small data-free="memory"></small></label>
+        <label><span data-i18n="form.gpu"></span><input name="gpu" type="number" min="0" step="1" value="0" required><small data-free="gpu"></small></label>
+        <label class="grow"><span data-i18n="form.ports"></span><input name="extra_ports" pattern="\\s*(\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*){0,2})?" data-i18n-placeholder="form.ports_hint"></label>
+      </div>
+      <fieldset class="mounts"><legend data-i18n="form.volumes"></legend><div id="mounts"></div></fieldset>
+      <div class="row end">
+        <span class="form-error" id="form-error" translate="no"></span>
+        <button type="button" id="cancel-create" data-i18n="inst.cancel"></button>
+        <button class="primary" type="submit" data-i18n="form.create"></button>
+      </div>
+    </form>
+    <div id="instances">${loadingBox}</div>
+  </section>
+  <section class="card wide" id="training-card">
+    <div class="card-head"><h2 data-i18n="train.title"></h2><span class="hint" data-i18n="train.hint"></span>
+      <label class="filter"><span data-i18n="train.filter"></span> <select id="training-filter">
+        <option value="all" data-i18n="train.filter.all"></option><option value="active" data-i18n="train.filter.active"></option>
+        <option value="failed" data-i18n="train.filter.failed"></option><option value="success" data-i18n="train.filter.success"></option>
+      </select></label></div>
+    <div id="training">${loadingBox}</div>
+  </section>
+  <section class="card wide" id="sedna-card">
+    <div class="card-head"><h2 data-i18n="sedna.title"></h2><span class="hint" data-i18n="sedna.hint"></span></div>
+    <div id="sedna">${loadingBox}</div>
+  </section>
+</main>
+<div class="modal hidden" id="confirm" role="dialog" aria-modal="true">
+  <div class="modal-box"><p id="confirm-text"></p>
+    <div class="row end"><button type="button" id="confirm-no" data-i18n="inst.cancel"></button><button type="button" class="danger" id="confirm-yes"></button></div>
+  </div>
+</div>
+<div class="toast hidden" id="toast"></div>`;
+
+function translateStatic() {
+  for (const el of S.root.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  for (const el of S.root.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
+  for (const el of S.root.querySelectorAll("[data-i18n-placeholder]")) el.placeholder = t(el.dataset.i18nPlaceholder);
+  S.root.setAttribute("lang", S.lang);
+  replace("zone", tData("times_in", { zone: S.zone }));
+}
+
+function ensureStyles() {
+  if (document.querySelector("link[data-skiff-css]")) return;
+  document.head.append(h("link", { rel: "stylesheet", href: new URL("skiff.css", HERE).href, "data-skiff-css": "1" }));
+}
+
 // ---------------------------------------------------------------- quota + usage
-function renderQuota(data) {
-  const teams = data.teams || [];
-  if (!teams.length) return replace("quota", h("div", { class: "empty" }, "You are not in any team yet."));
-  replace("quota", teams.map((t) => h("div", { class: "team", "data-team": t.team },
-    h("h3", {}, t.team, t.missing ? pill("no quota", "warn") : null),
-    t.bars.map((b) => {
+function renderQuota(body) {
+  const teams = body.teams || [];
+  if (!teams.length) return replace("quota", h("div", { class: "empty" }, t("quota.none")));
+  replace("quota", teams.map((tm) => h("div", { class: "team", "data-team": tm.team },
+    h("h3", {}, data("span", {}, tm.team), tm.missing ? pill(t("quota.missing"), "warn") : null),
+    tm.bars.map((b) => {
       const level = b.percent >= 90 ? "bad" : b.percent >= 70 ? "warn" : "";
       return h("div", { class: "bar", "data-resource": b.resource },
-        h("div", { class: "bar-label" }, h("span", {}, b.resource),
-          h("span", {}, h("b", { class: "used" }, num(b.used)), " / ", h("span", { class: "hard" }, num(b.hard)), " " + b.unit)),
+        h("div", { class: "bar-label" }, h("span", {}, t("res." + b.resource)),
+          h("span", {}, h("b", { class: "used" }, num(b.used)), " / ", h("span", { class: "hard" }, num(b.hard)), " " + t("unit." + b.unit))),
         h("div", { class: "track", title: b.percent + "%" }, h("div", { class: "fill " + level, style: `width:${Math.min(100, b.percent)}%` })));
     }))));
 }
 
-function renderUsage(data) {
-  const rows = (data.users || []).slice().sort((a, b) => b.gpu_hours - a.gpu_hours);
-  if (data.since && data.until) {
-    const days = Math.round((Date.parse(data.until) - Date.parse(data.since)) / 86400000);
-    $("usage-hint").textContent = `last ${days} days, report of ${new Date(data.generated).toLocaleString()}`;
-  }
-  if (!data.generated) return replace("usage", h("div", { class: "empty" }, "No usage report yet: the usage_report DAG writes one."));
-  if (!rows.length) return replace("usage", h("div", { class: "empty" }, "No GPU time used in this period."));
-  const ns = "http://www.w3.org/2000/svg";
-  const rowH = 26, left = 110, right = 70, width = 520, height = rows.length * rowH + 8;
-  const max = Math.max(...rows.map((r) => r.gpu_hours), 1);
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("class", "chart");
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "GPU-hours per user");
+const SVG = "http://www.w3.org/2000/svg";
+function niceMax(x) {
+  const p = 10 ** Math.floor(Math.log10(Math.max(x, 1e-9)));
+  return [1, 2, 2.5, 5, 10].map((m) => m * p).find((v) => v >= x) || 10 * p;
+}
+
+function usageChart(rows) {
+  // a horizontal bar per user, an x axis in hours with 5 ticks; no rows: the axes and a line saying what will come
+  const rowH = 26, left = 110, right = 60, width = 520, axisH = 34, top = 6;
+  const height = top + Math.max(rows.length, 2) * rowH + axisH;
+  const max = rows.length ? niceMax(Math.max(...rows.map((r) => r.gpu_hours))) : 4, plotW = width - left - right;
+  const svg = document.createElementNS(SVG, "svg");
+  for (const [k, v] of Object.entries({ class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("usage.title") })) svg.setAttribute(k, v);
   const el = (tag, attrs, text) => {
-    const e = document.createElementNS(ns, tag);
+    const e = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
     if (text !== undefined) e.textContent = text;
     svg.append(e);
     return e;
   };
+  const axisY = height - axisH;
+  for (let i = 0; i <= 4; i++) {
+    const x = left + (plotW * i) / 4;
+    el("line", { x1: x, x2: x, y1: top, y2: axisY, class: i ? "grid" : "axis" });
+    el("text", { x, y: axisY + 14, "text-anchor": "middle", class: "tick" }, String(Number(((max * i) / 4).toFixed(2))));
+  }
+  el("line", { x1: left, x2: left + plotW, y1: axisY, y2: axisY, class: "axis" });
+  el("text", { x: left + plotW / 2, y: axisY + 30, "text-anchor": "middle", class: "axis-label" }, t("usage.axis"));
   rows.forEach((r, i) => {
-    const y = 4 + i * rowH, w = Math.max(2, ((width - left - right) * r.gpu_hours) / max);
-    el("text", { x: left - 8, y: y + 15, "text-anchor": "end" }, r.user);
-    const bar = el("rect", { x: left, y: y + 3, width: w, height: rowH - 8, rx: 4,
-      class: "bar-rect" + (state.me && r.user === state.me.user ? " me" : ""), "data-user": r.user });
-    bar.append(Object.assign(document.createElementNS(ns, "title"), { textContent: `${r.user}: ${num(r.gpu_hours)} GPU-hours` }));
-    el("text", { x: left + w + 6, y: y + 15, class: "value" }, num(r.gpu_hours) + " h");
+    const y = top + i * rowH, w = Math.max(2, (plotW * r.gpu_hours) / max);
+    el("text", { x: left - 8, y: y + 16, "text-anchor": "end", translate: "no" }, r.user);
+    const bar = el("rect", { x: left, y: y + 4, width: w, height: rowH - 8, rx: 4,
+      class: "bar-rect" + (S.me && r.user === S.me.user ? " me" : ""), "data-user": r.user });
+    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: num(r.gpu_hours) }) }));
+    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no" }, num(r.gpu_hours) + " h");
   });
-  replace("usage", svg);
+  return svg;
+}
+
+function renderUsage(body) {
+  const rows = (body.users || []).slice().sort((a, b) => b.gpu_hours - a.gpu_hours);
+  if (body.since && body.until) {
+    const days = Math.round((Date.parse(body.until) - Date.parse(body.since)) / 86400000);
+    $("usage-hint").replaceChildren(...tData("usage.hint_report", { days, time: formatTime(body.generated, S.zone) }));
+  }
+  const empty = !body.generated ? t("usage.no_report") : !rows.length ? t("usage.empty") : null;
+  replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null);
 }
 
 // ---------------------------------------------------------------- instances
-const STATE_KIND = { Running: "ok", Starting: "info", Stopping: "warn", Stopped: "" };
+const STATE_KIND = { Running: "ok", Starting: "info", Stopping: "warn", Stopped: "", Failed: "bad" };
+const LINK_NAMES = { jupyter: "JupyterLab", "code-server": "VS Code", tensorboard: "TensorBoard" };
 
 function instanceLinks(i) {
   const urls = i.urls || {};
-  const names = { jupyter: "JupyterLab", "code-server": "VS Code", tensorboard: "TensorBoard" };
-  const links = Object.entries(names).filter(([k]) => urls[k])
-    .map(([k, label]) => h("a", { href: urls[k], target: "_blank", rel: "noopener", "data-link": k }, label));
+  const links = Object.entries(LINK_NAMES).filter(([k]) => urls[k])
+    .map(([k, label]) => h("a", { href: urls[k], target: "_blank", rel: "noopener", "data-link": k, translate: "no" }, label));
   const extra = Object.keys(urls).filter((k) => k.startsWith("port-"))
-    .map((k) => h("div", { class: "sub mono" }, `${k.slice(5)} → ${urls[k]}`));
+    .map((k) => data("div", { class: "sub mono" }, h("a", { href: `http://${urls[k]}/`, target: "_blank", rel: "noopener", "data-link": k }, `${k.slice(5)} → ${urls[k]}`)));
   return h("div", { class: "links" }, links, extra);
 }
 
 function passwordCell(i) {
   const key = i.team + "/" + i.name;
-  if (!i.mine) return h("span", { class: "sub" }, "owner only");
-  if (state.passwords.has(key)) {
-    return h("span", { class: "secret" }, h("code", { class: "mono password" }, state.passwords.get(key)),
-      h("button", { class: "small", type: "button", onclick: () => { state.passwords.delete(key); refreshInstances(); } }, "hide"));
+  if (!i.mine) return h("span", { class: "sub" }, t("inst.owner_only"));
+  if (i.state !== "Running") return h("span", { class: "sub" }, t("inst.password_when_running"));
+  if (S.passwords.has(key)) {
+    return h("span", { class: "secret" }, data("code", { class: "mono password" }, S.passwords.get(key)),
+      h("button", { class: "small", type: "button", onclick: () => { S.passwords.delete(key); refreshInstances(); } }, t("inst.hide")));
   }
   return h("button", { class: "small show-password", type: "button", onclick: async () => {
     try {
       const r = await api(`instances/${encodeURIComponent(i.team)}/${encodeURIComponent(i.name)}/password`);
-      state.passwords.set(key, r.password);
+      S.passwords.set(key, r.password);
       refreshInstances();
     } catch (e) { toast(e.message, true); }
-  } }, "show");
+  } }, t("inst.show"));
+}
+
+function idleCell(i) {
+  if (i.idle_seconds !== null && i.idle_seconds !== undefined) return ago(i.idle_seconds);
+  const why = i.state === "Stopped" ? "inst.idle.stopped" : i.state !== "Running" ? "inst.idle.starting" : "inst.idle.unknown";
+  return h("span", { class: "sub", title: i.idle_detail || "" }, t(why));
 }
 
 async function act(i, action) {
-  if (action === "delete" && !(await confirmDialog(
-    `Delete instance “${i.name}” in ${i.team}? Its StatefulSet, Service, password and ports go; the volumes stay.`, "Delete"))) return;
+  if (action === "delete" && !(await confirmDialog(tData("inst.confirm_delete", { name: i.name, team: i.team }), t("inst.delete")))) return;
   const key = i.team + "/" + i.name;
-  state.busy.add(key);
+  S.passwords.delete(key);  // every action changes what the revealed password is worth
+  S.busy.add(key);
   refreshInstances();
   try {
     const r = await api(`instances/${encodeURIComponent(i.team)}/${encodeURIComponent(i.name)}/${action}`, { body: {} });
-    toast(`${action} of ${i.name} requested (run ${r.dag_run_id})`);
-    if (action !== "start") state.passwords.delete(key);
+    toast(tData("inst.requested", { action: actionWord(action), name: i.name, run: r.dag_run_id }));
   } catch (e) { toast(e.message, true); }
-  setTimeout(() => { state.busy.delete(key); refreshInstances(); }, 1500);
+  setTimeout(() => { if (S) { S.busy.delete(key); refreshInstances(); } }, 1500);
 }
 
-function renderInstances(data) {
-  const rows = data.instances || [];
-  const may = (state.me && state.me.may_trigger) || {};
-  if (!rows.length) return replace("instances", h("div", { class: "empty" }, "No instances yet: “New instance” starts one."));
+function renderInstances(body) {
+  const rows = body.instances || [];
+  const may = (S.me && S.me.may_trigger) || {};
+  for (const i of rows) {  // a revealed password is dropped on every state change (start makes a new one)
+    const key = i.team + "/" + i.name;
+    if (S.lastState.has(key) && S.lastState.get(key) !== i.state) S.passwords.delete(key);
+    S.lastState.set(key, i.state);
+  }
+  if (!rows.length) return replace("instances", h("div", { class: "empty" }, t("inst.none")));
   const showOwner = rows.some((i) => !i.mine);
+  const heads = ["inst.name", "inst.state", showOwner ? "inst.owner" : undefined, "inst.image", "inst.resources",
+    "inst.age", "inst.idle", "inst.connect", "inst.password", null].filter((k) => k !== undefined);
   replace("instances", h("div", { class: "scroll" }, h("table", { id: "instances-table" },
-    h("thead", {}, h("tr", {}, ["Name", "State", showOwner ? "Owner" : null, "Image", "Resources", "Age", "Idle", "Connect", "Password", ""]
-      .filter((x) => x !== null).map((t) => h("th", {}, t)))),
+    h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, k ? t(k) : "")))),
     h("tbody", {}, rows.map((i) => {
-      const key = i.team + "/" + i.name, busy = state.busy.has(key);  // every row shown is one the user may act on
+      const key = i.team + "/" + i.name, busy = S.busy.has(key);  // every row shown is one the user may act on
       const stopped = i.state === "Stopped", res = i.resources || {};
-      return h("tr", { "data-instance": i.name, "data-team": i.team },
-        h("td", {}, h("b", {}, i.name), h("div", { class: "sub" }, i.team)),
-        h("td", {}, pill(i.state, STATE_KIND[i.state]), i.reason ? h("div", { class: "sub" }, i.reason) : null),
-        showOwner ? h("td", {}, i.owner) : null,
-        h("td", { title: i.image }, i.image_name || i.image),
-        h("td", { class: "num" }, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : "")),
+      return h("tr", { "data-instance": i.name, "data-team": i.team, "data-state": i.state },
+        h("td", {}, data("b", {}, i.name), data("div", { class: "sub" }, i.team)),
+        h("td", {}, pill(t("state." + i.state), STATE_KIND[i.state]), i.reason ? data("div", { class: "sub" }, i.reason) : null),
+        showOwner ? data("td", {}, i.owner) : null,
+        data("td", { title: i.image }, i.image_name || i.image),
+        h("td", { class: "num" }, data("span", {}, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : ""))),
         h("td", { class: "num" }, ago(i.age_seconds)),
-        h("td", { class: "num" }, stopped ? "–" : ago(i.idle_seconds)),
-        h("td", {}, stopped ? h("span", { class: "sub" }, "start it to connect") : [instanceLinks(i),
-          i.ssh ? h("code", { class: "mono ssh" }, i.ssh) : null]),
+        h("td", { class: "num idle" }, idleCell(i)),
+        h("td", {}, stopped ? h("span", { class: "sub" }, t("inst.start_to_connect")) : [instanceLinks(i),
+          i.ssh ? data("code", { class: "mono ssh" }, i.ssh) : null]),
         h("td", {}, passwordCell(i)),
         h("td", { class: "actions" },
-          stopped ? h("button", { class: "small", type: "button", "data-action": "start", disabled: busy || !may.start, onclick: () => act(i, "start") }, "Start")
-                  : h("button", { class: "small", type: "button", "data-action": "stop", disabled: busy || !may.stop, onclick: () => act(i, "stop") }, "Stop"),
-          h("button", { class: "small danger", type: "button", "data-action": "delete", disabled: busy || !may.delete, onclick: () => act(i, "delete") }, "Delete")));
+          stopped ? h("button", { class: "small", type: "button", "data-action": "start", disabled: busy || !may.start, onclick: () => act(i, "start") }, t("inst.start"))
+                  : h("button", { class: "small", type: "button", "data-action": "stop", disabled: busy || !may.stop, onclick: () => act(i, "stop") }, t("inst.stop")),
+          h("button", { class: "small danger", type: "button", "data-action": "delete", disabled: busy || !may.delete, onclick: () => act(i, "delete") }, t("inst.delete"))));
     })))));
 }
 
 // ---------------------------------------------------------------- new-instance form
-function teamOptions() { return ((state.options && state.options.teams) || []); }
+function teamOptions() { return ((S.options && S.options.teams) || []); }
 
 function fillForm() {
-  const f = $("create-form"), opts = state.options;
-  f.elements.team.replaceChildren(...teamOptions().map((t) => h("option", { value: t.team }, t.team)));
-  f.elements.image.replaceChildren(...opts.images.map((i) => h("option", { value: i.name, selected: i.default },
-    i.name + (i.gpu ? "  (GPU)" : "") + (i.description ? " — " + i.description : ""))));
+  const f = $("create-form"), opts = S.options;
+  f.elements.team.replaceChildren(...teamOptions().map((tm) => data("option", { value: tm.team }, tm.team)));
+  f.elements.image.replaceChildren(...opts.images.map((i) => data("option", { value: i.name, selected: i.default },
+    i.name + (i.gpu ? `  (${t("form.gpu_image")})` : "") + (i.description ? " — " + i.description : ""))));
   applyTeam();
 }
 
 function applyTeam() {
-  const f = $("create-form"), team = teamOptions().find((t) => t.team === f.elements.team.value);
+  const f = $("create-form"), team = teamOptions().find((tm) => tm.team === f.elements.team.value);
   if (!team) return;
   for (const r of ["cpu", "memory", "gpu"]) {
-    const free = team.free[r];
-    const input = f.elements[r];
+    const free = team.free[r], input = f.elements[r];
     if (free === undefined) { input.removeAttribute("max"); f.querySelector(`[data-free=${r}]`).textContent = ""; continue; }
     input.max = Math.floor(free);
     if (Number(input.value) > input.max) input.value = input.max;
-    f.querySelector(`[data-free=${r}]`).textContent = `${num(free)} free`;
+    f.querySelector(`[data-free=${r}]`).textContent = t("form.free", { n: num(free) });
   }
   replace("mounts", team.volumes.length ? team.volumes.map((v) => h("div", { class: "mount", "data-pvc": v.pvc },
-    h("label", {}, h("input", { type: "checkbox", name: "mount", value: v.pvc }), " " + v.pvc),
-    h("input", { type: "text", name: "path-" + v.pvc, value: "/mnt/" + v.pvc, "aria-label": "mount path" }),
-    h("label", {}, h("input", { type: "checkbox", name: "ro-" + v.pvc, checked: v.mode === "ro", disabled: v.mode === "ro" }), " read-only")))
-    : h("div", { class: "sub" }, "No shared volumes for this team."));
+    h("label", {}, h("input", { type: "checkbox", name: "mount", value: v.pvc }), data("span", {}, " " + v.pvc)),
+    h("input", { type: "text", name: "path-" + v.pvc, value: "/mnt/" + v.pvc, "aria-label": t("form.mount_path") }),
+    h("label", {}, h("input", { type: "checkbox", name: "ro-" + v.pvc, checked: v.mode === "ro", disabled: v.mode === "ro" }), " " + t("form.read_only"))))
+    : h("div", { class: "sub" }, t("form.no_volumes")));
 }
 
 async function submitForm(ev) {
@@ -233,13 +365,15 @@ async function submitForm(ev) {
   const mounts = [...f.querySelectorAll("input[name=mount]:checked")].map((c) => ({
     pvc: c.value, path: f.querySelector(`[name="path-${c.value}"]`).value,
     read_only: f.querySelector(`[name="ro-${c.value}"]`).checked }));
+  const ports = f.elements.extra_ports.value.split(",").map((p) => p.trim()).filter(Boolean).map(Number);
   const body = { name: f.elements.name.value.trim(), team: f.elements.team.value, image: f.elements.image.value,
     cpu: Number(f.elements.cpu.value), memory: Number(f.elements.memory.value), gpu: Number(f.elements.gpu.value), mounts };
+  if (ports.length) body.extra_ports = ports;
   const submit = f.querySelector("button[type=submit]");
   submit.disabled = true;
   try {
     const r = await api("instances", { body });
-    toast(`Creating ${body.name} (run ${r.dag_run_id})`);
+    toast(tData("inst.creating", { name: body.name, run: r.dag_run_id }));
     f.classList.add("hidden");
     f.reset();
     refreshInstances();
@@ -249,82 +383,112 @@ async function submitForm(ev) {
 }
 
 // ---------------------------------------------------------------- training + sedna
-const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad" };
+const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad", success: "ok" };
+const FILTERS = { all: () => true, failed: (r) => r.state === "failed", success: (r) => r.state === "success",
+  active: (r) => r.state !== "failed" && r.state !== "success" };
 
-function renderTraining(data) {
-  const rows = data.tasks || [];
-  if (!rows.length) return replace("training", h("div", { class: "empty" }, "No training running, waiting or recently failed."));
-  const root = (state.me && state.me.ui_root) || "/";
-  replace("training", h("table", { id: "training-table" },
-    h("thead", {}, h("tr", {}, ["Task", "State", "Team", "Node", "GPU", "Age", "Reason", ""].map((t) => h("th", {}, t)))),
-    h("tbody", {}, rows.map((t) => h("tr", { "data-task": `${t.dag_id}.${t.task_id}`, "data-state": t.state },
-      h("td", {}, h("b", {}, `${t.dag_id}.${t.task_id}`), h("div", { class: "sub mono" }, t.run_id + (t.try_number > 1 ? ` · try ${t.try_number}` : ""))),
-      h("td", {}, pill(t.state === "deferred" ? "running" : t.state, TI_KIND[t.state]),
-        t.waiting_for ? h("div", { class: "sub" }, "waiting for " + t.waiting_for) : null),
-      h("td", {}, t.team || "–"),
-      h("td", { class: "mono" }, t.node || "–"),
-      h("td", { class: "num" }, t.gpu ? String(t.gpu) : "–"),
-      h("td", { class: "num" }, ago(t.age_seconds)),
-      h("td", { class: t.reason ? "reason" : "" }, t.reason || ""),
-      h("td", {}, h("a", { href: root + t.log_path, target: "_top", class: "log-link" }, "Log")))))));
+function renderTraining(body) {
+  const all = body.tasks || [];
+  const rows = all.filter(FILTERS[S.filter] || FILTERS.all);
+  if (!rows.length) return replace("training", h("div", { class: "empty" }, t(all.length ? "train.none_filtered" : "train.none")));
+  const root = (S.me && S.me.ui_root) || "/";
+  const heads = ["train.task", "train.state", "train.team", "train.node", "train.gpu", "train.started", "train.ended", "train.reason", null];
+  replace("training", h("div", { class: "scroll" }, h("table", { id: "training-table" },
+    h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, k ? t(k) : "")))),
+    h("tbody", {}, rows.map((r) => h("tr", { "data-task": `${r.dag_id}.${r.task_id}`, "data-state": r.state, "data-run": r.run_id },
+      h("td", {}, data("b", {}, `${r.dag_id}.${r.task_id}`), h("div", { class: "sub" }, data("span", { class: "mono" }, r.run_id),
+        r.try_number > 1 ? " · " + t("train.try", { n: r.try_number }) : "")),
+      h("td", {}, pill(t("ti." + (r.state === "deferred" ? "running" : r.state)), TI_KIND[r.state]),
+        r.waiting_for ? h("div", { class: "sub" }, t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null),
+      data("td", {}, r.team || "–"),
+      data("td", { class: "mono" }, r.node || "–"),
+      h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
+      h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
+      h("td", { class: "num" }, time(r.ended) || "–"),
+      data("td", { class: r.reason ? "reason" : "" }, r.reason || ""),
+      h("td", {}, h("a", { href: root + r.log_path, class: "log-link" }, t("train.log")))))))));
 }
 
-function renderSedna(data) {
-  const rows = data.workloads || [];
-  if (!data.installed) return replace("sedna", h("div", { class: "empty" }, "Sedna's CRDs are not installed on this cluster."));
-  if (!rows.length) return replace("sedna", h("div", { class: "empty" }, "No FederatedLearningJob or JointInferenceService."));
+function renderSedna(body) {
+  const rows = body.workloads || [];
+  if (!body.installed) return replace("sedna", h("div", { class: "empty" }, t("sedna.not_installed")));
+  if (!rows.length) return replace("sedna", h("div", { class: "empty" }, t("sedna.none")));
   replace("sedna", h("table", { id: "sedna-table" },
-    h("thead", {}, h("tr", {}, ["Workload", "Phase", "Children", "Last events"].map((t) => h("th", {}, t)))),
+    h("thead", {}, h("tr", {}, ["sedna.workload", "sedna.phase", "sedna.children", "sedna.events"].map((k) => h("th", {}, t(k))))),
     h("tbody", {}, rows.map((w) => h("tr", { "data-workload": `${w.namespace}/${w.name}` },
-      h("td", {}, h("b", {}, w.name), h("div", { class: "sub" }, `${w.kind} · ${w.namespace}`)),
-      h("td", {}, pill(w.phase, /fail/i.test(w.phase) ? "bad" : /succeed|running|ready/i.test(w.phase) ? "ok" : "info"),
-        w.error ? h("div", { class: "sub reason" }, w.error) : null),
+      h("td", {}, data("b", {}, w.name), data("div", { class: "sub" }, `${w.kind} · ${w.namespace}`)),
+      h("td", {}, data("span", {}, pill(w.phase, /fail/i.test(w.phase) ? "bad" : /succeed|running|ready/i.test(w.phase) ? "ok" : "info")),
+        w.error ? data("div", { class: "sub reason" }, w.error) : null),
       h("td", {}, pill(`${w.actual}/${w.desired}`, w.in_sync ? "ok" : "warn"),
-        h("div", { class: "sub" }, w.children.map((c) => `${c.actual}/${c.desired} ${c.kind}`).join(" · "))),
-      h("td", {}, w.events.length ? w.events.map((e) => h("div", { class: "sub" },
-        pill(e.reason || e.type || "", e.type === "Warning" ? "warn" : ""), " ", e.message || "")) : "–"))))));
+        data("div", { class: "sub" }, w.children.map((c) => `${c.actual}/${c.desired} ${c.kind}`).join(" · "))),
+      h("td", {}, w.events.length ? w.events.map((e) => data("div", { class: "sub" },
+        pill(e.reason || e.type || "", e.type === "Warning" ? "warn" : ""), " ", time(e.time), " ", e.message || "")) : "–"))))));
 }
 
 // ---------------------------------------------------------------- polling
-async function load(id, path, render) {
+const RENDER = { quota: renderQuota, usage: renderUsage, instances: renderInstances, training: renderTraining, sedna: renderSedna };
+
+async function load(id) {
+  const page = S;
   try {
-    render(await api(path));
+    const body = await api(id);
+    if (S !== page || page.stopped) return true;
+    page.data[id] = body;
+    RENDER[id](body);
     return true;
   } catch (e) {
-    replace(id, h("div", { class: "error-line" }, e.message));
+    if (S !== page || page.stopped) return true;
+    replace(id, data("div", { class: "error-line" }, e.message));
     return e.status !== 401;
   }
 }
-const refreshInstances = () => load("instances", "instances", renderInstances);
+const refreshInstances = () => load("instances");
 
 async function refresh() {
-  const ok = await Promise.all([
-    load("quota", "quota", renderQuota), load("usage", "usage", renderUsage), refreshInstances(),
-    load("training", "training", renderTraining), load("sedna", "sedna", renderSedna)]);
+  const page = S;
+  const ok = await Promise.all(Object.keys(RENDER).map(load));
+  if (S !== page || page.stopped) return;
   $("live").classList.toggle("stale", ok.includes(false));
-  if (!ok.includes(false)) setTimeout(refresh, POLL_MS);
+  if (!ok.includes(false)) page.timer = setTimeout(refresh, POLL_MS);
 }
 
-async function start() {
+function followChoices() {
+  // Airflow's language and time-zone menus write localStorage in this same window (no storage event): look often
+  if (!S || S.stopped || (S.lang === language() && S.zone === timeZone())) return;
+  S.lang = language();
+  S.zone = timeZone();
+  translateStatic();
+  renderWho();
+  for (const [id, body] of Object.entries(S.data)) RENDER[id](body);
+}
+
+function renderWho() {
+  if (!S.me) return;
+  replace("who", t("signed_in") + " ", data("b", {}, S.me.user), S.me.admin ? pill(t("admin"), "info") : null,
+    S.me.teams.length ? [" · " + t("teams") + " ", data("span", {}, S.me.teams.join(", "))] : "");
+  const notice = $("notice");
+  if (S.me.paused.length) {
+    notice.replaceChildren(...tData("inst.paused", { dags: S.me.paused.join(", ") }));
+    notice.classList.remove("hidden");
+  } else if (!S.me.may_trigger.create) {
+    notice.replaceChildren(t("inst.may_not"));
+    notice.classList.remove("hidden");
+  }
+}
+
+async function start(page) {
   try {
-    state.me = await api("me");
+    page.me = await api("me");
   } catch (e) {
-    replace("who", h("span", { class: "error-line" }, e.message));
+    replace("who", data("span", { class: "error-line" }, e.message));
     return;
   }
-  replace("who", "Signed in as ", h("b", {}, state.me.user), state.me.admin ? pill("admin", "info") : null,
-    state.me.teams.length ? " · teams " + state.me.teams.join(", ") : "");
-  $("new-instance").disabled = !state.me.may_trigger.create || state.me.paused.includes("dev_instance_create");
-  if (state.me.paused.length) {
-    $("notice").textContent = `Paused in Airflow: ${state.me.paused.join(", ")}. Actions that need them wait until an admin unpauses them.`;
-    $("notice").classList.remove("hidden");
-  } else if (!state.me.may_trigger.create) {
-    $("notice").textContent = "Your Airflow role may not trigger the instance DAGs: you can look, not act.";
-    $("notice").classList.remove("hidden");
-  }
+  if (S !== page) return;
+  renderWho();
+  $("new-instance").disabled = !page.me.may_trigger.create || page.me.paused.includes("dev_instance_create");
   $("new-instance").onclick = async () => {
     try {
-      state.options = await api("instances/options");
+      page.options = await api("instances/options");
       fillForm();
       $("create-form").classList.remove("hidden");
       $("create-form").elements.name.focus();
@@ -333,7 +497,31 @@ async function start() {
   $("cancel-create").onclick = () => $("create-form").classList.add("hidden");
   $("create-form").elements.team.onchange = applyTeam;
   $("create-form").onsubmit = submitForm;
+  $("training-filter").onchange = (ev) => { page.filter = ev.target.value; if (page.data.training) renderTraining(page.data.training); };
   refresh();
 }
 
-document.addEventListener("DOMContentLoaded", start);
+/** Render the page into ``root``; returns the clean-up that stops its polling. */
+function mount(root) {
+  if (S) S.stopped = true;
+  const page = S = { root, me: null, options: null, passwords: new Map(), lastState: new Map(), busy: new Set(),
+    filter: "all", data: {}, timer: null, toastTimer: null, stopped: false, lang: language(), zone: timeZone() };
+  ensureStyles();
+  root.classList.add("skiff-root");
+  root.innerHTML = SKELETON;  // static markup only: every value is rendered later with textContent
+  for (const img of root.querySelectorAll("[data-asset]")) img.src = new URL(img.dataset.asset, HERE).href;
+  translateStatic();
+  page.choices = setInterval(followChoices, 500);
+  start(page);
+  return () => {
+    page.stopped = true;
+    clearTimeout(page.timer);
+    clearInterval(page.choices);
+    if (S === page) S = null;
+  };
+}
+
+export { MESSAGES, mount };
+
+const standalone = document.getElementById("skiff-standalone");
+if (standalone) mount(standalone);

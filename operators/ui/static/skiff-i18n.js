@@ -1,0 +1,204 @@
+// What the page says, in the language the user picked in Airflow, and its times in the zone the user picked there.
+//
+// Airflow 3's UI keeps both choices in the browser: the language as i18next caches it (localStorage "i18nextLng",
+// e.g. "zh-CN"), the time zone as JSON under "timezone" (its time-zone menu; absent: the browser's zone), and
+// formats times as "YYYY-MM-DD HH:mm:ss" (airflow/ui/src/utils/datetimeUtils.ts, DEFAULT_DATETIME_FORMAT).
+// English and Simplified Chinese are complete (every key in both; tests/ui/test_views checks it); any other
+// language falls back to English.
+"use strict";
+
+export const MESSAGES = {
+  en: {
+    "title": "Skiff",
+    "live": "live",
+    "live.hint": "The page refreshes itself every few seconds",
+    "loading": "Loading…",
+    "signed_in": "Signed in as",
+    "teams": "teams",
+    "admin": "admin",
+    "times_in": "Times in {zone}",
+    "session_ended": "Your Airflow session has ended: reload the page to sign in again.",
+    "quota.title": "Team quota",
+    "quota.hint": "used / hard, live from each team's ResourceQuota",
+    "quota.none": "You are not in any team yet.",
+    "quota.missing": "no quota",
+    "res.cpu": "CPU", "res.memory": "memory", "res.gpu": "GPU", "res.storage": "storage",
+    "unit.cores": "cores", "unit.GiB": "GiB", "unit.GPUs": "GPUs",
+    "usage.title": "GPU-hours per user",
+    "usage.hint": "last 30 days",
+    "usage.hint_report": "last {days} days, report of {time}",
+    "usage.no_report": "No usage report yet: the usage_report DAG writes one every day; then a bar per user appears here.",
+    "usage.empty": "No GPU time used in this period: a bar per user appears here once a training task or an instance uses a GPU.",
+    "usage.axis": "GPU-hours (h)",
+    "usage.bar": "{user}: {hours} GPU-hours",
+    "inst.title": "Development instances",
+    "inst.new": "New instance",
+    "inst.none": "No instances yet: “New instance” starts one.",
+    "inst.name": "Name", "inst.state": "State", "inst.owner": "Owner", "inst.image": "Image",
+    "inst.resources": "Resources", "inst.age": "Age", "inst.idle": "Idle", "inst.connect": "Connect",
+    "inst.password": "Password",
+    "inst.owner_only": "owner only",
+    "inst.show": "show", "inst.hide": "hide",
+    "inst.password_when_running": "when running",
+    "inst.start_to_connect": "start it to connect",
+    "inst.idle.stopped": "stopped",
+    "inst.idle.unknown": "not known: the instance does not report activity",
+    "inst.idle.starting": "not yet: starting",
+    "inst.start": "Start", "inst.stop": "Stop", "inst.delete": "Delete",
+    "inst.confirm_delete": "Delete instance “{name}” in {team}? Its StatefulSet, Service, password and ports go; the volumes stay.",
+    "inst.cancel": "Cancel",
+    "inst.requested": "{action} of {name} requested (run {run})",
+    "inst.creating": "Creating {name} (run {run})",
+    "inst.paused": "Paused in Airflow: {dags}. Actions that need them wait until an admin unpauses them.",
+    "inst.may_not": "Your Airflow role may not trigger the instance DAGs: you can look, not act.",
+    "state.Running": "Running", "state.Starting": "Starting", "state.Stopping": "Stopping", "state.Stopped": "Stopped",
+    "state.Pending": "Pending", "state.Failed": "Failed", "state.Unknown": "Unknown",
+    "form.name": "Name", "form.name_hint": "e.g. notebook", "form.team": "Team", "form.image": "Image",
+    "form.cpu": "CPU", "form.memory": "Memory (Gi)", "form.gpu": "GPU", "form.free": "{n} free",
+    "form.volumes": "Extra volumes", "form.no_volumes": "No shared volumes for this team.",
+    "form.read_only": "read-only", "form.mount_path": "mount path",
+    "form.ports": "Extra ports", "form.ports_hint": "e.g. 5000, 7860 (at most 3)",
+    "form.create": "Create", "form.gpu_image": "GPU",
+    "train.title": "Training",
+    "train.hint": "running, waiting, failed and succeeded in the last 24 h",
+    "train.filter": "Show",
+    "train.filter.all": "all", "train.filter.active": "running and waiting", "train.filter.failed": "failed",
+    "train.filter.success": "succeeded",
+    "train.none": "No training task in the last 24 h.",
+    "train.none_filtered": "No training task matches this filter.",
+    "train.task": "Task", "train.state": "State", "train.team": "Team", "train.node": "Node", "train.gpu": "GPU",
+    "train.started": "Started", "train.ended": "Ended", "train.reason": "Reason", "train.log": "Log",
+    "train.try": "try {n}",
+    "train.waiting_for": "waiting for {what}",
+    "wait.pool": "a pool slot", "wait.quota": "quota", "wait.scheduling": "a node",
+    "ti.running": "running", "ti.queued": "queued", "ti.scheduled": "scheduled", "ti.up_for_retry": "up for retry",
+    "ti.restarting": "restarting", "ti.failed": "failed", "ti.success": "succeeded",
+    "sedna.title": "Sedna workloads",
+    "sedna.hint": "federated learning and joint inference, desired vs actual children",
+    "sedna.not_installed": "Sedna's CRDs are not installed on this cluster.",
+    "sedna.none": "No FederatedLearningJob or JointInferenceService.",
+    "sedna.workload": "Workload", "sedna.phase": "Phase", "sedna.children": "Children", "sedna.events": "Last events",
+    "dur.s": "{n}s", "dur.m": "{n}m", "dur.h": "{n}h", "dur.d": "{n}d", "dur.none": "–",
+  },
+  "zh-CN": {
+    "title": "Skiff",
+    "live": "实时",
+    "live.hint": "页面每隔几秒自动刷新",
+    "loading": "加载中…",
+    "signed_in": "当前用户",
+    "teams": "团队",
+    "admin": "管理员",
+    "times_in": "时间按 {zone} 显示",
+    "session_ended": "Airflow 会话已结束：请刷新页面重新登录。",
+    "quota.title": "团队配额",
+    "quota.hint": "已用 / 上限，实时读取各团队的 ResourceQuota",
+    "quota.none": "你还不属于任何团队。",
+    "quota.missing": "无配额",
+    "res.cpu": "CPU", "res.memory": "内存", "res.gpu": "GPU", "res.storage": "存储",
+    "unit.cores": "核", "unit.GiB": "GiB", "unit.GPUs": "块 GPU",
+    "usage.title": "每位用户的 GPU 时长",
+    "usage.hint": "最近 30 天",
+    "usage.hint_report": "最近 {days} 天，报告生成于 {time}",
+    "usage.no_report": "还没有用量报告：usage_report DAG 每天生成一份，之后这里会按用户显示条形图。",
+    "usage.empty": "本期间没有使用 GPU：训练任务或开发实例使用 GPU 后，这里会按用户显示条形图。",
+    "usage.axis": "GPU 时长（小时）",
+    "usage.bar": "{user}：{hours} GPU 小时",
+    "inst.title": "开发实例",
+    "inst.new": "新建实例",
+    "inst.none": "还没有实例：点击“新建实例”创建一个。",
+    "inst.name": "名称", "inst.state": "状态", "inst.owner": "所有者", "inst.image": "镜像",
+    "inst.resources": "资源", "inst.age": "已运行", "inst.idle": "空闲", "inst.connect": "连接",
+    "inst.password": "密码",
+    "inst.owner_only": "仅所有者可见",
+    "inst.show": "显示", "inst.hide": "隐藏",
+    "inst.password_when_running": "运行时可见",
+    "inst.start_to_connect": "启动后可连接",
+    "inst.idle.stopped": "已停止",
+    "inst.idle.unknown": "未知：实例未上报活动",
+    "inst.idle.starting": "暂无：正在启动",
+    "inst.start": "启动", "inst.stop": "停止", "inst.delete": "删除",
+    "inst.confirm_delete": "删除 {team} 中的实例“{name}”？其 StatefulSet、Service、密码和端口将被删除，存储卷保留。",
+    "inst.cancel": "取消",
+    "inst.requested": "已请求对 {name} 执行{action}（运行 {run}）",
+    "inst.creating": "正在创建 {name}（运行 {run}）",
+    "inst.paused": "以下 DAG 在 Airflow 中已暂停：{dags}。依赖它们的操作会等待管理员恢复。",
+    "inst.may_not": "你的 Airflow 角色无权触发实例 DAG：只能查看，不能操作。",
+    "state.Running": "运行中", "state.Starting": "启动中", "state.Stopping": "停止中", "state.Stopped": "已停止",
+    "state.Pending": "等待中", "state.Failed": "失败", "state.Unknown": "未知",
+    "form.name": "名称", "form.name_hint": "例如 notebook", "form.team": "团队", "form.image": "镜像",
+    "form.cpu": "CPU", "form.memory": "内存（Gi）", "form.gpu": "GPU", "form.free": "剩余 {n}",
+    "form.volumes": "额外存储卷", "form.no_volumes": "该团队没有共享存储卷。",
+    "form.read_only": "只读", "form.mount_path": "挂载路径",
+    "form.ports": "额外端口", "form.ports_hint": "例如 5000, 7860（最多 3 个）",
+    "form.create": "创建", "form.gpu_image": "GPU",
+    "train.title": "训练",
+    "train.hint": "最近 24 小时内运行中、等待中、失败和成功的任务",
+    "train.filter": "显示",
+    "train.filter.all": "全部", "train.filter.active": "运行中和等待中", "train.filter.failed": "失败",
+    "train.filter.success": "成功",
+    "train.none": "最近 24 小时没有训练任务。",
+    "train.none_filtered": "没有符合筛选条件的训练任务。",
+    "train.task": "任务", "train.state": "状态", "train.team": "团队", "train.node": "节点", "train.gpu": "GPU",
+    "train.started": "开始时间", "train.ended": "结束时间", "train.reason": "原因", "train.log": "日志",
+    "train.try": "第 {n} 次尝试",
+    "train.waiting_for": "等待{what}",
+    "wait.pool": "资源池槽位", "wait.quota": "配额", "wait.scheduling": "可用节点",
+    "ti.running": "运行中", "ti.queued": "排队中", "ti.scheduled": "已调度", "ti.up_for_retry": "等待重试",
+    "ti.restarting": "重启中", "ti.failed": "失败", "ti.success": "成功",
+    "sedna.title": "Sedna 工作负载",
+    "sedna.hint": "联邦学习与联合推理，期望与实际的子资源",
+    "sedna.not_installed": "此集群未安装 Sedna 的 CRD。",
+    "sedna.none": "没有 FederatedLearningJob 或 JointInferenceService。",
+    "sedna.workload": "工作负载", "sedna.phase": "阶段", "sedna.children": "子资源", "sedna.events": "最近事件",
+    "dur.s": "{n}秒", "dur.m": "{n}分", "dur.h": "{n}小时", "dur.d": "{n}天", "dur.none": "–",
+  },
+};
+
+const ACTION_WORDS = { "zh-CN": { stop: "停止", start: "启动", delete: "删除" } };
+
+/** The language Airflow's UI shows (its i18next choice), as one of ours; English for any other. */
+export function language() {
+  let lng = "";
+  try { lng = localStorage.getItem("i18nextLng") || ""; } catch (e) { lng = ""; }
+  lng = lng || document.documentElement.lang || navigator.language || "en";
+  if (lng === "zh-CN" || lng.toLowerCase() === "zh" || lng.toLowerCase().startsWith("zh-hans")) return "zh-CN";
+  return MESSAGES[lng] ? lng : "en";
+}
+
+/** ``t("form.free", {n: 3})`` in the current language; a key missing there falls back to English. */
+export function t(key, vars) {
+  const lang = language();
+  const text = (MESSAGES[lang] && MESSAGES[lang][key]) ?? MESSAGES.en[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (_, k) => (vars && vars[k] !== undefined ? String(vars[k]) : `{${k}}`));
+}
+
+export function actionWord(action) {
+  const words = ACTION_WORDS[language()];
+  return words ? words[action] || action : action;
+}
+
+/** The time zone Airflow's UI shows times in: its menu's choice, else the browser's. */
+export function timeZone() {
+  try {
+    const stored = localStorage.getItem("timezone");
+    if (stored) {
+      const zone = JSON.parse(stored);
+      new Intl.DateTimeFormat("en", { timeZone: zone });  // throws on a zone the browser does not know
+      return zone;
+    }
+  } catch (e) { /* an unreadable choice: the browser's zone, as Airflow does */ }
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+}
+
+/** An ISO time as Airflow shows it: "YYYY-MM-DD HH:mm:ss" in the chosen zone ("" for none). */
+export function formatTime(iso, zone) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const parts = {};
+  for (const p of new Intl.DateTimeFormat("en-CA", {
+    timeZone: zone || timeZone(), year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+  }).formatToParts(d)) parts[p.type] = p.value;
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+}
