@@ -36,7 +36,7 @@ __all__ = [
 
 NOT_SET = ("[skiff] platform_file is not set: Skiff applies and enforces no teams without the reviewed platform "
            "file. Set it in airflow.cfg ([skiff] platform_file = /path/to/platform.yaml) or in the environment "
-           "(AIRFLOW__SKIFF__PLATFORM_FILE=/path/to/platform.yaml); an example to start from: {example}")
+           "({env}=/path/to/platform.yaml); an example to start from: {example}")
 
 
 def example_path() -> Path:
@@ -50,7 +50,7 @@ def platform_file(path: str | os.PathLike | None = None) -> Path:
     raises ``PlatformError`` saying how to set it."""
     chosen = path or settings.get("platform_file")
     if not chosen:
-        raise PlatformError(NOT_SET.format(example=example_path()))
+        raise PlatformError(NOT_SET.format(env=ENV_PLATFORM_FILE, example=example_path()))
     return Path(chosen)
 
 

@@ -325,7 +325,10 @@ def test_instance_action_param(case: Case, alices_instances, kubesim):
                "dag_run": SimpleNamespace(triggering_user_name=args.get("user", "bob"))}
     kubesim.reset_stats()
     if case.expect == "rejected":
-        with pytest.raises(ValueError) as info:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        # a refusal by rule fails the task at once, without retries (AirflowFailException, issue 19)
+        with pytest.raises((ValueError, AirflowFailException)) as info:
             op.execute(context)
         assert_names(case, str(info.value))
         assert kubesim.stats()["total"] == 0, kubesim.stats()["by_resource"]  # refused before any request
