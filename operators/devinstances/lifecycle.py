@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from operators.devinstances import desired, naming, tcp_services
+from operators.devinstances import admission, desired, naming, tcp_services
 from operators.devinstances.settings import Settings
 from operators.devinstances.spec import InstanceRequest
 from operators.k8s.resource import CONFIGMAPS, PVCS, SECRETS, SERVICES, STATEFULSETS
 from operators.k8s.rest import Kube
+from operators.platform.admission import AdmissionError
+from operators.platform.model import Platform
 
 log = logging.getLogger("skiff.devinstances")
 PASSWORD_BYTES = 24  # 192 bits from the OS's CSPRNG
@@ -85,8 +86,18 @@ def check_volumes(kube: Kube, req: InstanceRequest) -> None:
             raise InstanceError(f"{field}={claim!r}: no such PersistentVolumeClaim in {req.namespace}")
 
 
-def create(kube: Kube, req: InstanceRequest, settings: Settings,
-           admit: Callable[[InstanceRequest], None] | None = None) -> Outcome:
+def admit(kube: Kube, platform: Platform, req: InstanceRequest) -> None:
+    """Apply the platform's admission decision: a refusal raises ``AdmissionError``; an instance is interactive,
+    so one that would only wait for quota is refused too (saying what is in use), not queued."""
+    decision = admission.decision(kube, platform, req)
+    if decision.refused:
+        raise AdmissionError(decision.reason)
+    if decision.waits:
+        raise InstanceError(f"not enough free quota to start it now: {decision.reason}")
+
+
+def create(kube: Kube, req: InstanceRequest, settings: Settings, platform: Platform | None = None) -> Outcome:
+    """``platform``: the platform file to admit a new instance under (None: no admission check)."""
     existing = read_instance(kube, req.owner, req.namespace, req.name)
     if existing is None:
         others = count_instances(kube, req.owner)
@@ -95,8 +106,8 @@ def create(kube: Kube, req: InstanceRequest, settings: Settings,
                                 f"({', '.join(others)}); the limit is {settings.max_per_owner}, stopped ones "
                                 "included: delete one first")
         check_volumes(kube, req)
-        if admit is not None:
-            admit(req)
+        if platform is not None:
+            admit(kube, platform, req)
     return _ensure(kube, req, settings, existing)
 
 
