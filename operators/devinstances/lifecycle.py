@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from operators.devinstances import desired, naming, tcp_services
+from operators.devinstances import admission, desired, naming, tcp_services
 from operators.devinstances.settings import Settings
 from operators.devinstances.spec import InstanceRequest
 from operators.k8s.resource import CONFIGMAPS, PVCS, SECRETS, SERVICES, STATEFULSETS
 from operators.k8s.rest import Kube
+from operators.platform.admission import AdmissionError
+from operators.platform.model import Platform
 
 log = logging.getLogger("skiff.devinstances")
 PASSWORD_BYTES = 24  # 192 bits from the OS's CSPRNG
@@ -98,9 +99,20 @@ def _over_limit(owner: str, instances: list[str], limit: int) -> InstanceError:
                          f"the limit is {limit}, stopped ones included: delete one first")
 
 
-def create(kube: Kube, req: InstanceRequest, settings: Settings,
-           admit: Callable[[InstanceRequest], None] | None = None) -> Outcome:
-    """The per-owner limit holds under concurrency without a lock: the count before creating refuses the
+def admit(kube: Kube, platform: Platform, req: InstanceRequest) -> None:
+    """Apply the platform's admission decision: a refusal raises ``AdmissionError``; an instance is interactive,
+    so one that would only wait for quota is refused too (saying what is in use), not queued."""
+    decision = admission.decision(kube, platform, req)
+    if decision.refused:
+        raise AdmissionError(decision.reason)
+    if decision.waits:
+        raise InstanceError(f"not enough free quota to start it now: {decision.reason}")
+
+
+def create(kube: Kube, req: InstanceRequest, settings: Settings, platform: Platform | None = None) -> Outcome:
+    """``platform``: the platform file to admit a new instance under (None: no admission check).
+
+    The per-owner limit holds under concurrency without a lock: the count before creating refuses the
     common case with no write; after creating the StatefulSet this call counts again and, if the owner now
     has more than the limit, removes its own instance and fails (``_ensure``). Of any set of concurrent
     creates, the last one created sees all the others, so never more than the limit remain (docs/security.md)."""
@@ -110,8 +122,8 @@ def create(kube: Kube, req: InstanceRequest, settings: Settings,
         if len(others) >= settings.max_per_owner:
             raise _over_limit(req.owner, others, settings.max_per_owner)
         check_volumes(kube, req)
-        if admit is not None:
-            admit(req)
+        if platform is not None:
+            admit(kube, platform, req)
     return _ensure(kube, req, settings, existing)
 
 

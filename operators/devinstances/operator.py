@@ -92,7 +92,7 @@ class DevInstanceOperator(BaseOperator):
             platform = load_platform()
             req = request_from_params(platform, owner, params)
             api = Kube(api_client(self.kubernetes_conn_id))
-            outcome = lifecycle.create(api, req, settings, admit=_admission(platform, api))
+            outcome = lifecycle.create(api, req, settings, platform=platform)
             team = req.namespace
         else:  # a team admin also acts for the team's instance owners
             airflow_admins = configured_admins()
@@ -153,23 +153,3 @@ def team_namespace_and_admins(team: Any, user: str | None = None,
         raise invalid("team", team, f"{exc}; only an Airflow admin may act in a namespace the file does "
                       "not list") from None
     return found.namespace, found.admins
-
-
-def _admission(platform, kube):
-    """The platform's admission check of an instance's requests against its team's quota and what is free now:
-    an instance is interactive, so one that would not start now is refused (saying what is in use), not queued."""
-    from operators.devinstances.lifecycle import InstanceError
-    from operators.k8s.resource import RESOURCEQUOTAS
-    from operators.platform.admission import Request, check_request
-    from operators.platform.model import QUOTA_NAME
-
-
-    def admit(req) -> None:
-        status = (kube.get(RESOURCEQUOTAS, req.namespace, QUOTA_NAME) or {}).get("status")
-        decision = check_request(platform, Request(
-            team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi", gpu=req.gpu,
-            home=req.home_pvc, volumes=req.mounts), status)
-        if decision.wait:
-            raise InstanceError(f"not enough free quota to start it now: {decision.wait}")
-
-    return admit

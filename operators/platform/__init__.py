@@ -2,7 +2,7 @@
 who may use which volumes, which images and registries are allowed and how node pools are marked.
 
 ``load_platform()`` finds and validates it; ``Platform`` (``model``) answers questions about it; ``desired``
-renders what the cluster should hold; ``admission`` checks a request against it and the live quota;
+renders what the cluster should hold; ``admission`` decides on a request under it and the observed quota;
 ``sync`` applies it (the ``platform_sync`` DAG); ``usage`` reports quota use and GPU/CPU-hours.
 """
 

@@ -1,16 +1,22 @@
-"""Check a request (training step or development instance) against the platform file and the live quota,
-before anything is created. Pure: ``check_request`` takes the ``Platform``, the request and the quota's
-status, and returns a ``Decision`` or raises ``AdmissionError`` naming what is wrong.
+"""Admission: may this request run in this team, and now? A pure decision (no I/O, no Airflow, no operator).
 
-* Never fits (more than the team's quota, or the online pool for a team not allowed it, or a volume the user
-  may not mount): ``AdmissionError`` at once, e.g. "team recsys asks 4 GPU, quota 2".
-* Fits the quota but not what is free now: ``Decision.wait`` says what it waits for ("2 GPU: 1 of 2 in use
-  in team recsys"); the caller queues (Airflow pool ``skiff-<team>``) or waits (``quota_wait``).
-* Volumes: the user's own home PVC, the team's shared volumes and volumes shared with the user; a read-only
-  grant sets ``readOnly`` on both the volume and the mount whatever was asked (``Decision.volumes``).
+``decide(platform, request, quota_status)`` takes an ``AdmissionRequest`` (a frozen value: team, user, what it
+asks), the ``Platform`` and what the caller observed (the team's ResourceQuota ``status``), and returns a
+``Decision``, as controller-runtime's ``Reconcile(request)`` returns a ``Result``: it never reaches into its
+caller. Each feature observes the quota through ``operators.k8s``, calls it, and applies the decision in its
+own package (``operators.training.admission``, ``operators.devinstances.admission``).
 
-``enforce_training`` is the one call ``TrainingJobOperator.execute`` makes; development instances call
-``check_request`` with their own ``Request``.
+* ``refuse``, it can never be admitted: more than the team's quota, the online pool for a team not allowed it, a
+  volume the user may not mount, a user not in the team (``reason``: e.g. "team recsys asks 4 GPU, quota 2").
+  Features raise ``AdmissionError(reason)``.
+* ``wait``, it fits the quota but not what is free now (``reason``: "team recsys waits for 2 GPU (1 of 2 in
+  use)"): a training step queues (its Job waits at the quota, ``quota_wait``); an interactive instance is
+  refused, saying what is in use.
+* ``admit``, it fits now.
+
+An admitted or waiting request carries what to apply: ``volumes`` (the user's own home PVC, the team's shared
+volumes and volumes shared with the user; a read-only grant sets ``readOnly`` whatever was asked) and
+``node_pools`` (the GPU resource and taints, the online pool) for the placement.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from operators.core.nodepools import NodePools
-from operators.core.quantity import cpu_quantity, gpu_count, human, memory_gi, parse_quantity
-from operators.core.volumes import Volume, home_pvc, volumes
-from operators.platform.model import QUOTA_NAME, Platform
+from operators.core.quantity import human, parse_quantity
+from operators.core.volumes import Volume, home_pvc
+from operators.platform.model import Platform, PlatformError, Team
 
 RULE = "a user mounts their own home PVC, their team's volumes and volumes shared with them"
+ADMIT, WAIT, REFUSE = "admit", "wait", "refuse"
 
 
 class AdmissionError(ValueError):
@@ -31,7 +38,9 @@ class AdmissionError(ValueError):
 
 
 @dataclass(frozen=True)
-class Request:
+class AdmissionRequest:
+    """What a training step or a development instance asks, as plain values (already validated)."""
+
     team: str                     # team name or namespace
     user: str
     cpu: str                      # quantities ("2", "500m"); memory like "4Gi"
@@ -39,63 +48,96 @@ class Request:
     gpu: int = 0
     home: str | None = None       # PVC at /root (None: the user's home PVC)
     volumes: tuple[Volume, ...] = ()
-    online: bool = False
+    online: bool = False          # the online (production) pool
 
 
 @dataclass(frozen=True)
 class Decision:
-    volumes: tuple[Volume, ...]
-    wait: str | None = None       # None: fits what is free now
+    verdict: str                              # ADMIT, WAIT or REFUSE
+    reason: str | None = None                 # WAIT: what it waits for; REFUSE: why never
+    volumes: tuple[Volume, ...] = ()          # the mounts to apply (read-only where granted read-only)
+    node_pools: NodePools = NodePools()       # where it is placed (GPU resource and taints, online pool)
+
+    @property
+    def refused(self) -> bool:
+        return self.verdict == REFUSE
+
+    @property
+    def waits(self) -> bool:
+        return self.verdict == WAIT
 
 
-def _resources(platform: Platform, req: Request) -> list[tuple[str, str, Decimal, bool]]:
+def _refuse(reason: str) -> Decision:
+    return Decision(REFUSE, reason)
+
+
+def _asks(platform: Platform, req: AdmissionRequest) -> list[tuple[str, str, Decimal, bool]]:
     """(label, quota key, amount asked, binary units) for what the request asks."""
     gpu_key = f"requests.{platform.node_pools.gpu_resource}"
     return [("GPU", gpu_key, Decimal(req.gpu), False), ("CPU", "requests.cpu", parse_quantity(req.cpu), False),
             ("memory", "requests.memory", parse_quantity(req.memory), True)]
 
 
-def _check_volumes(platform: Platform, req: Request, team: str) -> tuple[Volume, ...]:
+def _volume_refusal(platform: Platform, req: AdmissionRequest, team: str) -> str | None:
     home = req.home or home_pvc(req.user)
     if platform.volume_access(req.user, team, home) != "rw":
         owner = next((u for u in platform.users() if home_pvc(u) == home), None)
         why = f"it is {owner}'s home PVC" if owner else f"it is not {req.user}'s home PVC in team {team}"
-        raise AdmissionError(f"pvc={home!r}: {req.user} may not mount it at /root: {why} ({RULE})")
-    out = []
+        return f"pvc={home!r}: {req.user} may not mount it at /root: {why} ({RULE})"
     for i, vol in enumerate(req.volumes):
-        access = platform.volume_access(req.user, team, vol.pvc)
-        if access is None:
-            raise AdmissionError(f"volumes[{i}].pvc={vol.pvc!r}: {req.user} may not mount it in team {team} ({RULE}; "
-                                 f"shared volumes are listed under 'volumes' in {platform.source})")
-        out.append(replace(vol, read_only=True) if access == "ro" else vol)
-    return tuple(out)
+        if platform.volume_access(req.user, team, vol.pvc) is None:
+            return (f"volumes[{i}].pvc={vol.pvc!r}: {req.user} may not mount it in team {team} ({RULE}; "
+                    f"shared volumes are listed under 'volumes' in {platform.source})")
+    return None
 
 
-def check_request(platform: Platform, req: Request, quota_status: dict | None) -> Decision:
-    """``quota_status``: the live ResourceQuota's ``status`` ({"hard", "used"}), or None if unknown."""
-    team = platform.team(req.team)
+def _granted(platform: Platform, req: AdmissionRequest, team: str) -> tuple[Volume, ...]:
+    """The asked volumes, read-only where the file grants the user read-only access."""
+    return tuple(replace(v, read_only=True) if platform.volume_access(req.user, team, v.pvc) == "ro" else v
+                 for v in req.volumes)
+
+
+def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | None:
     if req.user not in team.users:
-        raise AdmissionError(f"user {req.user!r} is not a member of team {team.name} in {platform.source}")
+        return f"user {req.user!r} is not a member of team {team.name} in {platform.source}"
     if req.online and not team.allow_online:
-        raise AdmissionError(f"online=True: team {team.name} may not use the online pool "
-                             f"(allow_online is not set for it in {platform.source})")
-    volumes = _check_volumes(platform, req, team.name)
+        return (f"online=True: team {team.name} may not use the online pool "
+                f"(allow_online is not set for it in {platform.source})")
+    refused = _volume_refusal(platform, req, team.name)
+    if refused:
+        return refused
     quota = team.quota.amounts()
     limits = {"GPU": quota["gpu"], "CPU": quota["cpu"], "memory": quota["memory"]}
-    for label, _key, ask, binary in _resources(platform, req):
+    for label, _key, ask, binary in _asks(platform, req):
         if ask > limits[label]:
-            raise AdmissionError(f"team {team.name} asks {human(ask, binary)} {label}, quota "
-                                 f"{human(limits[label], binary)}")
+            return f"team {team.name} asks {human(ask, binary)} {label}, quota {human(limits[label], binary)}"
+    return None
+
+
+def _waits_for(platform: Platform, req: AdmissionRequest, team: Team, quota_status: dict | None) -> str | None:
     hard = (quota_status or {}).get("hard") or {}
     used = (quota_status or {}).get("used") or {}
     waits = []
-    for label, key, ask, binary in _resources(platform, req):
+    for label, key, ask, binary in _asks(platform, req):
         if ask and key in hard and key in used:
             cap, now = parse_quantity(hard[key]), parse_quantity(used[key])
             if now + ask > cap:
                 waits.append(f"{human(ask, binary)} {label} ({human(now, binary)} of {human(cap, binary)} in use)")
-    wait = f"team {team.name} waits for " + ", ".join(waits) if waits else None
-    return Decision(volumes=volumes, wait=wait)
+    return f"team {team.name} waits for " + ", ".join(waits) if waits else None
+
+
+def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None) -> Decision:
+    """``quota_status``: the team's live ResourceQuota ``status`` ({"hard", "used"}), None if unknown (then
+    nothing is waited for: the API server's quota admission still has the last word)."""
+    try:
+        team = platform.team(req.team)
+    except PlatformError as exc:
+        return _refuse(str(exc))
+    refused = _refusal(platform, req, team)
+    if refused:
+        return _refuse(refused)
+    waits = _waits_for(platform, req, team, quota_status)
+    return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools)
 
 
 def enforced_platform() -> Platform | None:
@@ -105,39 +147,3 @@ def enforced_platform() -> Platform | None:
     from operators.platform import load_platform
 
     return load_platform() if settings.get("platform_file") else None
-
-
-def _how_it_waits(quota_wait: float | None) -> str:
-    if quota_wait is None:
-        return "the Job waits at the quota until it fits (quota_wait=None)"
-    if quota_wait > 0:
-        return f"the Job waits at the quota up to {quota_wait:g} s (quota_wait) for it to fit"
-    return ("quota_wait is 0: the task fails if the quota is still in use when the Job's pod is created "
-            "(queue in the team's Airflow pool or set quota_wait)")
-
-
-def enforce_training(op, log) -> NodePools | None:
-    """Called by ``TrainingJobOperator.execute`` before anything is created: fail fast, log what it waits
-    for, and force read-only mounts the file grants read-only (rewrites ``op.volumes``). Returns the file's
-    node pools (GPU and online pool taints for the Job), None when no platform file is enforced."""
-    from operators.k8s import Kube, api_client
-    from operators.k8s.resource import Resource
-
-    platform = enforced_platform()
-    if platform is None:
-        return None
-    asked = volumes(op.volumes)
-    req = Request(team=op.namespace, user=op.owner, cpu=cpu_quantity(op.cpu), memory=memory_gi(op.memory) + "Gi",
-                  gpu=gpu_count(op.gpu), home=op.pvc, online=bool(op.online), volumes=asked)
-    quota = Kube(api_client(op.kubernetes_conn_id)).get(Resource("v1", "resourcequotas"),
-                                                        platform.team(op.namespace).namespace, QUOTA_NAME)
-    quota_status = (quota or {}).get("status")
-    decision = check_request(platform, req, quota_status)
-    if decision.wait:
-        log.info("%s; %s", decision.wait, _how_it_waits(op.follow_settings.quota_wait))
-    for before, after in zip(asked, decision.volumes, strict=True):
-        if after.read_only and not before.read_only:
-            log.info("volume %s is shared read-only with %s: mounted read-only", after.pvc, op.owner)
-    op.volumes = list(decision.volumes)
-    return platform.node_pools
-

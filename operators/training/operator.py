@@ -33,7 +33,8 @@ from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
 from operators import settings
 from operators.metrics import emit as metrics
-from operators.platform.admission import enforce_training
+from operators.platform.admission import Decision
+from operators.training import admission
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
@@ -174,35 +175,37 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
         )
         self._job_ref: dict | None = None
-        self._node_pools = None  # the enforced platform file's node_pools, set in execute
         if not _has_jinja(self):
             self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
             string_map("labels", self.labels, label_values=True)
             string_map("pod_annotations", self.pod_annotations, label_values=False)
 
     # ---- pure: inputs -> desired Job ---------------------------------------------------------------------
-    def build_spec(self) -> TrainingJobSpec:
-        pools = self._node_pools  # with a platform file its node_pools, else [skiff] online_pool_key/value
+    def build_spec(self, admitted: Decision | None = None) -> TrainingJobSpec:
+        """The validated spec of these inputs; ``admitted``: the platform's decision to apply (the volumes it
+        granted, its node pools), None without a platform file ([skiff] online_pool_key/value then)."""
+        pools = admitted.node_pools if admitted else None
         return build_spec(
             image=self.image, namespace=self.namespace, work_dir=self.work_dir, exec_command=self.exec_command,
             entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
             gpu=self.gpu, pvc=self.pvc if self.pvc is not None else default_pvc(self.owner),
-            volumes_=self.volumes, online=self.online,
+            volumes_=admitted.volumes if admitted else self.volumes, online=self.online,
             pool_key=self.online_pool_key or (pools.online_key if pools else settings.get("online_pool_key")),
             pool_value=self.online_pool_value or (pools.online_value if pools else settings.get("online_pool_value")),
             node_pools=pools,
         )
 
-    def build_manifest(self, key: TaskInstanceKey) -> dict:
-        return job_manifest(self.build_spec(), key, labels=self.labels, pod_annotations=self.pod_annotations,
+    def build_manifest(self, key: TaskInstanceKey, admitted: Decision | None = None) -> dict:
+        return job_manifest(self.build_spec(admitted), key, labels=self.labels, pod_annotations=self.pod_annotations,
                             execution_timeout=self.execution_timeout,
                             ttl_seconds_after_finished=self.ttl_seconds_after_finished)
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
-        # the platform file's rules and the team's quota, before anything is created; its node pools for the Job
-        self._node_pools = enforce_training(self, self.log)
-        self._manifest = self.build_manifest(task_instance_key(context))  # bad input fails here, nothing created
+        # bad input fails here, then the platform file's rules and the team's quota: before anything is created
+        admitted = admission.admit(self.build_spec(), self.owner, self.kubernetes_conn_id,
+                                   self.follow_settings.quota_wait, self.log)
+        self._manifest = self.build_manifest(task_instance_key(context), admitted)
         return self.execute_resumable(context)
 
     def _jobs(self):

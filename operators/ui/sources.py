@@ -51,11 +51,20 @@ def list_all(k: Kube, group_version: str, plural: str, *, labels: str | None = N
 # ---------------------------------------------------------------- quota
 
 
+def gpu_resource() -> str:
+    """What the page counts as GPUs: the platform file's ``node_pools.gpu.resource`` (``nvidia.com/gpu`` unless
+    the file names another)."""
+    from operators.platform import load_platform
+
+    return load_platform().node_pools.gpu_resource
+
+
 def quotas(k: Kube, teams: Iterable[str] | None) -> list[dict]:
     """``skiff-quota`` of each team (``teams=None``: every team that has one), as bars."""
     found = {q["metadata"]["namespace"]: q for q in _list(k, QUOTAS, fields=f"metadata.name={QUOTA_NAME}")}
     names = sorted(found) if teams is None else list(teams)
-    return [views.team_quota(t, found.get(t)) for t in names]
+    gpus = gpu_resource()
+    return [views.team_quota(t, found.get(t), gpus) for t in names]
 
 
 # ---------------------------------------------------------------- training
@@ -124,12 +133,13 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     pods: dict[str, list[dict]] = {}
     for p in _list(k, PODS, labels=TRAINING_SELECTOR):
         pods.setdefault(p["metadata"].get("labels", {}).get("skiff.io/job-name"), []).append(p)
-    rows = []
+    rows, gpus = [], gpu_resource()
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
         job_pods = pods.get(job["metadata"]["name"], []) if job else []
         reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
-        rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason))
+        rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason,
+                                       gpu_resource=gpus))
     return rows
 
 

@@ -11,16 +11,10 @@ from datetime import datetime
 from decimal import Decimal
 from urllib.parse import quote
 
+from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
 
 GI = Decimal(2**30)
-# bar -> quota keys, first present wins (requests are what the scheduler admits on; cpu/memory are aliases)
-QUOTA_KEYS = {
-    "cpu": ("requests.cpu", "cpu", "limits.cpu"),
-    "memory": ("requests.memory", "memory", "limits.memory"),
-    "gpu": ("requests.nvidia.com/gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu"),
-    "storage": ("requests.storage",),
-}
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}
 BYTES = {"memory", "storage"}
 
@@ -30,12 +24,20 @@ def _amount(resource: str, value: object) -> float:
     return float(amount / GI if resource in BYTES else amount)
 
 
-def quota_bars(quota: Mapping) -> list[dict]:
+def quota_keys(gpu_resource: str = GPU_RESOURCE) -> dict[str, tuple[str, ...]]:
+    """bar -> quota keys, first present wins (requests are what the scheduler admits on; cpu/memory are aliases);
+    GPUs are the platform file's ``node_pools.gpu.resource``."""
+    return {"cpu": ("requests.cpu", "cpu", "limits.cpu"), "memory": ("requests.memory", "memory", "limits.memory"),
+            "gpu": (f"requests.{gpu_resource}", gpu_resource, f"limits.{gpu_resource}"),
+            "storage": ("requests.storage",)}
+
+
+def quota_bars(quota: Mapping, gpu_resource: str = GPU_RESOURCE) -> list[dict]:
     """One ResourceQuota -> a bar per resource it limits: ``{resource, used, hard, unit, percent}``."""
     status = quota.get("status") or {}
     hard, used = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}, status.get("used") or {}
     bars = []
-    for resource, keys in QUOTA_KEYS.items():
+    for resource, keys in quota_keys(gpu_resource).items():
         key = next((k for k in keys if k in hard), None)
         if key is None:
             continue
@@ -45,8 +47,8 @@ def quota_bars(quota: Mapping) -> list[dict]:
     return bars
 
 
-def team_quota(team: str, quota: Mapping | None) -> dict:
-    return {"team": team, "bars": quota_bars(quota) if quota else [], "missing": quota is None}
+def team_quota(team: str, quota: Mapping | None, gpu_resource: str = GPU_RESOURCE) -> dict:
+    return {"team": team, "bars": quota_bars(quota, gpu_resource) if quota else [], "missing": quota is None}
 
 
 def free_quota(bars: Iterable[dict]) -> dict[str, float]:
@@ -92,14 +94,14 @@ def job_key(annotations: Mapping[str, str]) -> tuple | None:
         return None
 
 
-def _pod_facts(pod: Mapping | None) -> dict:
+def _pod_facts(pod: Mapping | None, gpu_resource: str) -> dict:
     if not pod:
         return {"node": None, "gpu": 0, "cpu": None, "memory": None, "pod_phase": None}
     spec = pod.get("spec") or {}
     gpu, cpu, memory = 0.0, None, None
     for c in spec.get("containers") or []:
         limits = (c.get("resources") or {}).get("limits") or {}
-        gpu += float(parse_quantity(str(limits.get("nvidia.com/gpu", "0"))))
+        gpu += float(parse_quantity(str(limits.get(gpu_resource, "0"))))
         cpu = limits.get("cpu", cpu)
         memory = limits.get("memory", memory)
     return {"node": spec.get("nodeName"), "gpu": int(gpu), "cpu": cpu, "memory": memory,
@@ -121,7 +123,7 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
 
 
 def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: datetime,
-                 reason: str | None = None, problem: str | None = None) -> dict:
+                 reason: str | None = None, problem: str | None = None, gpu_resource: str = GPU_RESOURCE) -> dict:
     """One task instance of ``TrainingJobOperator`` with what its Job and pod say."""
     start = ti.get("start_date") or ti.get("queued_dttm") or ti.get("scheduled_dttm")
     end = ti.get("end_date") if ti["state"] not in ACTIVE_STATES else None
@@ -138,7 +140,7 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
         "log_path": task_log_path(ti["dag_id"], ti["run_id"], ti["task_id"], ti.get("map_index", -1),
                                   max(1, ti.get("try_number") or 1)),
     }
-    row.update(_pod_facts(pod))
+    row.update(_pod_facts(pod, gpu_resource))
     return row
 
 

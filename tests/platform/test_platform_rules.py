@@ -8,14 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from platform_support import PLATFORM, platform
 
-from operators.platform.admission import AdmissionError, Request, Volume, check_request
+from operators.core.volumes import Volume
+from operators.platform.admission import AdmissionRequest, decide
 from operators.platform.desired import desired_objects, desired_pools
 from operators.platform.pools import plan_pools
 from operators.platform.usage import summarise
 
 
-def req(**kw) -> Request:
-    return Request(**{"team": "recsys", "user": "alice", "cpu": "1", "memory": "2Gi", **kw})
+def req(**kw) -> AdmissionRequest:
+    return AdmissionRequest(**{"team": "recsys", "user": "alice", "cpu": "1", "memory": "2Gi", **kw})
 
 
 FREE = {"hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "8", "requests.memory": "32Gi"},
@@ -31,21 +32,22 @@ FREE = {"hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "8", "requests.
     ({"volumes": (Volume("carol-home", "/c"),)}, "volumes[0].pvc='carol-home': alice may not mount it"),
     ({"user": "bob", "home": "alice-home"}, "pvc='alice-home': bob may not mount it at /root: it is alice's"),
 ])
-def test_never_fits_fails_naming_what(kw, message):
-    with pytest.raises(AdmissionError) as caught:
-        check_request(platform(), req(**kw), FREE)
-    assert str(caught.value).startswith(message)
+def test_never_fits_is_refused_naming_what(kw, message):
+    decision = decide(platform(), req(**kw), FREE)
+    assert decision.verdict == "refuse" and decision.refused
+    assert decision.reason.startswith(message)
 
 
 def test_fits_the_quota_but_not_the_free_part_waits_saying_for_what():
-    decision = check_request(platform(), req(gpu=2, cpu="1"), FREE)
-    assert decision.wait == "team recsys waits for 2 GPU (1 of 2 in use), 1 CPU (7.5 of 8 in use)"
-    assert check_request(platform(), req(gpu=1, cpu="0.5"), FREE).wait is None
-    assert check_request(platform(), req(gpu=2), None).wait is None     # no live status: nothing to wait for
+    decision = decide(platform(), req(gpu=2, cpu="1"), FREE)
+    assert decision.verdict == "wait" and decision.waits
+    assert decision.reason == "team recsys waits for 2 GPU (1 of 2 in use), 1 CPU (7.5 of 8 in use)"
+    assert decide(platform(), req(gpu=1, cpu="0.5"), FREE).verdict == "admit"
+    assert decide(platform(), req(gpu=2), None).verdict == "admit"     # no live status: nothing to wait for
 
 
 def test_the_wait_message_says_what_quota_wait_will_do():
-    from operators.platform.admission import _how_it_waits
+    from operators.training.admission import how_it_waits as _how_it_waits
 
     assert _how_it_waits(None) == "the Job waits at the quota until it fits (quota_wait=None)"
     assert _how_it_waits(7200.0) == "the Job waits at the quota up to 7200 s (quota_wait) for it to fit"
@@ -54,9 +56,9 @@ def test_the_wait_message_says_what_quota_wait_will_do():
 
 def test_volume_grants():
     ask = (Volume("datasets", "/data", read_only=False), Volume("scratch", "/s", read_only=False))
-    as_bob = check_request(platform(), req(user="bob", volumes=ask), None).volumes
+    as_bob = decide(platform(), req(user="bob", volumes=ask), None).volumes
     assert [v.read_only for v in as_bob] == [True, False]     # datasets: reader only; scratch: team volume
-    as_alice = check_request(platform(), req(volumes=ask), None).volumes
+    as_alice = decide(platform(), req(volumes=ask), None).volumes
     assert [v.read_only for v in as_alice] == [False, False]  # alice writes datasets
 
 

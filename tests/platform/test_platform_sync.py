@@ -137,6 +137,20 @@ def enforced(kubesim, k8s, kube_conn, tmp_path, monkeypatch):
     return path
 
 
+def busy_recsys(k8s):
+    """A running pod holding 7 of recsys's 8 CPUs, once the quota counts it."""
+    from kubesim.testing import wait_until
+
+    core = client.CoreV1Api(k8s)
+    core.create_namespaced_pod("recsys", {
+        "metadata": {"name": "busy", "annotations": {"kubesim.io/duration": "600"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "resources": {
+            "requests": {"cpu": "7", "memory": "1Gi"}, "limits": {"cpu": "7", "memory": "1Gi"}}}]}})
+    wait_until(lambda: (core.read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {}).get(
+        "requests.cpu") == "7", what="the quota counts the busy pod")
+    return core
+
+
 def test_training_pods_pull_with_the_team_service_account_secrets(enforced, k8s):
     """Jobs' pods run as the team's ServiceAccount ``default``; the API server copies its pull secrets in."""
     _training("prep").execute(_context("prep"))
@@ -150,13 +164,13 @@ def test_instances_run_as_the_team_service_account_with_its_pull_secrets(enforce
     runs as the team's ServiceAccount with the team's pull secrets."""
     from kubesim.testing import wait_until
     from operators.devinstances import lifecycle
-    from operators.devinstances.operator import _admission, request_from_params
+    from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
     from operators.platform import load_platform
 
     the_platform = load_platform(enforced)
     req = request_from_params(the_platform, "bob", {"team": "recsys", "name": "nb", "cpu": 1, "memory": 1})
-    lifecycle.create(Kube(k8s), req, Settings(host="dev.example.com"), admit=_admission(the_platform, Kube(k8s)))
+    lifecycle.create(Kube(k8s), req, Settings(host="dev.example.com"), platform=the_platform)
     core = client.CoreV1Api(k8s)
     pods = wait_until(lambda: core.list_namespaced_pod("recsys", label_selector="skiff.io/instance=nb").items,
                       what="the instance's pod")
@@ -216,13 +230,7 @@ def test_training_that_fits_the_quota_but_not_the_free_part_says_what_it_waits_f
 
     from kubesim.testing import wait_until
 
-    core = client.CoreV1Api(k8s)
-    core.create_namespaced_pod("recsys", {
-        "metadata": {"name": "busy", "annotations": {"kubesim.io/duration": "600"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "resources": {
-            "requests": {"cpu": "7", "memory": "1Gi"}, "limits": {"cpu": "7", "memory": "1Gi"}}}]}})
-    wait_until(lambda: (core.read_namespaced_resource_quota("skiff-quota", "recsys").status.used or {}).get(
-        "requests.cpu") == "7", what="the quota counts the busy pod")
+    core = busy_recsys(k8s)
 
     def free_the_quota_once_refused():
         wait_until(lambda: any(e.reason == "FailedCreate" for e in core.list_namespaced_event("recsys").items),
@@ -239,6 +247,34 @@ def test_training_that_fits_the_quota_but_not_the_free_part_says_what_it_waits_f
             "(quota_wait=None)") in capfd.readouterr().out
     (job,) = client.BatchV1Api(k8s).list_namespaced_job("recsys").items
     assert job.status.succeeded == 1
+
+
+def test_an_instance_that_would_wait_for_quota_is_refused_saying_what_is_in_use(enforced, kubesim, k8s):
+    """Development instances apply the same admission decision as training steps; an instance is interactive, so
+    one that fits the quota but not what is free now is refused (not queued), and one that never fits too:
+    before anything is written."""
+    from dataclasses import replace
+
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import load_platform
+    from operators.platform.admission import AdmissionError
+
+    busy_recsys(k8s)
+    the_platform = load_platform(enforced)
+    req = request_from_params(the_platform, "bob", {"team": "recsys", "name": "nb", "cpu": 2, "memory": 1})
+    settings = Settings(host="dev.example.com")
+    kubesim.controls.reset_stats()
+    with pytest.raises(lifecycle.InstanceError, match=r"^not enough free quota to start it now: team recsys waits "
+                                                      r"for 2 CPU \(7 of 8 in use\)$"):
+        lifecycle.create(Kube(k8s), req, settings, platform=the_platform)
+    with pytest.raises(AdmissionError, match="^team recsys asks 9 CPU, quota 8$"):
+        lifecycle.create(Kube(k8s), replace(req, cpu="9"), settings, platform=the_platform)
+    assert writes(kubesim) == 0
+    lifecycle.create(Kube(k8s), replace(req, cpu="1"), settings, platform=the_platform)  # 1 CPU is free: admitted
+    assert [p.metadata.name for p in client.AppsV1Api(k8s).list_namespaced_stateful_set("recsys").items] == [
+        "bob-nb"]
 
 
 def test_read_only_share_is_mounted_read_only_whatever_was_asked(enforced, k8s):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from ui_support import ARTIFACTS, SUB_PATH
+from ui_support import ARTIFACTS, SUB_PATH, TPU
 
 from devstack.airflow_env import REPO, airflow_env
 from devstack.browser import chromium
@@ -38,12 +39,12 @@ def browser(tmp_path):
         driver.quit()
 
 
-def seed_teams(api) -> None:
-    """The example platform file applied to the cluster (teams, quotas, home PVCs, shared volumes)."""
+def seed_teams(api, platform_file: Path | None = None) -> None:
+    """The platform file (default: the example) applied to the cluster (teams, quotas, home PVCs, shared volumes)."""
     from operators.platform import example_path, load_platform
     from operators.teams import ensure_queues
 
-    report = ensure_queues(Kube(api), load_platform(example_path()))
+    report = ensure_queues(Kube(api), load_platform(platform_file or example_path()))
     assert not report.errors, report.errors
 
 
@@ -75,14 +76,34 @@ class ApiServer:
 
 @pytest.fixture(scope="module")
 def api_server(kubesim_server, tmp_path_factory):
+    with serve(kubesim_server, tmp_path_factory.mktemp("ui-api")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tpu_server(kubesim_server, tmp_path_factory):
+    """The api-server and kubesim with the example platform file naming ``example.com/tpu`` as its GPU resource."""
+    workdir = tmp_path_factory.mktemp("ui-tpu")
+    example = (REPO / "operators" / "platform" / "example.yaml").read_text()
+    assert "resource: nvidia.com/gpu" in example
+    platform_file = workdir / "platform.yaml"
+    platform_file.write_text(example.replace("resource: nvidia.com/gpu", f"resource: {TPU}"))
+    with serve(kubesim_server, workdir, platform_file) as server:
+        yield server
+
+
+@contextmanager
+def serve(kubesim_server, workdir: Path, platform_file: Path | None = None):
+    """kubesim reset and seeded from ``platform_file`` (default: the example), and an api-server enforcing it."""
     kubesim_server.reset()
-    workdir = tmp_path_factory.mktemp("ui-api")
     kubeconfig = kubesim_server.write_kubeconfig(workdir / "kubeconfig")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(airflow_env(workdir / "airflow", dags_folder=REPO / "dags", api_port=port, kubeconfig=kubeconfig))
     env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{port}{SUB_PATH}/"
     env["AIRFLOW__API__WORKERS"] = "1"
+    if platform_file is not None:
+        env["AIRFLOW__SKIFF__PLATFORM_FILE"] = str(platform_file)
     for argv in (["db", "migrate"], ["dags", "reserialize"]):
         done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
         assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
@@ -100,7 +121,7 @@ def api_server(kubesim_server, tmp_path_factory):
 
         wait_until(healthy, timeout=600, interval=0.5, what="airflow api-server healthy")  # 90 s was short on a shared machine
         api = sync_api_client(kubesim_server.url)
-        seed_teams(api)
+        seed_teams(api, platform_file)
         yield ApiServer(url, workdir / "airflow", api, env)
         api.close()
     finally:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 import yaml
 from kubernetes import client
+from ui_support import SEED_WAITING
 
 from kubesim.testing import wait_until
 from operators.k8s import Kube
@@ -152,26 +153,6 @@ def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_
         assert [t["dag_id"] for t in carol.get("/api/training").json()["tasks"]] == ["training_failure_demo"]
 
 
-# a run of the daily pipeline as the scheduler leaves it: preprocess waits for a slot of the team's pool (scheduled,
-# no Job yet), train is deferred on its Job
-SEED_WAITING = """
-from datetime import UTC, datetime, timedelta
-from airflow.models.serialized_dag import SerializedDagModel
-from airflow.models.taskinstance import TaskInstance as TI
-from airflow.utils.session import create_session
-from airflow.utils.state import DagRunState
-from airflow.utils.types import DagRunTriggeredByType, DagRunType
-from sqlalchemy import select
-now = datetime.now(UTC)
-with create_session() as s:
-    dag = SerializedDagModel.get_dag("training_recommendation_daily", session=s)
-    dag.create_dagrun(run_id="manual__waiting", run_after=now, run_type=DagRunType.MANUAL,
-                      triggered_by=DagRunTriggeredByType.TEST, state=DagRunState.RUNNING, session=s)
-    s.flush()
-    tis = {ti.task_id: ti for ti in s.scalars(select(TI).where(TI.run_id == "manual__waiting"))}
-    tis["preprocess"].state, tis["preprocess"].scheduled_dttm = "scheduled", now - timedelta(minutes=2)
-    tis["train"].state, tis["train"].try_number, tis["train"].start_date = "deferred", 1, now - timedelta(minutes=1)
-"""
 
 
 def test_training_rows_show_tasks_waiting_for_the_pool_and_for_quota(api_server):

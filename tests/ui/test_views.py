@@ -35,6 +35,16 @@ def test_quota_without_status_yet_counts_nothing_used_and_skips_unlimited_resour
     assert views.team_quota("ml", None) == {"team": "ml", "bars": [], "missing": True}
 
 
+def test_gpu_bars_and_rows_count_the_platforms_gpu_resource():
+    q = quota({"requests.example.com/tpu": "4", "requests.nvidia.com/gpu": "8"},
+              {"requests.example.com/tpu": "1", "requests.nvidia.com/gpu": "8"})
+    (gpu,) = views.quota_bars(q, "example.com/tpu")
+    assert (gpu["key"], gpu["used"], gpu["hard"]) == ("requests.example.com/tpu", 1.0, 4.0)
+    tpu_pod = {"spec": {"containers": [{"resources": {"limits": {"example.com/tpu": "2", "nvidia.com/gpu": "1"}}}]}}
+    assert views.training_row(ti("running"), job(), tpu_pod, now=NOW, gpu_resource="example.com/tpu")["gpu"] == 2
+    assert views.training_row(ti("running"), job(), tpu_pod, now=NOW)["gpu"] == 1   # default: nvidia.com/gpu
+
+
 def test_free_quota_is_never_negative():
     assert views.free_quota([{"resource": "cpu", "hard": 2.0, "used": 3.0}]) == {"cpu": 0.0}
 

@@ -6,6 +6,28 @@ from devstack.airflow_env import REPO
 
 SUB_PATH = "/airflow"  # the api-server fixture's [api] base_url path (conftest.api_server)
 ARTIFACTS = REPO / ".artifacts" / "ui"  # screenshots and logs of the UI tests (git-ignored)
+TPU = "example.com/tpu"  # a GPU resource other than nvidia.com/gpu (conftest.tpu_server's platform file)
+
+# a run of the daily pipeline as the scheduler leaves it: preprocess waits for a slot of the team's pool (scheduled,
+# no Job yet), train is deferred on its Job
+SEED_WAITING = """
+from datetime import UTC, datetime, timedelta
+from airflow.models.serialized_dag import SerializedDagModel
+from airflow.models.taskinstance import TaskInstance as TI
+from airflow.utils.session import create_session
+from airflow.utils.state import DagRunState
+from airflow.utils.types import DagRunTriggeredByType, DagRunType
+from sqlalchemy import select
+now = datetime.now(UTC)
+with create_session() as s:
+    dag = SerializedDagModel.get_dag("training_recommendation_daily", session=s)
+    dag.create_dagrun(run_id="manual__waiting", run_after=now, run_type=DagRunType.MANUAL,
+                      triggered_by=DagRunTriggeredByType.TEST, state=DagRunState.RUNNING, session=s)
+    s.flush()
+    tis = {ti.task_id: ti for ti in s.scalars(select(TI).where(TI.run_id == "manual__waiting"))}
+    tis["preprocess"].state, tis["preprocess"].scheduled_dttm = "scheduled", now - timedelta(minutes=2)
+    tis["train"].state, tis["train"].try_number, tis["train"].start_date = "deferred", 1, now - timedelta(minutes=1)
+"""
 
 
 class AirflowPage:

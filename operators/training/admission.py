@@ -1,0 +1,58 @@
+"""A training step's admission: the request from its validated spec, the team's quota observed through
+``operators.k8s``, the platform's decision (``operators.platform.admission.decide``) applied here.
+
+Applying it: a refusal raises ``AdmissionError`` before anything is created; a wait is logged with what the Job
+will do about it (``quota_wait``); the granted volumes (read-only where the file shares them read-only) and the
+file's node pools go into the Job through ``TrainingJobOperator.build_manifest(key, decision)``. Without a
+platform file (``[skiff] platform_file``) nothing is enforced and there is no decision.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from operators.platform.admission import AdmissionError, AdmissionRequest, Decision, decide, enforced_platform
+from operators.platform.model import QUOTA_NAME
+from operators.training.spec import TrainingJobSpec
+
+
+def admission_request(spec: TrainingJobSpec, owner: str) -> AdmissionRequest:
+    return AdmissionRequest(team=spec.namespace, user=owner, cpu=spec.cpu, memory=spec.memory_gi + "Gi",
+                            gpu=spec.gpu, home=spec.pvc, volumes=spec.volumes, online=spec.online)
+
+
+def how_it_waits(quota_wait: float | None) -> str:
+    if quota_wait is None:
+        return "the Job waits at the quota until it fits (quota_wait=None)"
+    if quota_wait > 0:
+        return f"the Job waits at the quota up to {quota_wait:g} s (quota_wait) for it to fit"
+    return ("quota_wait is 0: the task fails if the quota is still in use when the Job's pod is created "
+            "(queue in the team's Airflow pool or set quota_wait)")
+
+
+def apply(decision: Decision, asked: TrainingJobSpec, owner: str, quota_wait: float | None,
+          log: logging.Logger) -> Decision:
+    """Raise on a refusal; log a wait and every volume the grant made read-only."""
+    if decision.refused:
+        raise AdmissionError(decision.reason)
+    if decision.waits:
+        log.info("%s; %s", decision.reason, how_it_waits(quota_wait))
+    for before, after in zip(asked.volumes, decision.volumes, strict=True):
+        if after.read_only and not before.read_only:
+            log.info("volume %s is shared read-only with %s: mounted read-only", after.pvc, owner)
+    return decision
+
+
+def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: float | None,
+          log: logging.Logger) -> Decision | None:
+    """Observe, decide, apply (``TrainingJobOperator.execute``, before anything is created); None: no platform
+    file is enforced."""
+    from operators.k8s import Kube, api_client
+    from operators.k8s.resource import RESOURCEQUOTAS
+
+    platform = enforced_platform()
+    if platform is None:
+        return None
+    request = admission_request(spec, owner)
+    quota = Kube(api_client(conn_id)).get(RESOURCEQUOTAS, platform.team(spec.namespace).namespace, QUOTA_NAME)
+    return apply(decide(platform, request, (quota or {}).get("status")), spec, owner, quota_wait, log)
