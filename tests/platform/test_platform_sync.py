@@ -255,7 +255,7 @@ def test_an_instance_that_would_wait_for_quota_is_refused_saying_what_is_in_use(
     before anything is written."""
     from dataclasses import replace
 
-    from operators.devinstances import lifecycle
+    from operators.devinstances import lifecycle, naming
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
     from operators.platform import load_platform
@@ -274,7 +274,7 @@ def test_an_instance_that_would_wait_for_quota_is_refused_saying_what_is_in_use(
     assert writes(kubesim) == 0
     lifecycle.create(Kube(k8s), replace(req, cpu="1"), settings, platform=the_platform)  # 1 CPU is free: admitted
     assert [p.metadata.name for p in client.AppsV1Api(k8s).list_namespaced_stateful_set("recsys").items] == [
-        "bob-nb"]
+        naming.statefulset_name("bob", "nb")]
 
 
 def test_read_only_share_is_mounted_read_only_whatever_was_asked(enforced, k8s):
