@@ -28,7 +28,11 @@ def _jobs(stack, task_id: str) -> list:
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
 
 
-@pytest.mark.parametrize("stack", ["standalone", pytest.param("prod", marks=[pytest.mark.prod, pytest.mark.known_defect(
+@pytest.mark.parametrize("stack", [pytest.param("standalone", marks=pytest.mark.known_defect(
+    "standalone, full run on a clean clone of 2026-12-01 18:2x: failed, as the rbac e2e's live-log pipeline and the "
+    "Sedna watch-trigger self-heal did in the same run - all three need a watch event to reach a trigger. Suspected: "
+    "kubesim's watch-offer ordering change of that day (kubesim/watch.py in_flight counting, commit f0052c2) "
+    "withholding events; not diagnosed")), pytest.param("prod", marks=[pytest.mark.prod, pytest.mark.known_defect(
     "prod profile, CI simulation of 2026-11-30 21:49: the run succeeded and the worker wrote the pods' 12-line tail, "
     "but the trigger's log had no live '[pod] line N' (it saw the Job end 7 s after starting and streamed nothing). "
     "Suspected: the shared pod informer missing the pod's events after a resume (kubesim's BOOKMARKs changed that "
