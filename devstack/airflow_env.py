@@ -59,6 +59,9 @@ def airflow_env(
         "AIRFLOW__WORKERS__EXECUTION_API_RETRIES": "20",
         "AIRFLOW__WORKERS__EXECUTION_API_RETRY_WAIT_MAX": "30",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        # a task's stored keys (the training Job's id) are deleted in the transaction that stores SUCCESS: a retry
+        # that still finds its Job id knows the success was never stored (operators/training/operator.py)
+        "AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS": "True",
         # The platform file Skiff enforces and platform_sync applies: the packaged example.
         "AIRFLOW__SKIFF__PLATFORM_FILE": str(REPO / "operators" / "platform" / "example.yaml"),
         # Simple auth manager users: the admin plus the demo team's members and a read-only viewer, so the UI and

@@ -21,6 +21,7 @@ nothing: the triggers subscribe again and the informers list again.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -71,7 +72,10 @@ class Informer:
         self.subscriptions: list[Subscription] = []
         self.error: BaseException | None = None
         self.synced = False  # listed at least once: the cache is complete as of some resourceVersion
-        self.task = asyncio.create_task(self._run(), name=f"informer {res.plural} {namespace} {label_selector}")
+        # an empty context: the informer outlives the subscriber that started it, and the triggerer would route
+        # its log lines (by structlog contextvars) into that one task's log file
+        self.task = asyncio.create_task(self._run(), name=f"informer {res.plural} {namespace} {label_selector}",
+                                        context=contextvars.Context())
 
     async def _run(self) -> None:
         try:

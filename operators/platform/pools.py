@@ -87,8 +87,10 @@ class AirflowPools:
             return cls.login(base, conn.login, conn.password or "")
         return cls(base)
 
-    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+    def _call(self, method: str, path: str, body: dict | None = None, *, ok: tuple[int, ...] = ()) -> dict | None:
         r = send_retrying_database_errors(lambda: self.http.request(method, path, json=body))
+        if r.status_code in ok:
+            return None
         if r.status_code >= 300:
             raise RuntimeError(f"Airflow API {method} {path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json() if r.content else {}
@@ -107,7 +109,10 @@ class AirflowPools:
     def sync(self, desired: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         plan = plan_pools(desired, self.live())
         for name, want in plan.create.items():
-            self._call("POST", "/api/v2/pools", {"name": name, **want})
+            # 409: another writer (the platform_sync DAG beside `make demo`, or a retried POST whose first try
+            # committed) created it after our read: level-triggered, so converge it with a PATCH instead
+            if self._call("POST", "/api/v2/pools", {"name": name, **want}, ok=(409,)) is None:
+                self._call("PATCH", f"/api/v2/pools/{name}", {"name": name, **want})
         for name, want in plan.update.items():
             self._call("PATCH", f"/api/v2/pools/{name}", {"name": name, **want})
         return {"created": sorted(plan.create), "updated": sorted(plan.update), "unchanged": plan.unchanged,

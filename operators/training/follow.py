@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections import deque
 from collections.abc import Callable
@@ -155,11 +156,16 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     obs = _Observed(name, uid)
     tail: deque[str] = deque(maxlen=settings.log_tail_lines)
     streams: dict[str, asyncio.Task] = {}
+    # started_pod runs inside the shared informer's task, whose context is that of the trigger that started the
+    # informer; the triggerer routes a log line to a trigger's file by contextvars (structlog's trigger_id), so a
+    # stream created there would write into ANOTHER task's log. Streams run in this follower's context instead.
+    own_context = contextvars.copy_context()
 
     def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
         pod_name = pod["metadata"]["name"]
         if pod_name not in streams and pod_name in obs.pods and started(pod):
-            streams[pod_name] = asyncio.create_task(_stream_logs(kube, namespace, pod_name, tail, log))
+            streams[pod_name] = own_context.run(
+                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log))
 
     async with contextlib.AsyncExitStack() as stack:
         try:

@@ -14,7 +14,14 @@ Crash safety (``ResumableJobMixin``) and the decision on reattaching:
   (same for every try of this dag/task/run/map-index) and adopts the newest one that is active or succeeded
   instead of creating a second Job.  An adopted Job keeps its original name (an earlier try number).
   Once a success has been handed back to Airflow the Job is annotated ``skiff.io/success-reported-by-try``;
-  such a Job is never adopted again, so clearing a successful task really trains again.
+  such a Job is never adopted *by labels* again, so clearing a successful task really trains again.
+
+  A crash after that annotation but before Airflow stored the success (issue 18, class 8) must not train
+  again: Airflow 3.3's ``[state_store] clear_on_success`` deletes the task's stored keys in the very
+  transaction that stores SUCCESS, so a stored Job id on a later try proves the success was never stored (a
+  crashed try's retry), while a cleared successful task finds nothing stored (a deliberate re-run).  With that
+  option on (Skiff's deployments and devstack set it) a stored, succeeded Job is finished whatever its
+  annotation says; with it off the annotation decides, and the crash window stays open (a warning says so).
 """
 
 from __future__ import annotations
@@ -64,6 +71,13 @@ def _seconds(field: str, value: timedelta | float | int | None, *, allow_none: b
             or not math.isfinite(seconds):  # nan and inf would make the task wait forever
         raise ValueError(f"{field}={value!r}: must be a timedelta or a finite number of seconds >= 0")
     return float(seconds)
+
+
+def clear_on_success() -> bool:
+    """Airflow 3.3's ``[state_store] clear_on_success``: the stored keys go with the SUCCESS state."""
+    from airflow.configuration import conf
+
+    return conf.getboolean("state_store", "clear_on_success", fallback=False)
 
 
 def task_instance_key(context: Mapping[str, Any]) -> TaskInstanceKey:
@@ -216,6 +230,14 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def get_job_status(self, external_id, context) -> str:  # asked by the mixin on a retry only
         if (status := self._jobs().status(external_id)) == "active":
             metrics.training_reattached(external_id["namespace"])  # the mixin reconnects to it
+        if status == "reported":
+            if clear_on_success():  # stored yet reported: the try that reported it died before SUCCESS was stored
+                self.log.info("Job %s/%s succeeded and its try crashed before Airflow stored the success: "
+                              "finishing without training again", external_id["namespace"], external_id["name"])
+                return "succeeded"
+            self.log.warning("[state_store] clear_on_success is off: cannot tell a retry after a crash from a "
+                             "cleared task, so Job %s/%s (already reported) is not reused", external_id["namespace"],
+                             external_id["name"])
         return status
 
     def is_job_active(self, status: str) -> bool:

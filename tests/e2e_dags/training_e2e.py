@@ -2,7 +2,8 @@
 
 ``training_e2e_crash``: each task's worker process dies (SIGKILL, no cleanup) on try 1, once after the Job id
 was saved in task_state_store and once in the gap between creating the Job and saving its id; try 2 must
-reattach to the same Job.  ``training_e2e_kill``: a long Job, for killing the deferred task from the API.
+reattach to the same Job; and once right after the Job succeeded and was marked reported, before Airflow stored
+the success: try 2 must finish on that Job without training again (issue 18, class 8).  ``training_e2e_kill``: a long Job, for killing the deferred task from the API.
 ``training_e2e_failover``: deferred Jobs of two lengths, for killing the triggerer that watches them (some end
 while no triggerer watches, some after another triggerer took over).
 """
@@ -33,6 +34,14 @@ class CrashBeforeSave(TrainingJobOperator):
         return ref
 
 
+class CrashAfterSuccess(TrainingJobOperator):
+    def get_job_result(self, external_id, context):
+        result = super().get_job_result(external_id, context)  # the Job succeeded and is annotated reported
+        if context["ti"].try_number == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # before the task runner tells the API server SUCCESS
+        return result
+
+
 COMMON = dict(image="registry.local/e2e:1", entry_path="train.py", owner="alice", namespace="recsys",
               cpu=0.5, memory=0.5, retries=1, retry_delay=timedelta(seconds=1))
 
@@ -41,6 +50,7 @@ with DAG("training_e2e_crash", schedule=None, start_date=datetime(2026, 11, 1), 
     CrashAfterSave(task_id="crash_after_save", pod_annotations={"kubesim.io/duration": "12"}, **COMMON)
     CrashBeforeSave(task_id="crash_before_save", deferrable=False,
                     pod_annotations={"kubesim.io/duration": "12"}, **COMMON)
+    CrashAfterSuccess(task_id="crash_after_success", pod_annotations={"kubesim.io/duration": "3"}, **COMMON)
 
 with DAG("training_e2e_kill", schedule=None, start_date=datetime(2026, 11, 1), catchup=False,
          tags=["skiff-e2e"]):

@@ -68,6 +68,11 @@ def test_worker_crash_then_retry_reattaches_to_the_same_job(stack):
         jobs = [j for j in _jobs(stack, task_id) if j.metadata.annotations["skiff.io/run-id"] == run_id]
         assert len(jobs) == 1, [j.metadata.name for j in jobs]  # try 2 created nothing
         assert jobs[0].metadata.name.endswith("-t1") and jobs[0].status.succeeded == 1
+    # killed after its Job succeeded and was marked reported, before Airflow stored SUCCESS: the retry
+    # finished on that Job (it found the id still stored: [state_store] clear_on_success) and trained nothing
+    assert tis["crash_after_success"]["try_number"] == 2
+    (job,) = [j for j in _jobs(stack, "crash_after_success") if j.metadata.annotations["skiff.io/run-id"] == run_id]
+    assert job.metadata.name.endswith("-t1") and job.metadata.annotations["skiff.io/success-reported-by-try"] == "2"
 
 
 def test_killing_the_deferred_task_deletes_the_job(team_stack):

@@ -72,10 +72,17 @@ def test_job_that_succeeded_while_the_worker_was_dead_is_not_rerun(k8s, team, tm
     assert again["uid"] == job.metadata.uid and len(jobs(k8s)) == 1
 
 
-def test_clearing_a_successful_task_trains_again_and_a_failed_try_is_replaced(k8s, team, tmp_path):
+@pytest.fixture
+def clear_on_success(monkeypatch):
+    """Skiff's deployments (devstack, deploy/helm/values.yaml) set Airflow's ``[state_store] clear_on_success``."""
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS", "True")
+
+
+def test_clearing_a_successful_task_trains_again_and_a_failed_try_is_replaced(k8s, team, tmp_path, clear_on_success):
     store = JsonFileTaskStateStore(tmp_path / "state.json")
     first = operator(pod_annotations=sim(0.3)).execute(make_context("train", 1, store))
-    rerun = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))  # user cleared it
+    store.clear()  # Airflow stored SUCCESS (and with it cleared the task's keys); then the user cleared the task
+    rerun = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))
     assert rerun["uid"] != first["uid"] and rerun["name"].endswith("-t2")
 
     store2 = JsonFileTaskStateStore(tmp_path / "state2.json")
@@ -84,6 +91,28 @@ def test_clearing_a_successful_task_trains_again_and_a_failed_try_is_replaced(k8
     retried = operator("flaky", pod_annotations=sim(0.3)).execute(make_context("flaky", 2, store2))
     flaky = sorted(j.metadata.name for j in jobs(k8s) if "flaky" in j.metadata.name)
     assert len(flaky) == 2 and flaky[1].endswith("-t2") and retried["name"] == flaky[1]
+
+
+def test_a_crash_after_the_success_was_reported_but_before_airflow_stored_it_does_not_train_again(
+        k8s, team, tmp_path, clear_on_success):
+    """Issue 18 class 8: try 1 saw its Job succeed and annotated it reported, then its worker died before the
+    API server stored SUCCESS, so the task's keys were not cleared: try 2 must finish on that Job."""
+    store = JsonFileTaskStateStore(tmp_path / "state.json")
+    first = operator(pod_annotations=sim(0.3)).execute(make_context("train", 1, store))  # no store.clear(): crashed
+    (job,) = jobs(k8s)
+    assert job.metadata.annotations["skiff.io/success-reported-by-try"] == "1"
+    again = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))
+    assert again["uid"] == first["uid"] and len(jobs(k8s)) == 1
+
+
+def test_without_clear_on_success_a_reported_job_is_not_reused(k8s, team, tmp_path, monkeypatch):
+    """With the option off a stored id no longer tells a crash from a clear: the annotation decides (the
+    documented fallback, which re-trains after such a crash rather than skip a re-run the user asked for)."""
+    monkeypatch.setenv("AIRFLOW__STATE_STORE__CLEAR_ON_SUCCESS", "False")
+    store = JsonFileTaskStateStore(tmp_path / "state.json")
+    first = operator(pod_annotations=sim(0.3)).execute(make_context("train", 1, store))
+    again = operator(pod_annotations=sim(0.3)).execute(make_context("train", 2, store))
+    assert again["uid"] != first["uid"] and len(jobs(k8s)) == 2
 
 
 async def _run_deferred(op, context):

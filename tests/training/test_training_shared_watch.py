@@ -117,3 +117,35 @@ async def test_a_triggerer_restart_leaves_the_job_and_the_new_process_follows_it
     new_process = Informers(lambda: async_api_client(kubesim.url))
     (result,) = await follow_all(k8s_async, new_process, [name], {})
     assert result["status"] == "success" and result["uid"] == job.metadata.uid
+
+
+async def test_each_followers_log_lines_are_written_in_its_own_log_context(kubesim, k8s, k8s_async, team):
+    """The triggerer sends a log line to a trigger's file by the structlog contextvars its ``run_trigger`` bound
+    (``trigger_id``); a pod whose start arrives through the shared informer's watch has its log stream started
+    from the informer's task, which runs in the context of whichever trigger started the informer. Seen in the
+    e2e: a manual run's pod lines landed in the log of the scheduled run's task that had started the informer."""
+    from structlog.contextvars import bind_contextvars, get_contextvars
+
+    manifests = [operator(f"ctx{i}", pod_annotations=sim(3 if i == 0 else 1, lines=3)).build_manifest(
+        TaskInstanceKey("shared", f"ctx{i}", "r1", 1)) for i in range(N)]
+    names = [m["metadata"]["name"] for m in manifests]
+    jobs = client.BatchV1Api(k8s)
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    seen: dict[str, list] = {}
+
+    async def follow_as_trigger(trigger_id: int, name: str):
+        bind_contextvars(trigger_id=trigger_id)  # what run_trigger does, in the trigger's own task
+        return await follow_job(k8s_async, NAMESPACE, name, FollowSettings(),
+                                lambda line: seen.setdefault(name, []).append(get_contextvars().get("trigger_id")),
+                                informers=informers)
+
+    jobs.create_namespaced_job(NAMESPACE, manifests[0])
+    first = asyncio.create_task(follow_as_trigger(0, names[0]))  # starts the namespace's informers
+    await async_wait_until(lambda: informers.watches == 2 and all(i.synced for i in informers.informers.values()))
+    others = [asyncio.create_task(follow_as_trigger(i, names[i])) for i in range(1, N)]
+    await async_wait_until(lambda: all(len(i.subscriptions) == N for i in informers.informers.values()))
+    for manifest in manifests[1:]:  # created after every follower subscribed: their pods come through the watch
+        await asyncio.to_thread(jobs.create_namespaced_job, NAMESPACE, manifest)
+    results = await asyncio.gather(first, *others)
+    assert [r["status"] for r in results] == ["success"] * N
+    assert {name: set(ids) for name, ids in seen.items()} == {name: {i} for i, name in enumerate(names)}

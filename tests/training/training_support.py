@@ -32,6 +32,11 @@ class JsonFileTaskStateStore:
         tmp.write_text(json.dumps(data))
         tmp.replace(self.path)
 
+    def clear(self) -> None:
+        """What Airflow's API server does in the transaction that stores SUCCESS when ``[state_store]
+        clear_on_success`` is on (execution_api/routes/task_instances.py)."""
+        self.path.unlink(missing_ok=True)
+
 
 def make_context(task_id: str = "train", try_number: int = 1, store=None, dag_id: str = "training_tests",
                  run_id: str = "manual__2026-11-29T11:00:00+00:00") -> dict:
