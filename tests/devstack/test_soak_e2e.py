@@ -10,7 +10,7 @@ from devstack.soak import SoakConfig, run_soak
 from devstack.soak_audit import audit, table
 from devstack.testing import _running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.prod, pytest.mark.soak, pytest.mark.known_defect("deselected at the end of the 2026-12-01 session: in the final full run every deferred training task on the RBAC-enforced test stacks stayed DEFERRED (the Job was created, the trigger never resumed the task; the demo, without RBAC, succeeded), so the tests that need a Skiff trigger on those stacks were deselected to land the rest; the cause is not diagnosed (see the stop note)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.prod, pytest.mark.soak]
 
 
 @pytest.mark.timeout(900)  # ~4-5 min on the 2-core machine, up to 6 min of settling allowed: not the suite's 300 s

@@ -193,7 +193,6 @@ def _tags(line: str) -> tuple[str, dict, str]:
     return name, dict(p.split("=", 1) for p in pairs), value
 
 
-@pytest.mark.known_defect("deselected at the end of the 2026-12-01 session: in the final full run every deferred training task on the RBAC-enforced test stacks stayed DEFERRED (the Job was created, the trigger never resumed the task; the demo, without RBAC, succeeded), so the tests that need a Skiff trigger on those stacks were deselected to land the rest; the cause is not diagnosed (see the stop note)")
 def test_statsd_receives_training_counters_with_team_and_reason_tags(stack, sink):
     run_id = stack.trigger("metrics_e2e")
     assert stack.wait_run("metrics_e2e", run_id, timeout=240) == "failed"  # oom_killed failed, as scripted

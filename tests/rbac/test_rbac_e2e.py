@@ -29,10 +29,6 @@ def test_airflow_acts_as_skiffs_service_account_under_enforcement(team_stack):
     assert httpx.get(f"{stack.kubesim_url}/api/v1/namespaces/recsys/pods", timeout=10).status_code == 403
 
 
-@pytest.mark.known_defect(
-    "failed in the full run on a clean clone of 2026-12-01 18:1x, the first after the architecture step (features "
-    "on Kube only, pure admission reading the quota, kubesim watch-offer ordering) and the metrics merge; which "
-    "assertion (the run, the live 'line 12', or a refused request) is not yet diagnosed")
 def test_training_pipeline_and_failure_refused_nothing(team_stack):
     """The deferred example pipeline (trigger in the triggerer: watches, live logs) and a failing run (events,
     Job deletion, the alert) complete as without RBAC, and kubesim refused Skiff no request."""

@@ -39,11 +39,6 @@ def stack(request):
     return request.getfixturevalue("airflow_stack" if request.param == "standalone" else "prod_stack")
 
 
-@pytest.mark.known_defect(
-    "the standalone variant failed in the full run on a clean clone of 2026-12-01 18:2x, the first after Sedna "
-    "moved onto operators.k8s.Kube (reconcile, install, Kube.fork) and kubesim's watch-offer ordering change; the "
-    "Sedna e2e had not been run after those changes (machine overloaded); not yet diagnosed. Both profiles are "
-    "deselected: the prod variant had not run yet when this was marked")
 def test_deleted_pod_comes_back_with_no_manual_trigger(stack):
     # the stacks leave dags_are_paused_at_creation at Airflow's default, true
     assert "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION" not in stack.env

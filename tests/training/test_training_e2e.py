@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from devstack.testing import profile_params
 from kubesim.testing import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.known_defect("deselected at the end of the 2026-12-01 session: in the final full run every deferred training task on the RBAC-enforced test stacks stayed DEFERRED (the Job was created, the trigger never resumed the task; the demo, without RBAC, succeeded), so the tests that need a Skiff trigger on those stacks were deselected to land the rest; the cause is not diagnosed (see the stop note)")]
+pytestmark = [pytest.mark.e2e]
 NAMESPACE = "recsys"
 
 
@@ -28,15 +28,10 @@ def _jobs(stack, task_id: str) -> list:
             if j.metadata.labels.get("skiff.io/task-id") == task_id]
 
 
-@pytest.mark.parametrize("stack", [pytest.param("standalone", marks=pytest.mark.known_defect(
-    "standalone, full run on a clean clone of 2026-12-01 18:2x: failed, as the rbac e2e's live-log pipeline and the "
-    "Sedna watch-trigger self-heal did in the same run - all three need a watch event to reach a trigger. Suspected: "
-    "kubesim's watch-offer ordering change of that day (kubesim/watch.py in_flight counting, commit f0052c2) "
-    "withholding events; not diagnosed")), pytest.param("prod", marks=[pytest.mark.prod, pytest.mark.known_defect(
-    "prod profile, CI simulation of 2026-11-30 21:49: the run succeeded and the worker wrote the pods' 12-line tail, "
-    "but the trigger's log had no live '[pod] line N' (it saw the Job end 7 s after starting and streamed nothing). "
-    "Suspected: the shared pod informer missing the pod's events after a resume (kubesim's BOOKMARKs changed that "
-    "day to carry the store's resourceVersion); not investigated")])], indirect=True)
+# Both profiles once failed here (the pod lines went into another task's log): the triggerer routes a trigger's
+# log lines by contextvars, and the log streams were started from the shared informer's task, which carries the
+# context of the trigger that started it. tests/training/test_training_shared_watch.py pins the cause.
+@pytest.mark.parametrize("stack", ["standalone", pytest.param("prod", marks=pytest.mark.prod)], indirect=True)
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
     run_id = stack.trigger("training_recommendation_daily")
     assert stack.wait_run("training_recommendation_daily", run_id, timeout=240) == "success"
