@@ -57,6 +57,7 @@ class Decision:
     reason: str | None = None                 # WAIT: what it waits for; REFUSE: why never
     volumes: tuple[Volume, ...] = ()          # the mounts to apply (read-only where granted read-only)
     node_pools: NodePools = NodePools()       # where it is placed (GPU resource and taints, online pool)
+    waiting_for: tuple[str, ...] = ()         # WAIT: the request's fields short of quota ("gpu", "cpu", "memory")
 
     @property
     def refused(self) -> bool:
@@ -114,16 +115,19 @@ def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | Non
     return None
 
 
-def _waits_for(platform: Platform, req: AdmissionRequest, team: Team, quota_status: dict | None) -> str | None:
+def _waits_for(platform: Platform, req: AdmissionRequest, team: Team,
+               quota_status: dict | None) -> tuple[str | None, tuple[str, ...]]:
+    """(the reason, the request's fields short of quota)."""
     hard = (quota_status or {}).get("hard") or {}
     used = (quota_status or {}).get("used") or {}
-    waits = []
+    waits, fields = [], []
     for label, key, ask, binary in _asks(platform, req):
         if ask and key in hard and key in used:
             cap, now = parse_quantity(hard[key]), parse_quantity(used[key])
             if now + ask > cap:
                 waits.append(f"{human(ask, binary)} {label} ({human(now, binary)} of {human(cap, binary)} in use)")
-    return f"team {team.name} waits for " + ", ".join(waits) if waits else None
+                fields.append(label.lower())
+    return (f"team {team.name} waits for " + ", ".join(waits) if waits else None), tuple(fields)
 
 
 def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None) -> Decision:
@@ -136,8 +140,8 @@ def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None)
     refused = _refusal(platform, req, team)
     if refused:
         return _refuse(refused)
-    waits = _waits_for(platform, req, team, quota_status)
-    return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools)
+    waits, fields = _waits_for(platform, req, team, quota_status)
+    return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools, fields)
 
 
 def enforced_platform() -> Platform | None:

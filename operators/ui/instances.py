@@ -135,6 +135,7 @@ FORM_FIELDS = ("name", "team", "image", "cpu", "memory", "gpu", "mounts", "extra
 def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
     """The create DAG's conf from the form, checked as the DAG checks it plus free quota and the 3-per-user
     limit; a 400 naming the field and the value otherwise."""
+    from operators.devinstances import admission
     from operators.devinstances.lifecycle import count_instances
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
@@ -148,24 +149,20 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
     except (ValueError, PermissionError) as exc:
         raise HTTPException(400, str(exc)) from exc
     k = sources.kube()
-    free = free_quota(next(iter(sources.quotas(k, [req.namespace])))["bars"])
-    asked = {"cpu": _cores(req.cpu), "memory": float(req.memory_gi), "gpu": float(req.gpu)}
-    for resource, amount in asked.items():
-        if resource in free and amount > free[resource]:
-            raise HTTPException(400, f"{resource}={short_repr(body.get(resource))}: team {req.namespace} has only "
-                                     f"{free[resource]:g} free")
+    # the platform's one decision (operators.platform.admission), as the create DAG applies it: an instance is
+    # interactive, so one that would wait for quota is refused here too, saying what is in use
+    decided = admission.decision(k, _platform(), req)
+    if decided.refused:  # its reason names the field ("pvc=...: ...")
+        raise HTTPException(400, decided.reason)
+    if decided.waits:
+        field = decided.waiting_for[0]
+        raise HTTPException(400, f"{field}={short_repr(body.get(field))}: {decided.reason}")
     settings = Settings.from_config()
     existing = count_instances(k, caller.name)
     if len(existing) >= settings.max_per_owner:
         raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "
                                  f"({', '.join(existing)}), the most allowed is {settings.max_per_owner}")
     return {f: body[f] for f in FORM_FIELDS if f in body}
-
-
-def _cores(cpu: str) -> float:
-    from operators.core.quantity import parse_quantity
-
-    return float(parse_quantity(cpu))
 
 
 def _find(caller: Caller, team: str, name: str) -> dict:
