@@ -212,6 +212,31 @@ def test_auth_can_i_answers_from_rbac(admin, cluster, tmp_path):
     assert admin("auth", "can-i", "create", "clusterroles").stdout.strip() == "yes"
 
 
+def _minor(binary: str) -> int:
+    m = re.match(r"v1\.(\d+)", _version(binary))
+    return int(m.group(1)) if m else 0
+
+
+def test_api_resources_lists_the_review_kinds_and_whoami_answers(admin, cluster, tmp_path):
+    """`kubectl api-resources` reads discovery: the authorization.k8s.io and authentication.k8s.io review
+    kinds are there (create-only, so `--verbs=list` leaves them out); `kubectl auth whoami` (kubectl >= 1.28)
+    posts a SelfSubjectReview."""
+    out = admin("api-resources", "--api-group=authorization.k8s.io").stdout
+    assert {r[0]: r[-2:] for r in rows(out)} == {
+        "localsubjectaccessreviews": ["true", "LocalSubjectAccessReview"],
+        "selfsubjectaccessreviews": ["false", "SelfSubjectAccessReview"],
+        "selfsubjectrulesreviews": ["false", "SelfSubjectRulesReview"],
+        "subjectaccessreviews": ["false", "SubjectAccessReview"]}
+    assert {r[0] for r in rows(admin("api-resources", "--api-group=authentication.k8s.io").stdout)} == {
+        "selfsubjectreviews", "tokenreviews"}
+    assert "selfsubjectaccessreviews" not in admin("api-resources", "--verbs=list").stdout
+    if _minor(admin.binary) < 28:
+        return                      # no `auth whoami` before 1.28
+    alice = Kubectl(admin.binary, cluster[2], tmp_path)
+    out = alice("auth", "whoami").stdout
+    assert re.search(r"Username\s+alice\b", out) and "team-members" in out, out
+
+
 def test_describe_node_shows_its_lease_and_heartbeats(admin):
     node = rows(admin("get", "nodes").stdout)[0][0]
     out = admin("describe", "node", node).stdout
