@@ -65,6 +65,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "v1", "LimitRange", "limitranges", True, [], ["limits"]),
     _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ["token"], ["sa"]),
     _rt("", "v1", "Endpoints", "endpoints", True, [], ["ep"]),
+    _rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _rt("apps", "v1", "Deployment", "deployments", True, ["status", "scale"], ["deploy"], categories=("all",)),
     _rt("apps", "v1", "ReplicaSet", "replicasets", True, ["status", "scale"], ["rs"], categories=("all",)),
     _rt("apps", "v1", "StatefulSet", "statefulsets", True, ["status", "scale"], ["sts"], categories=("all",)),

@@ -190,6 +190,31 @@ def test_get_prints_a_crds_additional_printer_columns(admin):
     assert headers(admin("get", "widgets", "-o", "wide").stdout) == ["NAME", "SIZE", "COLOR", "AGE"]
 
 
+def test_get_endpointslices_prints_the_servers_columns(admin):
+    """`kubectl get endpointslices -A` (the resource is served, workloads/endpointslice.py) with printers.go's
+    EndpointSlice columns: the `kubernetes` slice, a Service's slice with its pods' addresses, `<unset>` for a
+    Service selecting nothing yet; `describe service` (kubectl >= 1.30 reads the slices) lists the endpoint."""
+    admin("apply", "-f", "-", stdin=DEPLOYMENT)
+    admin("expose", "deployment", "web", "--port=8080", "--target-port=80")
+    admin("create", "service", "clusterip", "idle", "--tcp=80:80")
+
+    def by_name():
+        return {r[1].rsplit("-", 1)[0] if r[1] != "kubernetes" else r[1]: r
+                for r in rows(admin("get", "endpointslices", "-A").stdout)}
+    wait_until(lambda: len(by_name().get("web", [""] * 5)[4].split(",")) == 2, 30, what="two web endpoints")
+    out = admin("get", "endpointslices", "-A").stdout
+    assert headers(out) == ["NAMESPACE", "NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    got = by_name()
+    assert got["kubernetes"][:5] == ["default", "kubernetes", "IPv4", "6443", "127.0.0.1"]
+    assert got["web"][2:4] == ["IPv4", "80"] and all(re.fullmatch(r"10\.\d+\.\d+\.\d+", a)
+                                                     for a in got["web"][4].split(","))
+    assert got["idle"][2:5] == ["IPv4", "<unset>", "<unset>"]
+    ips = set(got["web"][4].split(","))
+    described = admin("describe", "service", "web").stdout
+    endpoints = re.search(r"Endpoints:\s+(\S+)", described).group(1)
+    assert {e.rsplit(":", 1)[0] for e in endpoints.split(",")} == ips
+
+
 def test_explain_reads_the_schema(admin):
     out = admin("explain", "jobs.spec.backoffLimit").stdout
     assert "backoffLimit" in out and "<integer>" in out
