@@ -66,6 +66,9 @@ COLUMNS: dict[tuple[str, str], list[tuple]] = {
         NAME, ("AddressType", "string", 0, (DISCOVERY + "EndpointSlice", "addressType")),
         ("Ports", "string", 0, (DISCOVERY + "EndpointSlice", "ports")),
         ("Endpoints", "string", 0, (DISCOVERY + "EndpointSlice", "endpoints")), AGE],
+    ("apps", "controllerrevisions"): [
+        NAME, ("Controller", "string", 0, "Controller of the object"),
+        ("Revision", "string", 0, (APPS + "ControllerRevision", "revision")), AGE],
     ("", "namespaces"): [NAME, ("Status", "string", 0, "The status of the namespace"), AGE],
     ("", "events"): [
         ("Last Seen", "string", 0, (CORE + "Event", "lastTimestamp")), ("Type", "string", 0, (CORE + "Event", "type")),
@@ -315,6 +318,17 @@ def _endpointslice(obj: dict, now: datetime) -> list:
             _more(addrs[:3], len(addrs)), _age(obj, now)]
 
 
+def _controllerrevision(obj: dict, now: datetime) -> list:
+    """printControllerRevision: the controller as `<kind>.<group>/<name>` (formatResourceName), lowercased."""
+    md = obj.get("metadata") or {}
+    ref = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
+    owner = "<none>"
+    if ref is not None:
+        group = ref.get("apiVersion", "").rpartition("/")[0]
+        owner = f"{ref.get('kind', '')}{'.' + group if group else ''}".lower() + f"/{ref.get('name', '')}"
+    return [md.get("name"), owner, obj.get("revision", 0), _age(obj, now)]
+
+
 def _event(obj: dict, now: datetime) -> list:
     first = since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
     last = since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else first
@@ -354,6 +368,7 @@ CELLS = {
     ("", "services"): _service,
     ("", "endpoints"): _endpoints,
     ("discovery.k8s.io", "endpointslices"): _endpointslice,
+    ("apps", "controllerrevisions"): _controllerrevision,
     ("", "namespaces"): lambda o, now: [o["metadata"].get("name"), (o.get("status") or {}).get("phase", ""),
                                         _age(o, now)],
     ("", "events"): _event,

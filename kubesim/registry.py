@@ -70,6 +70,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("apps", "v1", "ReplicaSet", "replicasets", True, ["status", "scale"], ["rs"], categories=("all",)),
     _rt("apps", "v1", "StatefulSet", "statefulsets", True, ["status", "scale"], ["sts"], categories=("all",)),
     _rt("apps", "v1", "DaemonSet", "daemonsets", True, ["status"], ["ds"], categories=("all",)),
+    _rt("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     # batch/v1 Job: a DELETE without a propagation policy orphans the pods (the real default).
     _rt("batch", "v1", "Job", "jobs", True, ["status"], default_propagation="Orphan", categories=("all",)),
     _rt("batch", "v1", "CronJob", "cronjobs", True, ["status"], ["cj"], categories=("all",)),

@@ -215,6 +215,27 @@ def test_get_endpointslices_prints_the_servers_columns(admin):
     assert {e.rsplit(":", 1)[0] for e in endpoints.split(",")} == ips
 
 
+def test_statefulset_rollout_history_and_undo(admin):
+    """`kubectl rollout history/undo statefulset` read the set's ControllerRevisions (apps/v1, served; one per
+    template, workloads/statefulset.py as stateful_set_control.go): two revisions after an image change; undo
+    brings the first template back under revision 3, and the pods run the old image again."""
+    admin("apply", "-f", "-", stdin=STATEFULSET)
+    admin("rollout", "status", "statefulset/db", "--timeout=60s")
+    admin("set", "image", "statefulset/db", "db=postgres:16")
+    wait_until(lambda: [r[0] for r in rows(admin("rollout", "history", "statefulset/db").stdout)[1:]] == ["1", "2"],
+               30, what="two revisions")
+    first = admin("rollout", "history", "statefulset/db", "--revision=1").stdout
+    assert re.search(r"Image:\s+postgres\s*$", first, re.M), first
+    out = admin("get", "controllerrevisions").stdout
+    assert headers(out) == ["NAME", "CONTROLLER", "REVISION", "AGE"]
+    assert {(r[1], r[2]) for r in rows(out)} == {("statefulset.apps/db", "1"), ("statefulset.apps/db", "2")}
+    assert "rolled back" in admin("rollout", "undo", "statefulset/db").stdout
+    wait_until(lambda: [r[0] for r in rows(admin("rollout", "history", "statefulset/db").stdout)[1:]] == ["2", "3"],
+               30, what="the first revision renumbered 3")
+    wait_until(lambda: admin("get", "pod", "db-0", "-o", "jsonpath={.spec.containers[0].image}",
+                             check=False).stdout == "postgres", 30, what="db-0 back on the old image")
+
+
 def test_explain_reads_the_schema(admin):
     out = admin("explain", "jobs.spec.backoffLimit").stdout
     assert "backoffLimit" in out and "<integer>" in out
