@@ -10,13 +10,22 @@ selfsubjectrulesreview}/rest.go: the request comes back with its `status` filled
 with both or neither of resourceAttributes / nonResourceAttributes is 422; the RBAC authorizer's reason names
 the binding that allowed it (plugin/pkg/auth/authorizer/rbac/rbac.go `authorizingVisitor`), a denial has no
 reason. Non-resource rules come with the bootstrap roles every cluster binds (system:discovery, ...).
+
+And authentication.k8s.io/v1 (pkg/registry/authentication):
+
+- `SelfSubjectReview`: who am I? (`kubectl auth whoami`; selfsubjectreview/rest.go: `status.userInfo` of the
+  caller, a fresh creationTimestamp)
+- `TokenReview`: who is this token? (tokenreview/storage.go: `status.authenticated`, `status.user`, the
+  audiences; an empty `spec.token` is 400)
+
+All six are in discovery, create-only (`registry.REVIEWS`).
 """
 from __future__ import annotations
 
 import re
 
 from kubesim.errors import ApiError
-from kubesim.rbac import MASTERS, Attributes, User, rule_allows, rules_for
+from kubesim.rbac import ANONYMOUS, MASTERS, UNAUTHENTICATED, Attributes, User, rule_allows, rules_for
 
 GROUP = "authorization.k8s.io"
 PATH = re.compile(r"^/apis/authorization\.k8s\.io/v1/(?:namespaces/(?P<ns>[^/]+)/)?"
@@ -95,6 +104,49 @@ def review(access, caller: User, plural: str, body: dict, path_ns: str | None) -
     return {"kind": kind, "apiVersion": f"{GROUP}/v1", "metadata": md, "spec": spec, "status": status}
 
 
+AUTHN = "authentication.k8s.io"
+AUTHN_PATH = re.compile(r"^/apis/authentication\.k8s\.io/v1/(?P<kind>selfsubjectreviews|tokenreviews)$")
+AUDIENCE = "https://kubernetes.default.svc.cluster.local"     # the API server's own (--api-audiences)
+
+
+def user_info(user: User) -> dict:
+    info = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    return info
+
+
+def caller_of(access, authorization: str | None) -> User:
+    """The request's user; with authorization off a token kubesim does not know is anonymous (the token
+    authenticator found no one; the anonymous authenticator answers)."""
+    try:
+        return access.authenticate(authorization)
+    except ApiError:
+        if access.enforce:
+            raise
+        return User(ANONYMOUS, (UNAUTHENTICATED,))
+
+
+def authn_review(access, caller: User, plural: str, body: dict, now: str) -> dict:
+    md = dict(body.get("metadata") or {})
+    if plural == "selfsubjectreviews":
+        return {"kind": "SelfSubjectReview", "apiVersion": f"{AUTHN}/v1", "metadata": {"creationTimestamp": now},
+                "status": {"userInfo": user_info(caller)}}
+    spec = body.get("spec") or {}
+    token = spec.get("token") or ""
+    if not token:
+        raise ApiError(400, "token is required for TokenReview in authentication", "BadRequest")
+    try:
+        user = access.authenticate(f"Bearer {token}")
+    except ApiError:          # no authenticator knows it (and none failed): not authenticated, no error
+        status = {"user": {}}
+    else:
+        status = {"authenticated": True, "user": user_info(user),
+                  "audiences": list(spec.get("audiences") or [AUDIENCE])}
+    md.setdefault("creationTimestamp", None)
+    return {"kind": "TokenReview", "apiVersion": f"{AUTHN}/v1", "metadata": md, "spec": spec, "status": status}
+
+
 def add_review_routes(api) -> None:
     """POST of the review kinds on an ``ApiServer`` (behind its middleware, so a SubjectAccessReview needs its
     own `create` permission under RBAC, as on the real server)."""
@@ -107,4 +159,15 @@ def add_review_routes(api) -> None:
         caller = api.access.authenticate(request.headers.get("Authorization")) if api.access.enforce else User(
             "system:anonymous")
         return response(review(api.access, caller, match["kind"], body, match["ns"]), 201)
+
+    async def handle_authn(request, match: re.Match):
+        from kubesim.authz import _json_body
+        from kubesim.wire import response
+        if request.method != "POST":
+            raise ApiError(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
+        body = await _json_body(request) or {}
+        caller = caller_of(api.access, request.headers.get("Authorization"))
+        now = api.store.clock.rfc3339(api.store.clock.now())
+        return response(authn_review(api.access, caller, match["kind"], body, now), 201)
     api.routes.append((PATH, handle))
+    api.routes.append((AUTHN_PATH, handle_authn))

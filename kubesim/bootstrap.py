@@ -4,7 +4,10 @@ heartbeats (a Lease per node in `kube-node-lease`, renewed, and the node conditi
 - `KubernetesService`: kube-apiserver's bootstrap controller (k8s.io/kubernetes/pkg/controlplane/controller/
   kubernetesservice/controller.go) keeps Service `default/kubernetes` (ClusterIP 10.96.0.1, the first address
   of the service range; port `https` 443 -> 6443; labels component=apiserver, provider=kubernetes) and its
-  Endpoints (the API server's address), and puts them back if deleted. (EndpointSlices are not served.)
+  Endpoints (the API server's address) and EndpointSlice `kubernetes` (pkg/controlplane/reconcilers/
+  endpointsadapter.go `updateEndpointSlice`: named after the Service, label kubernetes.io/service-name only, no
+  owner and no managed-by: the endpointslice-controller leaves it alone, the Service has no selector), and puts
+  them back if deleted.
 - `NodeHeartbeats`: the kubelet's node lease controller (k8s.io/component-helpers/apimachinery/lease and
   pkg/kubelet/nodelease: a Lease named after the node, holder the node, 40 s duration, renewed every 10 s,
   owned by the Node) and its node status loop (pkg/kubelet/kubelet_node_status.go: conditions'
@@ -47,6 +50,15 @@ def kubernetes_endpoints() -> dict:
                          "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}]}
 
 
+def kubernetes_endpointslice() -> dict:
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [APISERVER_ENDPOINT], "conditions": {"ready": True}}],
+            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}
+
+
 class KubernetesService(Controller):
     name = "kubernetes-service"
     KEY = ("default", "kubernetes")
@@ -54,18 +66,20 @@ class KubernetesService(Controller):
     def __init__(self, cluster):
         super().__init__(cluster)
         self.svc_rt, self.ep_rt = cluster.rt("services"), cluster.rt("endpoints")
+        self.slice_rt = cluster.rt("endpointslices", "discovery.k8s.io")
 
     def start(self) -> None:
         super().start()
         self.queue.add(self.KEY)
 
     def on_event(self, event_type, rt, obj, old) -> None:
-        if event_type == "DELETED" and rt in (self.svc_rt, self.ep_rt) and \
+        if event_type == "DELETED" and rt in (self.svc_rt, self.ep_rt, self.slice_rt) and \
                 (obj["metadata"].get("namespace"), obj["metadata"]["name"]) == self.KEY:
             self.queue.add(self.KEY)
 
     def reconcile(self, key) -> None:
-        for rt, desired in ((self.svc_rt, kubernetes_service()), (self.ep_rt, kubernetes_endpoints())):
+        for rt, desired in ((self.svc_rt, kubernetes_service()), (self.ep_rt, kubernetes_endpoints()),
+                            (self.slice_rt, kubernetes_endpointslice())):
             try:
                 self.store.create(rt, "default", desired)
             except ApiError as e:

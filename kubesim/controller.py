@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,10 +191,14 @@ class WorkQueue:
 
 
 class EventRecorder:
-    """Writes core/v1 Events the way client-go's recorder does: name `<object>.<hex>`, and a repeat of
-    the same event (same object, type, reason, message, source) bumps `count` and `lastTimestamp`."""
+    """Writes core/v1 Events the way client-go's recorder does: name `<object>.<hex of the time's UnixNano>`
+    (k8s.io/client-go/tools/record/event.go `makeEvent`: so a list, sorted by name, shows an object's events in
+    the order they happened), and a repeat of the same event (same object, type, reason, message, source)
+    bumps `count` and `lastTimestamp`."""
 
     MAX_KEPT = 4096      # aggregation keys remembered (client-go keeps an LRU cache too)
+    _last_ns = 0         # the clock has microseconds: names made within one are kept distinct and in order
+    _ns_lock = threading.Lock()
 
     def __init__(self, store, component: str):
         self.store = store
@@ -202,11 +206,19 @@ class EventRecorder:
         self._rt = store.registry.lookup("", "v1", "events")
         self._seen: OrderedDict[tuple, str] = OrderedDict()
 
+    @staticmethod
+    def _unix_nano(dt) -> int:
+        ns = (int(dt.timestamp()) * 1_000_000 + dt.microsecond) * 1000
+        with EventRecorder._ns_lock:
+            ns = EventRecorder._last_ns = max(ns, EventRecorder._last_ns + 1)
+        return ns
+
     def record(self, obj: dict, type_: str, reason: str, message: str, *, host: str | None = None,
                field_path: str | None = None) -> None:
         md = obj["metadata"]
         namespace = md.get("namespace") or "default"
-        now = self.store.clock.rfc3339(self.store.clock.now())
+        now_dt = self.store.clock.now()
+        now = self.store.clock.rfc3339(now_dt)
         key = (namespace, md.get("uid"), field_path, type_, reason, message, host)
         name = self._seen.get(key)
         if name is not None and self._bump(namespace, name, now):
@@ -221,7 +233,7 @@ class EventRecorder:
         if host:
             source["host"] = host
         event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": f"{md['name']}.{secrets.token_hex(8)}", "namespace": namespace},
+                 "metadata": {"name": f"{md['name']}.{self._unix_nano(now_dt):x}", "namespace": namespace},
                  "involvedObject": {k: v for k, v in involved.items() if v is not None},
                  "reason": reason, "message": message, "source": source, "type": type_,
                  "firstTimestamp": now, "lastTimestamp": now, "count": 1,

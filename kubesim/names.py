@@ -16,6 +16,12 @@ DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# k8s.io/apimachinery/pkg/util/rand/rand.go `alphanums` (no vowels, no 0/1/3: no words, no look-alikes): the
+# random part of a generated name (`utilrand.String`) and of a pod-template-hash (`SafeEncodeString`)
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# k8s.io/apiserver/pkg/storage/names/generate.go: 5 random characters after generateName cut to 58
+GENERATED_SUFFIX = 5
+MAX_GENERATED_PREFIX = 63 - GENERATED_SUFFIX
 
 SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
                  "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "

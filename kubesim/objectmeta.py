@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import string
 import uuid
 from collections.abc import Callable
 
@@ -68,8 +67,9 @@ def fill_for_create(rt: ResourceType, namespace: str | None, obj: dict, *, taken
         if not prefix:
             raise errors.invalid(rt, "", [("metadata.name", "FieldValueRequired",
                                            "Required value: name or generateName is required")])
+        prefix = prefix[:names.MAX_GENERATED_PREFIX]
         while True:
-            name = prefix + "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+            name = prefix + "".join(random.choices(names.SAFE_ALPHABET, k=names.GENERATED_SUFFIX))
             if not taken(name):
                 break
         md["name"] = name

@@ -15,6 +15,7 @@ META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 CORE = "io.k8s.api.core.v1."
 APPS = "io.k8s.api.apps.v1."
 BATCH = "io.k8s.api.batch.v1."
+DISCOVERY = "io.k8s.api.discovery.v1."
 NAME = ("Name", "string", 0, (META, "name"))
 AGE = ("Age", "string", 0, (META, "creationTimestamp"))
 CONTAINERS = ("Containers", "string", 1, "Names of each container in the template.")
@@ -61,6 +62,13 @@ COLUMNS: dict[tuple[str, str], list[tuple]] = {
         ("Port(s)", "string", 0, (CORE + "ServiceSpec", "ports")), AGE,
         ("Selector", "string", 1, (CORE + "ServiceSpec", "selector"))],
     ("", "endpoints"): [NAME, ("Endpoints", "string", 0, (CORE + "Endpoints", "subsets")), AGE],
+    ("discovery.k8s.io", "endpointslices"): [
+        NAME, ("AddressType", "string", 0, (DISCOVERY + "EndpointSlice", "addressType")),
+        ("Ports", "string", 0, (DISCOVERY + "EndpointSlice", "ports")),
+        ("Endpoints", "string", 0, (DISCOVERY + "EndpointSlice", "endpoints")), AGE],
+    ("apps", "controllerrevisions"): [
+        NAME, ("Controller", "string", 0, "Controller of the object"),
+        ("Revision", "string", 0, (APPS + "ControllerRevision", "revision")), AGE],
     ("", "namespaces"): [NAME, ("Status", "string", 0, "The status of the namespace"), AGE],
     ("", "events"): [
         ("Last Seen", "string", 0, (CORE + "Event", "lastTimestamp")), ("Type", "string", 0, (CORE + "Event", "type")),
@@ -292,6 +300,35 @@ def _endpoints(obj: dict, now: datetime) -> list:
     return [obj["metadata"].get("name"), text or "<none>", _age(obj, now)]
 
 
+def _more(shown: list[str], count: int, most: int = 3) -> str:
+    """printers.go listWithMoreString: the first three, `+ N more...`, `<unset>` when there is none."""
+    text = ",".join(shown)
+    if count > most:
+        return f"{text} + {count - most} more..."
+    return text or "<unset>"
+
+
+def _endpointslice(obj: dict, now: datetime) -> list:
+    """printEndpointSlice: formatDiscoveryPorts (a port's number, else its name, else `*`) and
+    formatDiscoveryEndpoints (every endpoint's addresses)."""
+    ports = [str(p["port"]) if p.get("port") is not None else p["name"] if p.get("name") is not None else "*"
+             for p in obj.get("ports") or []]
+    addrs = [a for ep in obj.get("endpoints") or [] for a in ep.get("addresses") or []]
+    return [obj["metadata"].get("name"), obj.get("addressType", ""), _more(ports[:3], len(ports)),
+            _more(addrs[:3], len(addrs)), _age(obj, now)]
+
+
+def _controllerrevision(obj: dict, now: datetime) -> list:
+    """printControllerRevision: the controller as `<kind>.<group>/<name>` (formatResourceName), lowercased."""
+    md = obj.get("metadata") or {}
+    ref = next((o for o in md.get("ownerReferences") or [] if o.get("controller")), None)
+    owner = "<none>"
+    if ref is not None:
+        group = ref.get("apiVersion", "").rpartition("/")[0]
+        owner = f"{ref.get('kind', '')}{'.' + group if group else ''}".lower() + f"/{ref.get('name', '')}"
+    return [md.get("name"), owner, obj.get("revision", 0), _age(obj, now)]
+
+
 def _event(obj: dict, now: datetime) -> list:
     first = since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
     last = since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else first
@@ -330,6 +367,8 @@ CELLS = {
     ("apps", "statefulsets"): _statefulset,
     ("", "services"): _service,
     ("", "endpoints"): _endpoints,
+    ("discovery.k8s.io", "endpointslices"): _endpointslice,
+    ("apps", "controllerrevisions"): _controllerrevision,
     ("", "namespaces"): lambda o, now: [o["metadata"].get("name"), (o.get("status") or {}).get("phase", ""),
                                         _age(o, now)],
     ("", "events"): _event,

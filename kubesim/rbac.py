@@ -55,11 +55,13 @@ _DISCOVERY = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/read
 _PUBLIC_INFO = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
 _SELF_REVIEWS = {"apiGroups": ["authorization.k8s.io"], "verbs": ["create"],
                  "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]}
+# system:basic-user also lets everyone ask who they are (bootstrappolicy/policy.go, kubernetes PR #116274)
+_WHOAMI = {"apiGroups": ["authentication.k8s.io"], "verbs": ["create"], "resources": ["selfsubjectreviews"]}
 
 
 def bootstrap_rules(user: User) -> list[dict]:
     if AUTHENTICATED in user.groups:
-        return [{"nonResourceURLs": _DISCOVERY, "verbs": ["get"]}, _SELF_REVIEWS]
+        return [{"nonResourceURLs": _DISCOVERY, "verbs": ["get"]}, _SELF_REVIEWS, _WHOAMI]
     return [{"nonResourceURLs": _PUBLIC_INFO, "verbs": ["get"]}]
 
 

@@ -26,6 +26,7 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     singular: str = ""
     storage: tuple[str, str] | None = None   # another resource's storage this one is a view of
+    verbs: tuple[str, ...] = DEFAULT_VERBS
 
     @property
     def api_version(self) -> str:
@@ -64,10 +65,12 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "v1", "LimitRange", "limitranges", True, [], ["limits"]),
     _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ["token"], ["sa"]),
     _rt("", "v1", "Endpoints", "endpoints", True, [], ["ep"]),
+    _rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     _rt("apps", "v1", "Deployment", "deployments", True, ["status", "scale"], ["deploy"], categories=("all",)),
     _rt("apps", "v1", "ReplicaSet", "replicasets", True, ["status", "scale"], ["rs"], categories=("all",)),
     _rt("apps", "v1", "StatefulSet", "statefulsets", True, ["status", "scale"], ["sts"], categories=("all",)),
     _rt("apps", "v1", "DaemonSet", "daemonsets", True, ["status"], ["ds"], categories=("all",)),
+    _rt("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     # batch/v1 Job: a DELETE without a propagation policy orphans the pods (the real default).
     _rt("batch", "v1", "Job", "jobs", True, ["status"], default_propagation="Orphan", categories=("all",)),
     _rt("batch", "v1", "CronJob", "cronjobs", True, ["status"], ["cj"], categories=("all",)),
@@ -82,6 +85,20 @@ BUILTINS: tuple[ResourceType, ...] = (
         ["status"], ["crd", "crds"]),
 )
 BUILTIN_GROUPS = frozenset(rt.group for rt in BUILTINS)
+
+# Create-only kinds with no storage (nothing to get, list or watch): the review APIs, answered by routes
+# (access_review.py), listed in discovery only. Upstream: pkg/registry/authorization/rest/
+# storage_authorization.go and pkg/registry/authentication/rest/storage_authentication.go; namespaced as
+# their REST storage says (only LocalSubjectAccessReview is namespaced).
+_CREATE = ("create",)
+REVIEWS: tuple[ResourceType, ...] = (
+    _rt("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=_CREATE),
+    _rt("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False, verbs=_CREATE),
+    _rt("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True, verbs=_CREATE),
+    _rt("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False, verbs=_CREATE),
+    _rt("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False, verbs=_CREATE),
+    _rt("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, verbs=_CREATE),
+)
 
 
 def crd_resource_types(crd: dict) -> list[ResourceType]:

@@ -1,5 +1,6 @@
 """Non-resource endpoints: /healthz, /readyz, /livez, /version, and API discovery (/api, /apis, the
-APIGroup and APIResourceList documents built from the registry, CRD kinds included).
+APIGroup and APIResourceList documents built from the registry, CRD kinds included, and the create-only
+review kinds of authorization.k8s.io and authentication.k8s.io, `registry.REVIEWS`).
 
 Upstream: k8s.io/apiserver/pkg/endpoints/discovery (root.go, group.go, version.go) and
 k8s.io/apiserver/pkg/server/healthz."""
@@ -8,7 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from kubesim.errors import ApiError
-from kubesim.registry import DEFAULT_VERBS, ResourceType
+from kubesim.registry import REVIEWS, ResourceType
 from kubesim.store import Store
 from kubesim.wire import response
 
@@ -19,7 +20,7 @@ def _resource_entries(rts: list[ResourceType]) -> list[dict]:
     out = []
     for rt in sorted(rts, key=lambda r: r.plural):
         entry = {"name": rt.plural, "singularName": rt.singular or rt.kind.lower(), "namespaced": rt.namespaced,
-                 "kind": rt.kind, "verbs": list(DEFAULT_VERBS)}
+                 "kind": rt.kind, "verbs": list(rt.verbs)}
         if rt.short_names:
             entry["shortNames"] = list(rt.short_names)
         if rt.categories:
@@ -45,9 +46,14 @@ def _resource_entries(rts: list[ResourceType]) -> list[dict]:
     return out
 
 
+def served(store: Store) -> list[ResourceType]:
+    """Every kind in discovery: the registry's, and the create-only review kinds (no storage)."""
+    return store.registry.all() + list(REVIEWS)
+
+
 def _group_versions(store: Store) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for rt in store.registry.all():
+    for rt in served(store):
         if rt.group:
             vs = groups.setdefault(rt.group, [])
             if rt.version not in vs:
@@ -87,7 +93,7 @@ def simple_get(store: Store, path: str) -> web.Response | None:
     return None
 
 def resource_list(store: Store, group: str, version: str) -> web.Response:
-    rts = [rt for rt in store.registry.all() if rt.group == group and rt.version == version]
+    rts = [rt for rt in served(store) if rt.group == group and rt.version == version]
     if not rts:
         raise ApiError(404, "the server could not find the requested resource", "NotFound")
     gv = version if not group else f"{group}/{version}"

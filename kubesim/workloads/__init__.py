@@ -1,5 +1,6 @@
 """Workload controllers as kube-controller-manager runs them: Job, Deployment (via ReplicaSets),
-ReplicaSet, StatefulSet, PVC binding (a PVC becomes Bound with its requested capacity), Endpoints, and
+ReplicaSet, StatefulSet, PVC binding (a PVC becomes Bound with its requested capacity), Endpoints,
+EndpointSlices, and
 HorizontalPodAutoscalers (bounds only: there is no metrics server).
 
 Each controller owns what it creates with a controller ownerReference (`blockOwnerDeletion: true`), finds
@@ -11,6 +12,7 @@ from __future__ import annotations
 from kubesim.controller import Controller, ControllerContext
 from kubesim.workloads.deployment import DeploymentController, ReplicaSetController
 from kubesim.workloads.endpoints import EndpointsController
+from kubesim.workloads.endpointslice import EndpointSliceController
 from kubesim.workloads.hpa import HorizontalPodAutoscalerController
 from kubesim.workloads.job import JobController
 from kubesim.workloads.pvcbinder import PVCBinder
@@ -20,4 +22,4 @@ from kubesim.workloads.statefulset import StatefulSetController
 def controllers(cluster: ControllerContext) -> list[Controller]:
     return [JobController(cluster), DeploymentController(cluster), ReplicaSetController(cluster),
             StatefulSetController(cluster), PVCBinder(cluster), EndpointsController(cluster),
-            HorizontalPodAutoscalerController(cluster)]
+            EndpointSliceController(cluster), HorizontalPodAutoscalerController(cluster)]

@@ -1,6 +1,10 @@
 """The Endpoints controller: for each Service with a selector, the IPs of the pods it selects (ready ones in
 `addresses`, others in `notReadyAddresses`) with the Service's target ports.
 
+`ServicePodsController` is what it shares with the EndpointSlice controller (workloads/endpointslice.py): the
+Services with a selector, indexed so that a pod event wakes only the Services that may select it, and the
+pods a Service selects (both controllers watch Services and Pods alike upstream).
+
 Upstream: pkg/controller/endpoint/endpoints_controller.go (`syncService`), pkg/api/v1/endpoints.
 """
 from __future__ import annotations
@@ -13,16 +17,12 @@ from kubesim.workloads.owned import (
 )
 
 
-class EndpointsController(Controller):
-    """Endpoints for Services with a selector: the IPs of matching pods (ready ones in `addresses`,
-    others in `notReadyAddresses`), with the Service's target ports — as the endpoints controller does."""
-
-    name = "endpoints-controller"
+class ServicePodsController(Controller):
+    """A controller keyed by Service, woken by its Service and by the pods its selector may match."""
 
     def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.svc_rt = cluster.rt("services")
-        self.ep_rt = cluster.rt("endpoints")
         self.pods_rt = cluster.rt("pods")
         # the Services with a selector, filed under one of its key=value pairs: a pod event looks up only the
         # Services one of its labels could satisfy, not every Service of the namespace
@@ -59,6 +59,23 @@ class EndpointsController(Controller):
                         if all(labels.get(k) == v for k, v in sel.items()):
                             self.queue.add(key)
 
+    def selected_pods(self, svc: dict) -> list[dict]:
+        """The pods of the Service's namespace its selector matches, by name."""
+        selector = (svc.get("spec") or {}).get("selector") or {}
+        return sorted(self.cluster.cache.select(self.pods_rt, svc["metadata"]["namespace"], selector),
+                      key=lambda p: p["metadata"]["name"])
+
+
+class EndpointsController(ServicePodsController):
+    """Endpoints for Services with a selector: the IPs of matching pods (ready ones in `addresses`,
+    others in `notReadyAddresses`), with the Service's target ports — as the endpoints controller does."""
+
+    name = "endpoints-controller"
+
+    def __init__(self, cluster: ControllerContext):
+        super().__init__(cluster)
+        self.ep_rt = cluster.rt("endpoints")
+
     def reconcile(self, key: Key) -> None:
         ns, name = key
         svc = self.cluster.cache.get(self.svc_rt, ns, name)
@@ -73,7 +90,7 @@ class EndpointsController(Controller):
         if not selector:
             return           # a Service without a selector: its Endpoints are the user's
         ready, not_ready = [], []
-        for p in sorted(self.cluster.cache.select(self.pods_rt, ns, selector), key=lambda p: p["metadata"]["name"]):
+        for p in self.selected_pods(svc):
             ip = (p.get("status") or {}).get("podIP")
             if not ip or not active(p):
                 continue

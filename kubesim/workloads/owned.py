@@ -14,9 +14,10 @@ import json
 
 from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.errors import ApiError
+from kubesim.names import SAFE_ALPHABET
 
 TERMINAL = ("Succeeded", "Failed")
-_SAFE = "bcdfghjklmnpqrstvwxz2456789"     # apimachinery's SafeEncodeString alphabet
+_SAFE = SAFE_ALPHABET     # apimachinery's SafeEncodeString alphabet
 
 
 def template_hash(template: dict, size: int = 10) -> str:

@@ -1,18 +1,24 @@
 """The StatefulSet controller: ordinal pods `<sts>-0`..., PVCs `<template>-<sts>-<i>` from
-volumeClaimTemplates kept when pods or the set go (retention Retain), OrderedReady and Parallel pod management.
+volumeClaimTemplates kept when pods or the set go (retention Retain), OrderedReady and Parallel pod management,
+and the set's history: a ControllerRevision per template (what `kubectl rollout history/undo` read).
 
-Upstream: pkg/controller/statefulset/stateful_set_control.go and stateful_set_utils.go.
+Upstream: pkg/controller/statefulset/stateful_set_control.go (`getStatefulSetRevisions`: the current template's
+revision created, or renumbered to the newest when an older template comes back; history trimmed to
+revisionHistoryLimit) and stateful_set_utils.go (`newRevision`: data `{"spec": {"template": {...,
+"$patch": "replace"}}}`, the set's annotations, the template's labels plus controller-revision-hash), and
+pkg/controller/history/controller_history.go (`NewControllerRevision`: name `<set>-<hash>`, owned by the set).
 """
 from __future__ import annotations
 
 import copy
 
-from kubesim.controller import Key
+from kubesim.controller import Key, key_of
 from kubesim.errors import ApiError
 from kubesim.workloads.owned import (
     TERMINAL,
     OwnerController,
     active,
+    controller_uid,
     pod_phase,
     pod_ready,
     template_hash,
@@ -35,6 +41,7 @@ class StatefulSetController(OwnerController):
         name = sts["metadata"]["name"]
         want = int(spec.get("replicas", 1))
         revision = f"{name}-{template_hash(spec.get('template') or {})}"
+        self._history(sts, revision)
         pods = {p["metadata"]["name"]: p for p in self.owned(sts)}
         ordered = spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady"
         for pname, p in list(pods.items()):
@@ -68,6 +75,40 @@ class StatefulSetController(OwnerController):
                                 "readyReplicas": ready, "currentReplicas": current, "updatedReplicas": current,
                                 "availableReplicas": ready, "currentRevision": revision,
                                 "updateRevision": revision, "collisionCount": 0})
+
+    def _history(self, sts: dict, revision: str) -> None:
+        rt = self.cluster.rt("controllerrevisions", "apps")
+        md, spec = sts["metadata"], sts["spec"]
+        ns, uid = md["namespace"], md["uid"]
+        mine = sorted((r for r in self.cluster.cache.list(rt, ns) if controller_uid(r) == uid),
+                      key=lambda r: r.get("revision", 0))
+        top = mine[-1].get("revision", 0) if mine else 0
+        found = next((r for r in mine if r["metadata"]["name"] == revision), None)
+        try:
+            if found is None:
+                template = copy.deepcopy(spec.get("template") or {})
+                body = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                        "metadata": {"name": revision, "namespace": ns,
+                                     "labels": {**((template.get("metadata") or {}).get("labels") or {}),
+                                                "controller-revision-hash": revision[len(md["name"]) + 1:]},
+                                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                                          "name": md["name"], "uid": uid, "controller": True,
+                                                          "blockOwnerDeletion": True}]},
+                        "data": {"spec": {"template": {**template, "$patch": "replace"}}}, "revision": top + 1}
+                if md.get("annotations"):
+                    body["metadata"]["annotations"] = dict(md["annotations"])
+                self.cluster.observe(rt, self.store.create(rt, ns, body))
+                mine.append(body)
+            elif found is not mine[-1]:        # an older template is back (rollout undo): now the newest
+                self.cluster.observe(rt, self.store.update(rt, ns, revision, {**found, "revision": top + 1}))
+            limit = int(spec.get("revisionHistoryLimit", 10))
+            for old in [r for r in mine if r["metadata"]["name"] != revision][:max(0, len(mine) - 1 - limit)]:
+                self.store.delete(rt, ns, old["metadata"]["name"])
+        except ApiError as e:
+            if e.code == 409:
+                self.queue.add_after(key_of(sts), 0.01)
+            elif e.code not in (403, 404):
+                raise
 
     @staticmethod
     def _ordinal(name: str, pod_name: str) -> int | None:

@@ -45,11 +45,17 @@ async def test_server_sets_uid_timestamp_resource_version_generation(kube):
 
 
 async def test_generate_name(kube):
-    """generateName: the server appends 5 random [a-z0-9] characters; name takes precedence if given."""
+    """generateName: the server appends 5 random characters of apimachinery's `alphanums` (util/rand/rand.go:
+    no vowels, no 0, 1, 3), after cutting the prefix to 58 (apiserver/pkg/storage/names/generate.go)."""
     core = kube.api("CoreV1Api")
-    names = {(await core.create_namespaced_pod("default", pod())).metadata.name for _ in range(5)}
-    assert len(names) == 5
-    assert all(re.fullmatch(r"p-[a-z0-9]{5}", n) for n in names)
+    names = {(await core.create_namespaced_pod("default", pod())).metadata.name for _ in range(12)}
+    assert len(names) == 12
+    assert all(re.fullmatch(r"p-[bcdfghjklmnpqrstvwxz2456789]{5}", n) for n in names), names
+    long = configmap("x")
+    del long["metadata"]["name"]
+    long["metadata"]["generateName"] = "a" * 70 + "-"
+    name = (await core.create_namespaced_config_map("default", long)).metadata.name
+    assert len(name) == 63 and name.startswith("a" * 58)
 
 
 async def test_name_required(kube):

@@ -50,6 +50,27 @@ async def test_group_discovery(kube):
     assert {"jobs", "jobs/status", "cronjobs"} <= batch
 
 
+@pytest.mark.parametrize("group, resources", [
+    ("authorization.k8s.io", {"localsubjectaccessreviews": True, "selfsubjectaccessreviews": False,
+                              "selfsubjectrulesreviews": False, "subjectaccessreviews": False}),
+    ("authentication.k8s.io", {"selfsubjectreviews": False, "tokenreviews": False})])
+def test_review_groups_are_discovered(apisim, group, resources):
+    """The review kinds (access_review.py) are in /apis, /apis/<g> and /apis/<g>/v1 as the real server lists
+    them (pkg/registry/authorization/rest/storage_authorization.go, pkg/registry/authentication/rest/
+    storage_authentication.go): create-only, only LocalSubjectAccessReview namespaced. Nothing to GET."""
+    groups = {g["name"]: g for g in get_json(apisim.url + "/apis")[1]["groups"]}
+    assert groups[group]["preferredVersion"]["groupVersion"] == f"{group}/v1"
+    assert get_json(apisim.url + f"/apis/{group}")[1]["versions"] == [{"groupVersion": f"{group}/v1",
+                                                                       "version": "v1"}]
+    listed = get_json(apisim.url + f"/apis/{group}/v1")[1]["resources"]
+    assert {r["name"]: r["namespaced"] for r in listed} == resources
+    assert all(r["verbs"] == ["create"] for r in listed)
+    assert {r["singularName"] for r in listed} == {n[:-1] for n in resources}
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(apisim.url + f"/apis/{group}/v1/{next(iter(resources))}", timeout=10)
+    assert e.value.code == 405
+
+
 def test_dynamic_client_uses_discovery(apisim):
     """The `kubernetes` DynamicClient discovers resources from /api and /apis and then does CRUD."""
     from kubernetes import dynamic

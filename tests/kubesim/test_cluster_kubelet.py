@@ -249,6 +249,25 @@ def test_repeated_events_are_aggregated(k8s):
     assert ev[0].last_timestamp >= ev[0].first_timestamp
 
 
+def test_event_names_sort_in_the_order_they_happened(k8s):
+    """An Event is named `<object>.<hex of UnixNano>` (client-go tools/record/event.go makeEvent), so the list,
+    in name order as the API server returns it (and `kubectl get events`), shows a pod's life in order."""
+    core = CoreV1Api(k8s)
+    core.create_namespaced_pod("default", pod("ordered", duration=0.2))
+    phase_is(core, "ordered", "Succeeded")
+    events = wait_until(lambda: (lambda es: es if {"Started"} <= {e.reason for e in es} else None)(
+        events_for(core, "ordered")), what="the pod's events")
+    names = [e.metadata.name for e in events]
+    assert names == sorted(names)
+    reasons = [e.reason for e in events]
+    assert reasons.index("Scheduled") < reasons.index("Pulled") < reasons.index("Created") < \
+        reasons.index("Started"), reasons
+    for e in events:
+        prefix, _, stamp = e.metadata.name.rpartition(".")
+        assert prefix == "ordered" and len(stamp) == 16
+        assert abs(int(stamp, 16) / 1e9 - e.first_timestamp.timestamp()) < 1.5    # the event's own time
+
+
 def test_pod_held_by_finalizer_is_stopped_when_deleted(k8s):
     """Deleting a running pod that has a finalizer: it stays (deletionTimestamp) but the kubelet stops
     its containers (exit 137) and it reaches a terminal phase; removing the finalizer removes it."""

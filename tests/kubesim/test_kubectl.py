@@ -190,6 +190,52 @@ def test_get_prints_a_crds_additional_printer_columns(admin):
     assert headers(admin("get", "widgets", "-o", "wide").stdout) == ["NAME", "SIZE", "COLOR", "AGE"]
 
 
+def test_get_endpointslices_prints_the_servers_columns(admin):
+    """`kubectl get endpointslices -A` (the resource is served, workloads/endpointslice.py) with printers.go's
+    EndpointSlice columns: the `kubernetes` slice, a Service's slice with its pods' addresses, `<unset>` for a
+    Service selecting nothing yet; `describe service` (kubectl >= 1.30 reads the slices) lists the endpoint."""
+    admin("apply", "-f", "-", stdin=DEPLOYMENT)
+    admin("expose", "deployment", "web", "--port=8080", "--target-port=80")
+    admin("create", "service", "clusterip", "idle", "--tcp=80:80")
+
+    def by_name():
+        return {r[1].rsplit("-", 1)[0] if r[1] != "kubernetes" else r[1]: r
+                for r in rows(admin("get", "endpointslices", "-A").stdout)}
+    wait_until(lambda: len(by_name().get("web", [""] * 5)[4].split(",")) == 2, 30, what="two web endpoints")
+    out = admin("get", "endpointslices", "-A").stdout
+    assert headers(out) == ["NAMESPACE", "NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    got = by_name()
+    assert got["kubernetes"][:5] == ["default", "kubernetes", "IPv4", "6443", "127.0.0.1"]
+    assert got["web"][2:4] == ["IPv4", "80"] and all(re.fullmatch(r"10\.\d+\.\d+\.\d+", a)
+                                                     for a in got["web"][4].split(","))
+    assert got["idle"][2:5] == ["IPv4", "<unset>", "<unset>"]
+    ips = set(got["web"][4].split(","))
+    described = admin("describe", "service", "web").stdout
+    endpoints = re.search(r"Endpoints:\s+(\S+)", described).group(1)
+    assert {e.rsplit(":", 1)[0] for e in endpoints.split(",")} == ips
+
+
+def test_statefulset_rollout_history_and_undo(admin):
+    """`kubectl rollout history/undo statefulset` read the set's ControllerRevisions (apps/v1, served; one per
+    template, workloads/statefulset.py as stateful_set_control.go): two revisions after an image change; undo
+    brings the first template back under revision 3, and the pods run the old image again."""
+    admin("apply", "-f", "-", stdin=STATEFULSET)
+    admin("rollout", "status", "statefulset/db", "--timeout=60s")
+    admin("set", "image", "statefulset/db", "db=postgres:16")
+    wait_until(lambda: [r[0] for r in rows(admin("rollout", "history", "statefulset/db").stdout)[1:]] == ["1", "2"],
+               30, what="two revisions")
+    first = admin("rollout", "history", "statefulset/db", "--revision=1").stdout
+    assert re.search(r"Image:\s+postgres\s*$", first, re.M), first
+    out = admin("get", "controllerrevisions").stdout
+    assert headers(out) == ["NAME", "CONTROLLER", "REVISION", "AGE"]
+    assert {(r[1], r[2]) for r in rows(out)} == {("statefulset.apps/db", "1"), ("statefulset.apps/db", "2")}
+    assert "rolled back" in admin("rollout", "undo", "statefulset/db").stdout
+    wait_until(lambda: [r[0] for r in rows(admin("rollout", "history", "statefulset/db").stdout)[1:]] == ["2", "3"],
+               30, what="the first revision renumbered 3")
+    wait_until(lambda: admin("get", "pod", "db-0", "-o", "jsonpath={.spec.containers[0].image}",
+                             check=False).stdout == "postgres", 30, what="db-0 back on the old image")
+
+
 def test_explain_reads_the_schema(admin):
     out = admin("explain", "jobs.spec.backoffLimit").stdout
     assert "backoffLimit" in out and "<integer>" in out
@@ -210,6 +256,31 @@ def test_auth_can_i_answers_from_rbac(admin, cluster, tmp_path):
     assert (denied.returncode, denied.stdout.strip()) == (1, "no")
     assert alice("auth", "can-i", "list", "pods", "-n", "default", check=False).stdout.strip() == "no"
     assert admin("auth", "can-i", "create", "clusterroles").stdout.strip() == "yes"
+
+
+def _minor(binary: str) -> int:
+    m = re.match(r"v1\.(\d+)", _version(binary))
+    return int(m.group(1)) if m else 0
+
+
+def test_api_resources_lists_the_review_kinds_and_whoami_answers(admin, cluster, tmp_path):
+    """`kubectl api-resources` reads discovery: the authorization.k8s.io and authentication.k8s.io review
+    kinds are there (create-only, so `--verbs=list` leaves them out); `kubectl auth whoami` (kubectl >= 1.28)
+    posts a SelfSubjectReview."""
+    out = admin("api-resources", "--api-group=authorization.k8s.io").stdout
+    assert {r[0]: r[-2:] for r in rows(out)} == {
+        "localsubjectaccessreviews": ["true", "LocalSubjectAccessReview"],
+        "selfsubjectaccessreviews": ["false", "SelfSubjectAccessReview"],
+        "selfsubjectrulesreviews": ["false", "SelfSubjectRulesReview"],
+        "subjectaccessreviews": ["false", "SubjectAccessReview"]}
+    assert {r[0] for r in rows(admin("api-resources", "--api-group=authentication.k8s.io").stdout)} == {
+        "selfsubjectreviews", "tokenreviews"}
+    assert "selfsubjectaccessreviews" not in admin("api-resources", "--verbs=list").stdout
+    if _minor(admin.binary) < 28:
+        return                      # no `auth whoami` before 1.28
+    alice = Kubectl(admin.binary, cluster[2], tmp_path)
+    out = alice("auth", "whoami").stdout
+    assert re.search(r"Username\s+alice\b", out) and "team-members" in out, out
 
 
 def test_describe_node_shows_its_lease_and_heartbeats(admin):
