@@ -30,6 +30,8 @@ class FollowSettings:
     unschedulable_timeout: float | None = 1800.0
     log_tail_lines: int = 50
     event_poll_interval: float = 5.0  # only while the Job has no pod (quota refusals are events)
+    queued: bool = False  # created suspended in a Kueue LocalQueue: follow its Workload too
+    queue_wait: float | None = None  # seconds Kueue may keep it queued before failing; None = as long as the task may run
 
     def to_dict(self) -> dict:
         return asdict(self)
