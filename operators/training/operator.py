@@ -54,11 +54,15 @@ from operators.training.waiting import FollowSettings
 class TrainingJobFailed(AirflowException):
     """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
 
-    def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None) -> None:
+    def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None,
+                 preemptions: Sequence[str] = ()) -> None:
         self.reason = reason
         self.log_tail = list(log_tail)
         self.job = job
+        self.preemptions = list(preemptions)  # Kueue: "<time>: <Preempted message>" of each preemption lived through
         text = f"Training Job {job} failed: {reason}" if job else f"Training failed: {reason}"
+        for note in self.preemptions:
+            text += f"\n(the Job was preempted by Kueue at {note})"
         if self.log_tail:
             text += f"\n--- last {len(self.log_tail)} log lines ---\n" + "\n".join(self.log_tail)
         super().__init__(text)
@@ -334,13 +338,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def _finish(self, result: dict) -> None:
         metrics.training_finished(result)
         job = f"{result['namespace']}/{result['name']}"
+        preemptions = result.get("preemptions") or []
         if result["status"] == "success":
-            self.log.info("Job %s succeeded", job)
+            self.log.info("Job %s succeeded%s", job, f" after {len(preemptions)} preemption(s) by Kueue: "
+                          + "; ".join(preemptions) if preemptions else "")
             return
-        if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery"):
-            # the Job is still active but can never progress on its own: remove it (and any pending pod)
+        if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery", "queue"):
+            # the Job is still active (or queued) but can never progress on its own: remove it (and any pod)
             self._delete_job(result["namespace"], result["name"])
-        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job)
+        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions)
 
     def _delete_job(self, namespace: str, name: str) -> None:
         deleted, error = self._jobs().delete(namespace, name)
