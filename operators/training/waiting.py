@@ -15,8 +15,9 @@ waiting policy is tested without a cluster:
 * a Job queued in Kueue (``settings.queued``): while it is suspended nothing above applies; Kueue's words
   (``queued``: the Workload's QuotaReserved message, the LocalQueue's pending count) are said whenever they
   change, and after ``queue_wait`` the step fails with them. A Job suspended again after it ran was preempted
-  (Kueue evicts the Workload, then suspends the Job): said once per preemption with the Workload's Preempted
-  message and time, kept in ``Timers.preemptions`` for the task log and the e-mail, and followed on - it is
+  (Kueue evicts the Workload, then suspends the Job): said once per preemption (told apart by the Workload's
+  Preempted message, which names the preemptor) with that message and time, even if the follower never saw the
+  Job run, kept in ``Timers.preemptions`` for the task log and the e-mail, and followed on - it is
   not a failure. The pod-discovery clock starts when Kueue starts the Job.
 """
 
@@ -64,7 +65,6 @@ class Timers:
     queued_since: float | None = None      # Kueue: suspended since (None: running or not queued)
     ran: bool = False                      # Kueue: the Job has run (unsuspended) at least once
     said: str | None = None                # Kueue: the last queue message said
-    preempted_pending: bool = False        # Kueue: suspended after running; its Preempted message not said yet
     preemptions: tuple[str, ...] = ()      # Kueue: "<time>: <message>" of each preemption
 
 
@@ -96,17 +96,18 @@ def _in_queue(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
               ref: str) -> tuple[Outcome | Wait | None, Timers]:
     """Kueue: (a decision while the Job is suspended, or None once it runs; the timers)."""
     job, lines = seen.job, []
-    if timers.preempted_pending and (hit := queued.preemption(seen.workload)) is not None:
+    hit = queued.preemption(seen.workload)   # Kueue's messages name the preemptor's uid: one per preemption
+    if hit is not None and not any(note.endswith(f": {hit[1]}") for note in timers.preemptions):
         note = f"{hit[0] or 'time not recorded'}: {hit[1]}"
         lines.append(f"Job {ref} was preempted by Kueue at {note} - its pods were stopped and it waits in the "
                      "queue to run again (a preemption is not a failed try)")
-        timers = replace(timers, preempted_pending=False, preemptions=timers.preemptions + (note,))
+        timers = replace(timers, preemptions=timers.preemptions + (note,))
     if not queued.suspended(job):
         if timers.queued_since is not None or not timers.ran:   # just started (again): discovery from now
             timers = replace(timers, queued_since=None, ran=True, said=None, start=now)
         return (Wait(say=tuple(lines)) if lines else None), timers
     if timers.queued_since is None:
-        timers = replace(timers, queued_since=now, preempted_pending=timers.ran)
+        timers = replace(timers, queued_since=now)
     message = queued.waiting_message(seen.workload, seen.queue, queued.queue_name(job))
     if message != timers.said:
         lines.append(f"Job {ref} is queued in Kueue: {message}")

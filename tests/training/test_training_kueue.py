@@ -38,3 +38,17 @@ def test_a_bad_priority_class_is_refused_when_the_dag_is_parsed():
     assert operator(priority_class="skiff-dev").priority_class == "skiff-dev"
     with pytest.raises(ValueError, match="queue_wait"):
         operator(queue_wait=-1)
+
+
+def test_the_failure_mail_says_when_and_by_what_the_step_was_preempted():
+    from types import SimpleNamespace
+
+    from operators import TrainingJobFailed
+    from operators.training.alerts import compose
+
+    note = "2026-12-01T10:00:00Z: Preempted to accommodate a workload (UID: u-a, JobUID: j-a) due to reclamation"
+    exc = TrainingJobFailed("exit code 1", ["boom"], "nlp/train-x", [note])
+    ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", try_number=1, map_index=-1, log_url="http://x/log")
+    _, body = compose({"ti": ti, "exception": exc})
+    assert "<th align='left'>Preempted</th><td>2026-12-01T10:00:00Z: Preempted to accommodate a workload" in body
+    assert "(the Job was preempted by Kueue at 2026-12-01T10:00:00Z" in str(exc)

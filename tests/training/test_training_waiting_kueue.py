@@ -99,6 +99,16 @@ def test_a_preemption_seen_only_after_readmission_is_still_told():
     assert timers.preemptions == (f"time not recorded: {PREEMPTED}",)
 
 
+def test_a_preemption_is_told_from_the_workload_even_if_the_job_was_never_seen_running():
+    """A follower that subscribed after Kueue started and preempted the Job: the Workload still says so."""
+    evicted = workload(("Preempted", "True", PREEMPTED, "2026-12-01T10:00:00Z"))
+    wait, timers = decide(Seen(job(True), workload=evicted), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert wait.say[0].startswith(f"Job {REF} was preempted by Kueue at 2026-12-01T10:00:00Z: {PREEMPTED}")
+    reset = workload(("Preempted", "False", "Previously: " + PREEMPTED, "2026-12-01T10:05:00Z"))
+    wait, timers = decide(Seen(job(False), workload=reset, pods=(running_pod(),)), timers, 1.0, QUEUED, REF)
+    assert wait == Wait() and len(timers.preemptions) == 1       # the reset condition is the same preemption
+
+
 def test_a_job_not_queued_is_judged_as_before():
     listing, timers = decide(Seen(job(True)), Timers(start=0.0), 31.0, replace(QUEUED, queued=False), REF)
     assert listing == Wait(list_events=True)                 # no pod: the events are listed first, as before
