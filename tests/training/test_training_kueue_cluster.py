@@ -51,7 +51,7 @@ def test_a_queued_step_logs_kueues_words_outlasts_pod_discovery_and_runs_when_qu
     assert job.spec.suspend is True and job.metadata.labels["kueue.x-k8s.io/queue-name"] == "skiff"
     assert job.metadata.labels["kueue.x-k8s.io/priority-class"] == "skiff-scheduled"
     wait_until(lambda: lines.has("is queued in Kueue: couldn't assign flavors"), timeout=30, what="Kueue's words")
-    said = next(line for line in lines.lines if "is queued in Kueue" in line)
+    said = next(line for line in lines.lines if "is queued in Kueue: couldn't assign flavors" in line)
     pending = condition(workload_of(api, "nlp", job.metadata.name), "QuotaReserved")["message"]
     assert pending in said and "LocalQueue skiff:" in said
     thread.join(90)
