@@ -113,6 +113,9 @@ class JobController(OwnerController):
                             for cs in (p.get("status") or {}).get("containerStatuses") or [])
 
         if spec.get("suspend"):
+            # job_controller.go manageJob: a suspended Job's active pods go through deleteJobPods, which removes
+            # each pod's tracking finalizer before the DELETE, so trackJobStatusAndRemoveFinalizers never counts
+            # them as failed (delete_child marks them `removing`): a preempted Job with backoffLimit 0 lives on
             for p in running:
                 self.delete_child(job, p)
             if not any(c["type"] == "Suspended" and c["status"] == "True" for c in conds):

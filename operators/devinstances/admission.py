@@ -16,7 +16,7 @@ from operators.platform.model import QUOTA_NAME, Platform
 
 def admission_request(req: InstanceRequest) -> AdmissionRequest:
     return AdmissionRequest(team=req.namespace, user=req.owner, cpu=req.cpu, memory=f"{req.memory_gi}Gi",
-                            gpu=req.gpu, home=req.home_pvc, volumes=req.mounts)
+                            gpu=req.gpu, home=req.home_pvc, volumes=req.mounts, instance=True)
 
 
 def decision(kube: Kube, platform: Platform, req: InstanceRequest) -> Decision:

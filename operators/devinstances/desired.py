@@ -41,12 +41,16 @@ def annotations(req: InstanceRequest, external: dict[int, int], started: str | N
     return out
 
 
-def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int, started: str | None) -> dict:
+def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int, started: str | None,
+                queue_labels: dict[str, str] | None = None) -> dict:
+    """``queue_labels``: the platform's Kueue labels (``Decision.queue_labels``) for a new instance's set."""
+    labels = naming.labels(req.owner, req.name)
     return render(
         "devinstance/statefulset.yaml.j2",
         name=naming.statefulset_name(req.owner, req.name),
         namespace=req.namespace,
-        labels=naming.labels(req.owner, req.name),
+        labels=labels,
+        set_labels={**labels, **(queue_labels or {})},
         annotations=annotations(req, external, started),
         replicas=replicas,
         image=req.image.image,

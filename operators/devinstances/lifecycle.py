@@ -99,14 +99,16 @@ def _over_limit(owner: str, instances: list[str], limit: int) -> InstanceError:
                          f"the limit is {limit}, stopped ones included: delete one first")
 
 
-def admit(kube: Kube, platform: Platform, req: InstanceRequest) -> None:
+def admit(kube: Kube, platform: Platform, req: InstanceRequest) -> dict[str, str]:
     """Apply the platform's admission decision: a refusal raises ``AdmissionError``; an instance is interactive,
-    so one that would only wait for quota is refused too (saying what is in use), not queued."""
+    so one that would only wait for quota is refused too (saying what is in use), not queued. Returns the
+    labels the StatefulSet carries (with ``queueing: kueue``: the skiff-dev LocalQueue and priority)."""
     decision = admission.decision(kube, platform, req)
     if decision.refused:
         raise AdmissionError(decision.reason)
     if decision.waits:
         raise InstanceError(f"not enough free quota to start it now: {decision.reason}")
+    return dict(decision.queue_labels)
 
 
 def create(kube: Kube, req: InstanceRequest, settings: Settings, platform: Platform | None = None) -> Outcome:
@@ -117,17 +119,19 @@ def create(kube: Kube, req: InstanceRequest, settings: Settings, platform: Platf
     has more than the limit, removes its own instance and fails (``_ensure``). Of any set of concurrent
     creates, the last one created sees all the others, so never more than the limit remain (docs/security.md)."""
     existing = read_instance(kube, req.owner, req.namespace, req.name)
+    queue_labels: dict[str, str] = {}
     if existing is None:
         others = count_instances(kube, req.owner)
         if len(others) >= settings.max_per_owner:
             raise _over_limit(req.owner, others, settings.max_per_owner)
         check_volumes(kube, req)
         if platform is not None:
-            admit(kube, platform, req)
-    return _ensure(kube, req, settings, existing)
+            queue_labels = admit(kube, platform, req)
+    return _ensure(kube, req, settings, existing, queue_labels)
 
 
-def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict | None) -> Outcome:
+def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict | None,
+            queue_labels: dict[str, str] | None = None) -> Outcome:
     sts_name = existing["metadata"]["name"] if existing else naming.statefulset_name(req.owner, req.name)
     service = naming.service_of(sts_name)
     external = tcp_services.allocate(kube, settings, req.namespace, service, req.ports.values())
@@ -135,7 +139,8 @@ def _ensure(kube: Kube, req: InstanceRequest, settings: Settings, existing: dict
     try:
         if existing is None:
             made = kube.create(STATEFULSETS, req.namespace,
-                               desired.statefulset(req, external, replicas=0, started=None))
+                               desired.statefulset(req, external, replicas=0, started=None,
+                                                   queue_labels=queue_labels))
             created_sts = made is not None
             # None: it exists (a concurrent create, or this very request sent again after a lost answer)
             existing = made or read_instance(kube, req.owner, req.namespace, req.name)

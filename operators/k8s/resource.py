@@ -63,3 +63,6 @@ STATEFULSETS = Resource("apps/v1", "statefulsets")
 JOBS = Resource("batch/v1", "jobs")
 DEPLOYMENTS = Resource("apps/v1", "deployments")
 HPAS = Resource("autoscaling/v2", "horizontalpodautoscalers")
+# Kueue (kubernetes-sigs/kueue, API kueue.x-k8s.io/v1beta2): a queued Job's Workload and the team's LocalQueues
+WORKLOADS = Resource("kueue.x-k8s.io/v1beta2", "workloads")
+LOCALQUEUES = Resource("kueue.x-k8s.io/v1beta2", "localqueues")

@@ -11,7 +11,7 @@ from datetime import datetime
 from operators.metrics import catalogue as c
 
 # (result "kind" or reason text prefix, label): the first match wins; a reason that matches none is "Other"
-_BY_KIND = {"quota": "QuotaWaitTimeout", "unschedulable": "Unschedulable", "discovery": "NoPod",
+_BY_KIND = {"quota": "QuotaWaitTimeout", "queue": "QuotaWaitTimeout", "unschedulable": "Unschedulable", "discovery": "NoPod",
             "deleted": "JobDeleted"}
 _BY_PREFIX = (("OOMKilled", "OOMKilled"), ("DeadlineExceeded", "DeadlineExceeded"), ("Preempted", "Preempted"),
               ("Evicted", "Evicted"), ("exit code", "ExitCode"), ("ErrImage", "ImagePull"),

@@ -17,6 +17,13 @@ own package (``operators.training.admission``, ``operators.devinstances.admissio
 An admitted or waiting request carries what to apply: ``volumes`` (the user's own home PVC, the team's shared
 volumes and volumes shared with the user; a read-only grant sets ``readOnly`` whatever was asked) and
 ``node_pools`` (the GPU resource and taints, the online pool) for the placement.
+
+With ``queueing: kueue`` Kueue's ClusterQueues decide when a workload runs, and may lend it the cohort's idle
+quota: the request is never refused for its size nor made to wait on the ResourceQuota (which keeps storage
+and counts only). It is admitted with ``queue_labels`` (``operators.platform.kueue.queue_labels``): the team's
+LocalQueue (``skiff`` for training steps, ``skiff-dev`` for development instances) and the priority class -
+``skiff-online`` for online steps, else ``skiff-scheduled``, ``skiff-dev`` for instances; a training step may
+ask another class (``priority_class``), never ``skiff-online`` in a team without ``allow_online``.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from decimal import Decimal
 from operators.core.nodepools import NodePools
 from operators.core.quantity import human, parse_quantity
 from operators.core.volumes import Volume, home_pvc
+from operators.platform import kueue
 from operators.platform.model import Platform, PlatformError, Team
 
 RULE = "a user mounts their own home PVC, their team's volumes and volumes shared with them"
@@ -49,6 +57,8 @@ class AdmissionRequest:
     home: str | None = None       # PVC at /root (None: the user's home PVC)
     volumes: tuple[Volume, ...] = ()
     online: bool = False          # the online (production) pool
+    instance: bool = False        # a development instance (else a training step)
+    priority_class: str | None = None  # queueing: kueue: a training step's own choice of WorkloadPriorityClass
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,12 @@ class Decision:
     volumes: tuple[Volume, ...] = ()          # the mounts to apply (read-only where granted read-only)
     node_pools: NodePools = NodePools()       # where it is placed (GPU resource and taints, online pool)
     waiting_for: tuple[str, ...] = ()         # WAIT: the request's fields short of quota ("gpu", "cpu", "memory")
+    queue_labels: tuple[tuple[str, str], ...] = ()  # queueing: kueue: Kueue's queue-name and priority-class
+
+    @property
+    def queued(self) -> bool:
+        """Kueue admits it: created with ``queue_labels`` (a Job suspended), it runs when Kueue says."""
+        return bool(self.queue_labels)
 
     @property
     def refused(self) -> bool:
@@ -107,6 +123,8 @@ def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | Non
     refused = _volume_refusal(platform, req, team.name)
     if refused:
         return refused
+    if platform.queueing == "kueue":
+        return None          # Kueue's ClusterQueues decide, and may lend idle quota beyond the team's own
     quota = team.quota.amounts()
     limits = {"GPU": quota["gpu"], "CPU": quota["cpu"], "memory": quota["memory"]}
     for label, _key, ask, binary in _asks(platform, req):
@@ -130,6 +148,19 @@ def _waits_for(platform: Platform, req: AdmissionRequest, team: Team,
     return (f"team {team.name} waits for " + ", ".join(waits) if waits else None), tuple(fields)
 
 
+def _priority(req: AdmissionRequest, team: Team) -> tuple[str | None, str | None]:
+    """(priority class, refusal) of a queued workload."""
+    if req.instance:
+        return kueue.DEV, None
+    chosen = req.priority_class or kueue.priority_class(req.online)
+    if chosen not in kueue.PRIORITY_NAMES:
+        return None, f"priority_class={chosen!r}: not one of Skiff's priority classes {', '.join(kueue.PRIORITY_NAMES)}"
+    if chosen == kueue.ONLINE and not team.allow_online:
+        return None, (f"priority_class={chosen!r}: team {team.name} may not use the online priority "
+                      "(allow_online is not set for it in the platform file)")
+    return chosen, None
+
+
 def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None) -> Decision:
     """``quota_status``: the team's live ResourceQuota ``status`` ({"hard", "used"}), None if unknown (then
     nothing is waited for: the API server's quota admission still has the last word)."""
@@ -140,6 +171,12 @@ def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None)
     refused = _refusal(platform, req, team)
     if refused:
         return _refuse(refused)
+    if platform.queueing == "kueue":
+        priority, refused = _priority(req, team)
+        if refused:
+            return _refuse(refused)
+        return Decision(ADMIT, None, _granted(platform, req, team.name), platform.node_pools,
+                        queue_labels=kueue.queue_labels(req.instance, priority))
     waits, fields = _waits_for(platform, req, team, quota_status)
     return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools, fields)
 

@@ -24,7 +24,12 @@ from operators.templating import render
 ONLINE, SCHEDULED, DEV = "skiff-online", "skiff-scheduled", "skiff-dev"
 PRIORITIES = ((ONLINE, 3000, "online training steps"), (SCHEDULED, 2000, "scheduled training steps"),
               (DEV, 1000, "development instances"))
+PRIORITY_NAMES = tuple(n for n, _v, _d in PRIORITIES)
 LOCAL_QUEUE, DEV_LOCAL_QUEUE = "skiff", "skiff-dev"
+# the labels Kueue's Job and StatefulSet integrations read (kueue pkg/controller/constants/constants.go:
+# QueueLabel, WorkloadPriorityClassLabel)
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 FLAVOR_ORDER = ("online", "gpu", "default")      # a pod gets the first flavor whose taints it tolerates
 
 
@@ -89,6 +94,12 @@ def team_objects(platform: Platform, team: Team, labels: dict) -> list[dict]:
 def priority_class(online: bool, dev: bool = False) -> str:
     """The WorkloadPriorityClass of a workload: online steps, scheduled steps, development instances."""
     return DEV if dev else ONLINE if online else SCHEDULED
+
+
+def queue_labels(dev: bool, priority: str) -> tuple[tuple[str, str], ...]:
+    """The labels that put a workload in its team's queue: LocalQueue ``skiff`` (training) or ``skiff-dev``
+    (development instances) and its WorkloadPriorityClass."""
+    return ((QUEUE_NAME_LABEL, DEV_LOCAL_QUEUE if dev else LOCAL_QUEUE), (PRIORITY_CLASS_LABEL, priority))
 
 
 def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, float]]]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import logging
 
 from operators.platform.admission import AdmissionError, AdmissionRequest, Decision, decide, enforced_platform
+from operators.platform.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from operators.platform.model import QUOTA_NAME
 from operators.training.spec import TrainingJobSpec
 
 
-def admission_request(spec: TrainingJobSpec, owner: str) -> AdmissionRequest:
+def admission_request(spec: TrainingJobSpec, owner: str, priority_class: str | None = None) -> AdmissionRequest:
     return AdmissionRequest(team=spec.namespace, user=owner, cpu=spec.cpu, memory=spec.memory_gi + "Gi",
-                            gpu=spec.gpu, home=spec.pvc, volumes=spec.volumes, online=spec.online)
+                            gpu=spec.gpu, home=spec.pvc, volumes=spec.volumes, online=spec.online,
+                            priority_class=priority_class)
 
 
 def how_it_waits(quota_wait: float | None) -> str:
@@ -37,6 +39,10 @@ def apply(decision: Decision, asked: TrainingJobSpec, owner: str, quota_wait: fl
         raise AdmissionError(decision.reason)
     if decision.waits:
         log.info("%s; %s", decision.reason, how_it_waits(quota_wait))
+    if decision.queued:
+        labels = dict(decision.queue_labels)
+        log.info("queued in Kueue: LocalQueue %s, priority class %s; the Job starts when Kueue admits it",
+                 labels.get(QUEUE_NAME_LABEL), labels.get(PRIORITY_CLASS_LABEL))
     for before, after in zip(asked.volumes, decision.volumes, strict=True):
         if after.read_only and not before.read_only:
             log.info("volume %s is shared read-only with %s: mounted read-only", after.pvc, owner)
@@ -44,7 +50,7 @@ def apply(decision: Decision, asked: TrainingJobSpec, owner: str, quota_wait: fl
 
 
 def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: float | None,
-          log: logging.Logger) -> Decision | None:
+          log: logging.Logger, priority_class: str | None = None) -> Decision | None:
     """Observe, decide, apply (``TrainingJobOperator.execute``, before anything is created); None: no platform
     file is enforced."""
     from operators.k8s import Kube, api_client
@@ -53,6 +59,6 @@ def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: fl
     platform = enforced_platform()
     if platform is None:
         return None
-    request = admission_request(spec, owner)
+    request = admission_request(spec, owner, priority_class)
     quota = Kube(api_client(conn_id)).get(RESOURCEQUOTAS, platform.team(spec.namespace).namespace, QUOTA_NAME)
     return apply(decide(platform, request, (quota or {}).get("status")), spec, owner, quota_wait, log)

@@ -71,6 +71,7 @@ def compose(context: dict, event: str = "failed") -> tuple[str, str]:
         ("Try", str(getattr(ti, "try_number", "?"))),
         ("Reason", reason),
     ]
+    rows += [("Preempted", p) for p in getattr(exc, "preemptions", None) or []]  # Kueue: when, and by what
     body = ["<h3>Skiff: a training task " + html.escape(event) + "</h3>", "<table>"]
     body += [f"<tr><th align='left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows]
     body.append("</table>")

@@ -26,13 +26,14 @@ from collections.abc import Callable
 import aiohttp
 
 from operators.k8s.errors import KubeError
-from operators.k8s.resource import EVENTS, JOBS, PODS
+from operators.k8s.resource import EVENTS, JOBS, LOCALQUEUES, PODS, WORKLOADS
 from operators.k8s.rest import AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.metrics.events import job_times
-from operators.training import failure
+from operators.training import failure, queued
 from operators.training.naming import LABEL_JOB
+from operators.training.queued import JOB_UID_LABEL
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
 
 __all__ = ["FollowSettings", "follow_job"]
@@ -49,6 +50,8 @@ class _Observed:
         self.job: dict | None = None
         self.pods: dict[str, dict] = {}
         self.events: list[dict] = []
+        self.workload: dict | None = None       # Kueue: the Job's Workload
+        self.queues: dict[str, dict] = {}       # Kueue: the namespace's LocalQueues by name
         self.changed = asyncio.Event()
 
     def set_job(self, obj: dict | None, deleted: bool = False) -> None:
@@ -64,8 +67,29 @@ class _Observed:
             self.pods[obj["metadata"]["name"]] = obj
         self.changed.set()
 
+    def set_workload(self, obj: dict, deleted: bool = False) -> None:
+        if deleted:
+            if self.workload and self.workload["metadata"]["name"] == obj["metadata"]["name"]:
+                self.workload = None
+        else:
+            self.workload = obj
+        self.changed.set()
+
+    def set_queue(self, obj: dict, deleted: bool = False) -> None:
+        if deleted:
+            self.queues.pop(obj["metadata"]["name"], None)
+        else:
+            self.queues[obj["metadata"]["name"]] = obj
+        self.changed.set()
+
+    def owns(self, workload: dict) -> bool:
+        """Kueue's Workload of this Job: its controller owner reference names the Job (and its uid, if known)."""
+        return any(r.get("kind") == "Job" and r.get("name") == self.name and self.uid in (None, r.get("uid"))
+                   for r in workload["metadata"].get("ownerReferences") or [])
+
     def seen(self) -> Seen:
-        return Seen(self.job, tuple(self.pods.values()), tuple(self.events))
+        queue = self.queues.get(queued.queue_name(self.job) or "") if self.job else None
+        return Seen(self.job, tuple(self.pods.values()), tuple(self.events), self.workload, queue)
 
 
 def _on_job(obs: _Observed) -> Callable[[WatchEvent], None]:
@@ -88,26 +112,42 @@ def _on_pod(obs: _Observed, started_pod: Callable[[dict], None]) -> Callable[[Wa
     return handle
 
 
+def _on_each(setter: Callable[..., None]) -> Callable[[WatchEvent], None]:
+    """A handler that hands every listed or changed object to ``setter`` (Kueue's Workload, LocalQueues)."""
+    def handle(ev: WatchEvent) -> None:
+        for obj in ev.items if ev.type == "SYNC" else [ev.object]:
+            setter(obj, deleted=ev.type == "DELETED")
+    return handle
+
+
 async def _own_watch(kube: AsyncKube, res, namespace: str, handler: Callable[[WatchEvent], None], **selector) -> None:
     async for ev in list_and_watch(kube, res, namespace, **selector):
         handler(ev)
 
 
 async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace: str, obs: _Observed,
-                   started_pod: Callable[[dict], None], informers) -> list[Callable[[], None]]:
+                   started_pod: Callable[[dict], None], informers, kueue: bool) -> list[Callable[[], None]]:
     """Start feeding ``obs``: the shared informers' Job and pod watches of the namespace if given, else two
-    watches of its own. Returns the checks that raise if a watch gave up."""
+    watches of its own; with ``kueue`` also the Job's Workload and the namespace's LocalQueues. Returns the
+    checks that raise if a watch gave up. The handlers only record (they run in the informer's task)."""
     on_job, on_pod = _on_job(obs), _on_pod(obs, started_pod)
+    on_workload, on_queue = _on_each(obs.set_workload), _on_each(obs.set_queue)
     if informers is not None:
         selector = LABEL_JOB  # every Skiff training Job and pod carries it: one watch each per namespace
-        job = await stack.enter_async_context(informers.subscribe(
-            JOBS, namespace, selector, lambda o: o["metadata"]["name"] == obs.name, on_job))
-        pods = await stack.enter_async_context(informers.subscribe(
-            PODS, namespace, selector, lambda o: (o["metadata"].get("labels") or {}).get(LABEL_JOB) == obs.name,
-            on_pod))
-        return [job.check, pods.check]
+        subs = [informers.subscribe(JOBS, namespace, selector, lambda o: o["metadata"]["name"] == obs.name, on_job),
+                informers.subscribe(PODS, namespace, selector,
+                                    lambda o: (o["metadata"].get("labels") or {}).get(LABEL_JOB) == obs.name, on_pod)]
+        if kueue:  # every Job's Workload carries Kueue's job-uid label: one Workload watch per namespace
+            subs += [informers.subscribe(WORKLOADS, namespace, JOB_UID_LABEL, obs.owns, on_workload),
+                     informers.subscribe(LOCALQUEUES, namespace, None, lambda o: True, on_queue)]
+        return [(await stack.enter_async_context(sub)).check for sub in subs]
     tasks = [asyncio.create_task(_own_watch(kube, JOBS, namespace, on_job, field_selector=f"metadata.name={obs.name}")),
              asyncio.create_task(_own_watch(kube, PODS, namespace, on_pod, label_selector=f"{LABEL_JOB}={obs.name}"))]
+    if kueue:
+        selector = f"{JOB_UID_LABEL}={obs.uid}" if obs.uid else JOB_UID_LABEL
+        tasks += [asyncio.create_task(_own_watch(kube, WORKLOADS, namespace, _on_each(
+                      lambda o, deleted=False: obs.owns(o) and obs.set_workload(o, deleted)), label_selector=selector)),
+                  asyncio.create_task(_own_watch(kube, LOCALQUEUES, namespace, on_queue))]
 
     async def stop() -> None:
         for task in tasks:
@@ -169,8 +209,8 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
 
     async with contextlib.AsyncExitStack() as stack:
         try:
-            checks = await _observe(stack, kube, namespace, obs, started_pod, informers)
-            outcome = await _wait(kube, namespace, name, obs, settings, checks)
+            checks = await _observe(stack, kube, namespace, obs, started_pod, informers, settings.queued)
+            outcome = await _wait(kube, namespace, name, obs, settings, checks, log)
             noticed_at = time.time()
             if streams:  # let the log streams deliver the last lines (they end with the container)
                 await asyncio.wait(list(streams.values()), timeout=5)
@@ -181,6 +221,7 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
                     "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
+                    "preemptions": list(outcome.preemptions),
                     "times": job_times(obs.job, obs.pods.values())}
         finally:
             for task in streams.values():
@@ -189,14 +230,17 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
 
 
 async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, settings: FollowSettings,
-                checks: list[Callable[[], None]]) -> Outcome:
-    """Decide on every change and every second; read what the decision asks for, then decide again."""
+                checks: list[Callable[[], None]], log: Callable[[str], None]) -> Outcome:
+    """Decide on every change and every second; read what the decision asks for, then decide again. Runs in
+    the follower's own task, so what it says goes to this task's log."""
     loop = asyncio.get_running_loop()
     timers = Timers(start=loop.time())
     while True:
         decision, timers = decide(obs.seen(), timers, loop.time(), settings, f"{namespace}/{name}")
         if isinstance(decision, Outcome):
             return decision
+        for line in decision.say:
+            log(line)
         if decision.list_events or decision.read_job:
             try:
                 if decision.list_events:

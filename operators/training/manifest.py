@@ -43,7 +43,10 @@ def job_manifest(
     pod_annotations: Mapping[str, str] | None = None,
     execution_timeout: timedelta | None = None,
     ttl_seconds_after_finished: int | None = None,
+    queue_labels: Mapping[str, str] | None = None,
 ) -> dict:
+    """``queue_labels``: the platform's Kueue labels (``Decision.queue_labels``); with them the Job is created
+    suspended for Kueue to start."""
     if ttl_seconds_after_finished is not None and (
         isinstance(ttl_seconds_after_finished, bool)
         or not isinstance(ttl_seconds_after_finished, int)
@@ -51,11 +54,14 @@ def job_manifest(
     ):
         raise ValueError(f"ttl_seconds_after_finished={ttl_seconds_after_finished!r}: must be a whole number >= 0")
     name = job_name(key)
+    ours = job_labels(key, name, string_map("labels", labels, label_values=True))
     return render(
         TEMPLATE,
         name=name,
         namespace=spec.namespace,
-        labels=job_labels(key, name, string_map("labels", labels, label_values=True)),
+        labels=ours,
+        job_labels={**ours, **(queue_labels or {})},
+        queued=bool(queue_labels),
         annotations=job_annotations(key),
         pod_annotations={**string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key)},
         image=spec.image,

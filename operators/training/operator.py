@@ -30,6 +30,7 @@ import asyncio
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -39,7 +40,9 @@ from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
 from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
 from operators import settings
+from operators.core.checks import invalid
 from operators.metrics import emit as metrics
+from operators.platform import kueue
 from operators.platform.admission import Decision
 from operators.training import admission
 from operators.training.manifest import job_manifest, string_map
@@ -51,11 +54,15 @@ from operators.training.waiting import FollowSettings
 class TrainingJobFailed(AirflowException):
     """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
 
-    def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None) -> None:
+    def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None,
+                 preemptions: Sequence[str] = ()) -> None:
         self.reason = reason
         self.log_tail = list(log_tail)
         self.job = job
+        self.preemptions = list(preemptions)  # Kueue: "<time>: <Preempted message>" of each preemption lived through
         text = f"Training Job {job} failed: {reason}" if job else f"Training failed: {reason}"
+        for note in self.preemptions:
+            text += f"\n(the Job was preempted by Kueue at {note})"
         if self.log_tail:
             text += f"\n--- last {len(self.log_tail)} log lines ---\n" + "\n".join(self.log_tail)
         super().__init__(text)
@@ -120,6 +127,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     :param quota_wait: how long a ResourceQuota refusal may last before the task fails with the quota
         message (default 0: fail at once); ``None`` waits for quota as long as the task may run.
     :param unschedulable_timeout: how long a pod may stay unschedulable (no node fits) before failing.
+    :param priority_class: with the platform file's ``queueing: kueue``, the Kueue WorkloadPriorityClass of
+        the step: ``skiff-online``, ``skiff-scheduled`` or ``skiff-dev``; default ``skiff-online`` for online
+        steps, else ``skiff-scheduled``. The Job is created suspended in the team's LocalQueue and Kueue
+        starts it; ignored without Kueue.
+    :param queue_wait: with Kueue, how long the Job may wait for Kueue to admit it before the task deletes it
+        and fails with Kueue's message; default ``None``: as long as the task may run (``execution_timeout``).
 
     ``execution_timeout`` becomes the Job's ``activeDeadlineSeconds``; ``backoffLimit`` is 0 because retries
     (with exponential back-off) are Airflow's.
@@ -159,6 +172,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         pod_discovery_timeout: timedelta | float = timedelta(minutes=5),
         quota_wait: timedelta | float | None = timedelta(0),
         unschedulable_timeout: timedelta | float | None = timedelta(minutes=30),
+        priority_class: str | None = None,
+        queue_wait: timedelta | float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -187,7 +202,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             pod_discovery_timeout=_seconds("pod_discovery_timeout", pod_discovery_timeout, allow_none=False),
             quota_wait=_seconds("quota_wait", quota_wait, allow_none=True),
             unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
+            queue_wait=_seconds("queue_wait", queue_wait, allow_none=True),
         )
+        if priority_class is not None and priority_class not in kueue.PRIORITY_NAMES:
+            raise invalid("priority_class", priority_class, f"must be one of {', '.join(kueue.PRIORITY_NAMES)} "
+                          "(Skiff's Kueue WorkloadPriorityClasses), or None")
+        self.priority_class = priority_class
         self._job_ref: dict | None = None
         if not _has_jinja(self):
             self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
@@ -212,13 +232,16 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def build_manifest(self, key: TaskInstanceKey, admitted: Decision | None = None) -> dict:
         return job_manifest(self.build_spec(admitted), key, labels=self.labels, pod_annotations=self.pod_annotations,
                             execution_timeout=self.execution_timeout,
-                            ttl_seconds_after_finished=self.ttl_seconds_after_finished)
+                            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
+                            queue_labels=dict(admitted.queue_labels) if admitted else None)
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
         # bad input fails here, then the platform file's rules and the team's quota: before anything is created
         admitted = admission.admit(self.build_spec(), self.owner, self.kubernetes_conn_id,
-                                   self.follow_settings.quota_wait, self.log)
+                                   self.follow_settings.quota_wait, self.log, self.priority_class)
+        if admitted and admitted.queued:
+            self.follow_settings = replace(self.follow_settings, queued=True)
         self._manifest = self.build_manifest(task_instance_key(context), admitted)
         return self.execute_resumable(context)
 
@@ -315,13 +338,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     def _finish(self, result: dict) -> None:
         metrics.training_finished(result)
         job = f"{result['namespace']}/{result['name']}"
+        preemptions = result.get("preemptions") or []
         if result["status"] == "success":
-            self.log.info("Job %s succeeded", job)
+            self.log.info("Job %s succeeded%s", job, f" after {len(preemptions)} preemption(s) by Kueue: "
+                          + "; ".join(preemptions) if preemptions else "")
             return
-        if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery"):
-            # the Job is still active but can never progress on its own: remove it (and any pending pod)
+        if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery", "queue"):
+            # the Job is still active (or queued) but can never progress on its own: remove it (and any pod)
             self._delete_job(result["namespace"], result["name"])
-        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job)
+        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions)
 
     def _delete_job(self, namespace: str, name: str) -> None:
         deleted, error = self._jobs().delete(namespace, name)

@@ -11,14 +11,21 @@ waiting policy is tested without a cluster:
 * a pod unschedulable for ``unschedulable_timeout``;
 * an image-pull / container-config error, which never heals on its own: fail at once;
 * a Job not seen at all ``JOB_UNSEEN_GRACE`` seconds after the start (a shared watch only reports what it
-  sees change; the Job may have been deleted before the follower subscribed): have it read once in a while.
+  sees change; the Job may have been deleted before the follower subscribed): have it read once in a while;
+* a Job queued in Kueue (``settings.queued``): while it is suspended nothing above applies; Kueue's words
+  (``queued``: the Workload's QuotaReserved message, the LocalQueue's pending count) are said whenever they
+  change, and after ``queue_wait`` the step fails with them. A Job suspended again after it ran was preempted
+  (Kueue evicts the Workload, then suspends the Job): said once per preemption (told apart by the Workload's
+  Preempted message, which names the preemptor) with that message and time, even if the follower never saw the
+  Job run, kept in ``Timers.preemptions`` for the task log and the e-mail, and followed on - it is
+  not a failure. The pod-discovery clock starts when Kueue starts the Job.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from operators.training import failure
+from operators.training import failure, queued
 
 JOB_UNSEEN_GRACE = 10.0
 
@@ -30,6 +37,8 @@ class FollowSettings:
     unschedulable_timeout: float | None = 1800.0
     log_tail_lines: int = 50
     event_poll_interval: float = 5.0  # only while the Job has no pod (quota refusals are events)
+    queued: bool = False  # created suspended in a Kueue LocalQueue: follow its Workload too
+    queue_wait: float | None = None  # seconds Kueue may keep it queued before failing; None = as long as the task may run
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,6 +50,8 @@ class Seen:
     job: dict | None
     pods: tuple[dict, ...] = ()
     events: tuple[dict, ...] = ()
+    workload: dict | None = None   # Kueue: the Job's Workload
+    queue: dict | None = None      # Kueue: the Job's LocalQueue
 
 
 @dataclass(frozen=True)
@@ -51,24 +62,65 @@ class Timers:
     unschedulable_since: float | None = None
     events_at: float = float("-inf")
     job_read_at: float | None = None
+    queued_since: float | None = None      # Kueue: suspended since (None: running or not queued)
+    ran: bool = False                      # Kueue: the Job has run (unsuspended) at least once
+    said: str | None = None                # Kueue: the last queue message said
+    preemptions: tuple[str, ...] = ()      # Kueue: "<time>: <message>" of each preemption
 
 
 @dataclass(frozen=True)
 class Outcome:
     status: str  # "success" | "failed"
     reason: str | None = None  # None for a failed Job: the caller explains it from the objects (failure.py)
-    kind: str | None = None  # "job" | "deleted" | "fatal" | "unschedulable" | "quota" | "discovery"
+    kind: str | None = None  # "job" | "deleted" | "fatal" | "unschedulable" | "quota" | "discovery" | "queue"
+    preemptions: tuple[str, ...] = ()  # Kueue: each preemption the Job lived through ("<time>: <message>")
 
 
 @dataclass(frozen=True)
 class Wait:
     list_events: bool = False  # the caller should list the Job's events, then decide again
     read_job: bool = False  # the caller should read the Job (absent: gone), then decide again
+    say: tuple[str, ...] = ()  # lines for the task log (Kueue's words while queued)
 
 
 def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
            ref: str) -> tuple[Outcome | Wait, Timers]:
     """``ref`` is "namespace/name", for the messages."""
+    decision, timers = _decide(seen, timers, now, settings, ref)
+    if isinstance(decision, Outcome) and timers.preemptions:
+        decision = replace(decision, preemptions=timers.preemptions)
+    return decision, timers
+
+
+def _in_queue(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
+              ref: str) -> tuple[Outcome | Wait | None, Timers]:
+    """Kueue: (a decision while the Job is suspended, or None once it runs; the timers)."""
+    job, lines = seen.job, []
+    hit = queued.preemption(seen.workload)   # Kueue's messages name the preemptor's uid: one per preemption
+    if hit is not None and not any(note.endswith(f": {hit[1]}") for note in timers.preemptions):
+        note = f"{hit[0] or 'time not recorded'}: {hit[1]}"
+        lines.append(f"Job {ref} was preempted by Kueue at {note} - its pods were stopped and it waits in the "
+                     "queue to run again (a preemption is not a failed try)")
+        timers = replace(timers, preemptions=timers.preemptions + (note,))
+    if not queued.suspended(job):
+        if timers.queued_since is not None or not timers.ran:   # just started (again): discovery from now
+            timers = replace(timers, queued_since=None, ran=True, said=None, start=now)
+        return (Wait(say=tuple(lines)) if lines else None), timers
+    if timers.queued_since is None:
+        timers = replace(timers, queued_since=now)
+    message = queued.waiting_message(seen.workload, seen.queue, queued.queue_name(job))
+    if message != timers.said:
+        lines.append(f"Job {ref} is queued in Kueue: {message}")
+        timers = replace(timers, said=message)
+    limit = settings.queue_wait
+    if limit is not None and now - timers.queued_since >= limit:
+        return Outcome("failed", f"Kueue did not admit Job {ref} within {limit:g}s (queue_wait): {message}",
+                       "queue"), timers
+    return Wait(say=tuple(lines)), timers
+
+
+def _decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
+            ref: str) -> tuple[Outcome | Wait, Timers]:
     job = seen.job
     if job is None:
         if now - (timers.job_read_at if timers.job_read_at is not None else timers.start) >= JOB_UNSEEN_GRACE:
@@ -81,6 +133,10 @@ def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
         return Outcome("success"), timers
     if state == "failed":
         return Outcome("failed", None, "job"), timers
+    if settings.queued:
+        waiting, timers = _in_queue(seen, timers, now, settings, ref)
+        if waiting is not None:
+            return waiting, timers
     pods = [p for p in seen.pods if not p["metadata"].get("deletionTimestamp")]
     timers = replace(timers, seen_pod=timers.seen_pod or bool(pods))
     problem = failure.blocking_problem(pods, [])

@@ -64,7 +64,8 @@ def create_app() -> FastAPI:
     @app.get("/api/quota")
     async def quota(caller: CallerDep) -> dict:
         teams = None if caller.admin else await _off_loop(instances.teams_of, caller)
-        return {"teams": await _off_loop(sources.quotas, sources.kube(), teams)}
+        return {"teams": await _off_loop(sources.quotas, sources.kube(), teams),
+                "queues": await _off_loop(sources.queues, sources.kube(), teams)}
 
     @app.get("/api/usage")
     async def usage(caller: CallerDep) -> dict:

@@ -134,12 +134,14 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     for p in _list(k, PODS, labels=TRAINING_SELECTOR):
         pods.setdefault(p["metadata"].get("labels", {}).get("skiff.io/job-name"), []).append(p)
     rows, gpus = [], gpu_resource()
+    waits = queue_reasons(k) if any((j.get("spec") or {}).get("suspend") for _, j in jobs.values()) else {}
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
         job_pods = pods.get(job["metadata"]["name"], []) if job else []
         reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
+        queued = waits.get((job["metadata"]["namespace"], job["metadata"]["name"])) if job else None
         rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason,
-                                       gpu_resource=gpus))
+                                       gpu_resource=gpus, queue_reason=queued))
     return rows
 
 
@@ -210,6 +212,50 @@ def _by_ns_name(objs: list[dict]) -> dict[str, dict[str, dict]]:
 # ---------------------------------------------------------------- Kueue queues (queueing: kueue)
 
 CLUSTER_QUEUES = Resource("kueue.x-k8s.io/v1beta2", "clusterqueues")
+
+
+def queue_reasons(k: Kube) -> dict[tuple[str, str], str]:
+    """(namespace, Job name) -> why Kueue keeps it waiting, in Kueue's words (the Workload's QuotaReserved
+    message, as the task log says it: ``operators.training.queued``): one list of Workloads across namespaces;
+    {} without Kueue (404)."""
+    from operators.k8s.resource import WORKLOADS
+    from operators.training.queued import waiting_message
+
+    try:
+        workloads = _list(k, WORKLOADS)
+    except KubeError as exc:
+        if exc.status == 404:
+            return {}
+        raise
+    out = {}
+    for wl in workloads:
+        for ref in wl["metadata"].get("ownerReferences") or []:
+            if ref.get("kind") == "Job":
+                out[(wl["metadata"]["namespace"], ref["name"])] = waiting_message(wl, None, None)
+    return out
+
+
+def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, list[dict]]]:
+    """Per team namespace (``namespaces=None``: every team) its Kueue queues' figures for the page:
+    ``{"training": [...], "dev": [...]}`` (``views.queue_figures``); {} without Kueue."""
+    from operators.platform.kueue import queue_shares as shares
+    try:
+        cqs = _list(k, CLUSTER_QUEUES, labels="app.kubernetes.io/managed-by=skiff")
+    except KubeError as exc:
+        if exc.status == 404:
+            return {}
+        raise
+    rows, gpus, wanted = shares(cqs), gpu_resource(), None if namespaces is None else set(namespaces)
+    out: dict[str, dict[str, list[dict]]] = {}
+    for cq in cqs:
+        name = cq["metadata"]["name"]
+        ns = (((cq.get("spec") or {}).get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+            "kubernetes.io/metadata.name")
+        if ns is None or (wanted is not None and ns not in wanted):
+            continue
+        kind = "dev" if name.endswith("-dev") else "training"
+        out.setdefault(ns, {})[kind] = views.queue_figures(rows.get(name, {}), gpus)
+    return out
 
 
 def queue_shares(k: Kube) -> dict:

@@ -109,11 +109,14 @@ def _pod_facts(pod: Mapping | None, gpu_resource: str) -> dict:
 
 
 def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem: str | None) -> str | None:
-    """Why an unfinished task is not running yet: the pool (Airflow), quota or scheduling (Kubernetes)."""
+    """Why an unfinished task is not running yet: the pool (Airflow), Kueue's queue (a suspended Job), quota or
+    scheduling (Kubernetes)."""
     if ti_state in ("scheduled", "queued") and job is None:
         return "pool"
     if problem:
         return problem
+    if job is not None and (job.get("spec") or {}).get("suspend"):
+        return "kueue"
     if job is not None and pod is None:
         return "quota"
     if pod is not None and (pod.get("status") or {}).get("phase") == "Pending" and not (pod.get("spec") or {}).get(
@@ -123,8 +126,10 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
 
 
 def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: datetime,
-                 reason: str | None = None, problem: str | None = None, gpu_resource: str = GPU_RESOURCE) -> dict:
-    """One task instance of ``TrainingJobOperator`` with what its Job and pod say."""
+                 reason: str | None = None, problem: str | None = None, gpu_resource: str = GPU_RESOURCE,
+                 queue_reason: str | None = None) -> dict:
+    """One task instance of ``TrainingJobOperator`` with what its Job and pod say; ``queue_reason``: Kueue's
+    words for a Job it keeps suspended (shown while the row waits for ``kueue``)."""
     start = ti.get("start_date") or ti.get("queued_dttm") or ti.get("scheduled_dttm")
     end = ti.get("end_date") if ti["state"] not in ACTIVE_STATES else None
     meta = (job or {}).get("metadata") or {}
@@ -137,11 +142,33 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
         "ended": end.isoformat() if end else None,
         "reason": reason,
         "waiting_for": waiting_for(ti["state"], job, pod, problem) if ti["state"] in ACTIVE_STATES else None,
+        "queue_reason": None,
         "log_path": task_log_path(ti["dag_id"], ti["run_id"], ti["task_id"], ti.get("map_index", -1),
                                   max(1, ti.get("try_number") or 1)),
     }
     row.update(_pod_facts(pod, gpu_resource))
+    if row["waiting_for"] == "kueue":
+        row["queue_reason"] = queue_reason
     return row
+
+
+# ---------------------------------------------------------------- Kueue queues
+
+QUEUE_RESOURCES = (("cpu", "cpu"), ("memory", "memory"), ("gpu", GPU_RESOURCE))
+
+
+def queue_figures(shares: Mapping[str, Mapping[str, float]], gpu_resource: str = GPU_RESOURCE) -> list[dict]:
+    """One ClusterQueue's ``operators.platform.kueue.queue_shares`` row -> per resource its nominal, used,
+    borrowed and lent amounts in the page's units (memory in GiB); resources without any quota are left out."""
+    out = []
+    for name, key in QUEUE_RESOURCES:
+        f = shares.get(gpu_resource if name == "gpu" else key)
+        if not f or not any(f.values()):
+            continue
+        scale = float(GI) if name in BYTES else 1.0
+        out.append({"resource": name, "unit": UNITS[name],
+                    **{k: round(float(f.get(k, 0.0)) / scale, 2) for k in ("nominal", "used", "borrowed", "lent")}})
+    return out
 
 
 def failure_from_log(messages: Iterable[Mapping]) -> str | None:

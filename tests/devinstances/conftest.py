@@ -18,3 +18,6 @@ def team(k8s) -> str:
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
         })
     return NS
+
+
+from tests.training.kueue_support import kueue_teams  # noqa: E402, F401 - the two-team Kueue fixture

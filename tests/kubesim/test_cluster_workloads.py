@@ -128,6 +128,25 @@ def test_job_suspend_and_resume(k8s):
     finished(batch, "train", "Complete")
 
 
+def test_suspending_a_running_job_is_not_a_failed_try(k8s):
+    """A running Job suspended (as Kueue does on preemption), backoffLimit 0: its pod is deleted, not counted in
+    status.failed, and resumed it runs a new pod to completion (job_controller.go: manageJob deletes a suspended
+    Job's active pods with deleteJobPods, which removes their tracking finalizer before the DELETE, so
+    trackJobStatusAndRemoveFinalizers never counts them)."""
+    batch, core = BatchV1Api(k8s), CoreV1Api(k8s)
+    batch.create_namespaced_job("default", job(annotations={"duration": "3"}, backoffLimit=0))
+    first = wait_until(lambda: [p for p in core.list_namespaced_pod("default").items if p.status.phase == "Running"])
+    batch.patch_namespaced_job("train", "default", {"spec": {"suspend": True}})
+    wait_until(lambda: condition(batch.read_namespaced_job("train", "default"), "Suspended"))
+    wait_until(lambda: not core.list_namespaced_pod("default").items, what="the suspended Job's pod deleted")
+    assert not batch.read_namespaced_job("train", "default").status.failed
+    batch.patch_namespaced_job("train", "default", {"spec": {"suspend": False}})
+    finished(batch, "train", "Complete")
+    done = batch.read_namespaced_job("train", "default")
+    assert not done.status.failed and done.status.succeeded == 1
+    assert all(p.metadata.name != first[0].metadata.name for p in core.list_namespaced_pod("default").items)
+
+
 async def test_job_status_seen_by_async_watch(kubesim):
     """A kubernetes_asyncio watch on a Job sees its status reach the Complete condition."""
     async with async_api_client(kubesim.url) as api:

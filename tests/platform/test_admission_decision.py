@@ -103,4 +103,5 @@ def test_an_instance_asks_what_its_request_says():
                                                   "memory": 4, "gpu": 1,
                                                   "mounts": [{"pvc": "datasets", "path": "/data"}]})
     assert admission_request(req) == AdmissionRequest(team="recsys", user="bob", cpu="2", memory="4Gi", gpu=1,
-                                                      home="bob-home", volumes=(Volume("datasets", "/data"),))
+                                                      home="bob-home", volumes=(Volume("datasets", "/data"),),
+                                                      instance=True)

@@ -35,6 +35,8 @@ NEEDED: dict[tuple, str] = {
     **_each(T, "", "pods/log", "get", "training"),
     **_each(T, "", "events", "list", "training"),
     **_each(T, "", "persistentvolumeclaims", "get", "training"),
+    **_each(T, "kueue.x-k8s.io", "workloads", "list watch", "training"),
+    **_each(T, "kueue.x-k8s.io", "localqueues", "list watch", "training"),
     **_each(S, "sedna.io", "federatedlearningjobs", "get", "sedna"),
     **_each(S, "sedna.io", "jointinferenceservices", "get", "sedna"),
     **_each(S, "sedna.io", "federatedlearningjobs/status", "patch", "sedna"),

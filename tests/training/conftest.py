@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kubernetes import client
+from kueue_support import kueue_teams  # noqa: F401 - the two-team Kueue fixture
 from training_support import NAMESPACE, make_context  # noqa: F401 - re-exported for tests
 
 

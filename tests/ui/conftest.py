@@ -130,3 +130,6 @@ def serve(kubesim_server, workdir: Path, platform_file: Path | None = None):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+from tests.training.kueue_support import kueue_teams  # noqa: E402, F401 - the two-team Kueue fixture

@@ -12,7 +12,8 @@ STATIC = REPO / "operators" / "ui" / "static"
 PAIR = re.compile(r'"([\w.-]+)":\s*"((?:[^"\\]|\\.)*)"')
 # words that stay as they are in a Chinese UI: product names, units, Kubernetes kinds, acronyms
 KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_report", "Airflow", "Sedna", "CRD",
-        "StatefulSet", "Service", "FederatedLearningJob", "JointInferenceService", "notebook", "h", "s", "m", "d"}
+        "StatefulSet", "Service", "FederatedLearningJob", "JointInferenceService", "notebook", "h", "s", "m", "d",
+        "Kueue"}
 
 
 def _dictionaries() -> dict[str, dict[str, str]]:
@@ -47,6 +48,7 @@ def test_every_key_the_page_names_is_defined():
     # keys built at run time: every state, resource, unit and wait reason the API sends
     dynamic = [f"state.{s}" for s in ("Running", "Starting", "Stopping", "Stopped")] + \
               [f"res.{r}" for r in ("cpu", "memory", "gpu", "storage")] + \
-              [f"unit.{u}" for u in ("cores", "GiB", "GPUs")] + [f"wait.{w}" for w in ("pool", "quota", "scheduling")] + \
-              [f"ti.{s}" for s in ("running", "queued", "scheduled", "up_for_retry", "restarting", "failed", "success")]
+              [f"unit.{u}" for u in ("cores", "GiB", "GPUs")] + [f"wait.{w}" for w in ("pool", "quota", "scheduling", "kueue")] + \
+              [f"ti.{s}" for s in ("running", "queued", "scheduled", "up_for_retry", "restarting", "failed", "success")] + \
+              [f"queue.{q}" for q in ("training", "dev", "nominal", "used", "borrowed", "lent")]
     assert [k for k in dynamic if k not in en] == []

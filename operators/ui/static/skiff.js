@@ -194,7 +194,27 @@ function renderQuota(body) {
         h("div", { class: "bar-label" }, h("span", {}, t("res." + b.resource)),
           h("span", {}, h("b", { class: "used" }, num(b.used)), " / ", h("span", { class: "hard" }, num(b.hard)), " " + t("unit." + b.unit))),
         h("div", { class: "track", title: b.percent + "%" }, h("div", { class: "fill " + level, style: `width:${Math.min(100, b.percent)}%` })));
-    }))));
+    }),
+    queueTable((body.queues || {})[tm.team]))));
+}
+
+// queueing: kueue: each of the team's Kueue queues, its nominal quota and what it borrows from the cohort or lends
+function queueTable(queues) {
+  if (!queues) return null;
+  const rows = [];
+  for (const kind of ["training", "dev"]) {
+    for (const f of queues[kind] || []) {
+      rows.push(h("tr", { "data-queue": kind, "data-resource": f.resource },
+        h("td", {}, t("queue." + kind), " · ", t("res." + f.resource)),
+        ...["nominal", "used", "borrowed", "lent"].map((k) => h("td", { class: "num " + k }, num(f[k]))),
+        h("td", { class: "sub" }, t("unit." + f.unit))));
+    }
+  }
+  if (!rows.length) return null;
+  return h("table", { class: "queues" },
+    h("thead", {}, h("tr", {}, h("th", {}, t("queue.title")),
+      ...["nominal", "used", "borrowed", "lent"].map((k) => h("th", { class: "num" }, t("queue." + k))), h("th", {}, ""))),
+    h("tbody", {}, rows));
 }
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -399,7 +419,8 @@ function renderTraining(body) {
       h("td", {}, data("b", {}, `${r.dag_id}.${r.task_id}`), h("div", { class: "sub" }, data("span", { class: "mono" }, r.run_id),
         r.try_number > 1 ? " · " + t("train.try", { n: r.try_number }) : "")),
       h("td", {}, pill(t("ti." + (r.state === "deferred" ? "running" : r.state)), TI_KIND[r.state]),
-        r.waiting_for ? h("div", { class: "sub" }, t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null),
+        r.waiting_for ? h("div", { class: "sub" }, t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null,
+        r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
       data("td", { class: "mono" }, r.node || "–"),
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),

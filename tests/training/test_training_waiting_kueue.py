@@ -1,0 +1,116 @@
+"""``waiting.decide`` for a Job in Kueue's queue (pure): queued is not failing, Kueue's words are said when they
+change, queue_wait ends it, a preemption is said once with its message and time and followed on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, Wait, decide
+
+REF = "nlp/train-x"
+QUEUED = FollowSettings(pod_discovery_timeout=30, queue_wait=None, queued=True)
+PENDING = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu, 1 more needed"
+PREEMPTED = ("Preempted to accommodate a workload (UID: u-a, JobUID: j-a) due to reclamation within the cohort; "
+             "preemptor path: /skiff/recsys; preemptee path: /skiff/nlp")
+
+
+def job(suspend: bool, *conditions: str) -> dict:
+    return {"metadata": {"name": "train-x", "uid": "u1", "labels": {"kueue.x-k8s.io/queue-name": "skiff"}},
+            "spec": {"backoffLimit": 0, "suspend": suspend},
+            "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
+
+
+def workload(*conds: tuple[str, str, str, str]) -> dict:
+    return {"metadata": {"name": "job-train-x-abcde"}, "status": {"conditions": [
+        {"type": t, "status": s, "message": m, "lastTransitionTime": at} for t, s, m, at in conds]}}
+
+
+def queue(pending: int) -> dict:
+    return {"metadata": {"name": "skiff"}, "status": {"pendingWorkloads": pending}}
+
+
+def running_pod() -> dict:
+    return {"metadata": {"name": "p1"}, "status": {"phase": "Running"}}
+
+
+def test_queued_longer_than_pod_discovery_is_not_a_failure_and_says_kueues_words_when_they_change():
+    seen = Seen(job(True), workload=workload(("QuotaReserved", "False", PENDING, "t0")), queue=queue(3))
+    first, timers = decide(seen, Timers(start=0.0), 0.0, QUEUED, REF)
+    assert first == Wait(say=(f"Job {REF} is queued in Kueue: {PENDING} (LocalQueue skiff: 3 workloads pending)",))
+    later, timers = decide(seen, timers, 1000.0, QUEUED, REF)      # far past pod_discovery_timeout
+    assert later == Wait()                                          # nothing new to say, no failure
+    fewer, timers = decide(replace(seen, queue=queue(1)), timers, 1001.0, QUEUED, REF)
+    assert fewer.say and fewer.say[0].endswith("(LocalQueue skiff: 1 workload pending)")
+
+
+def test_queue_wait_fails_with_kueues_message():
+    settings = replace(QUEUED, queue_wait=60)
+    seen = Seen(job(True), workload=workload(("QuotaReserved", "False", PENDING, "t0")))
+    _, timers = decide(seen, Timers(start=0.0), 0.0, settings, REF)
+    wait, timers = decide(seen, timers, 59.0, settings, REF)
+    assert isinstance(wait, Wait)
+    out, _ = decide(seen, timers, 60.0, settings, REF)
+    assert out == Outcome("failed", f"Kueue did not admit Job {REF} within 60s (queue_wait): {PENDING}", "queue")
+
+
+def test_pod_discovery_counts_from_when_kueue_starts_the_job():
+    _, timers = decide(Seen(job(True), workload=workload()), Timers(start=0.0), 0.0, QUEUED, REF)
+    started = Seen(job(False), workload=workload(("QuotaReserved", "True", "Quota reserved in ClusterQueue nlp", "t1")))
+    wait, timers = decide(started, timers, 500.0, QUEUED, REF)
+    assert isinstance(wait, Wait)
+    wait, timers = decide(started, timers, 529.0, QUEUED, REF)
+    assert isinstance(wait, Wait)
+    out, _ = decide(started, timers, 531.0, QUEUED, REF)
+    assert isinstance(out, Outcome) and out.kind == "discovery"
+
+
+def test_a_preemption_is_said_once_with_its_message_and_time_and_the_job_is_followed_to_its_end():
+    timers = Timers(start=0.0)
+    running = Seen(job(False), workload=workload(("QuotaReserved", "True", "Quota reserved in ClusterQueue nlp", "t1")),
+                   pods=(running_pod(),))
+    _, timers = decide(running, timers, 1.0, QUEUED, REF)
+    # Kueue evicts the Workload, then suspends the Job; the Workload's news may come after the Job's
+    suspended = Seen(job(True), workload=running.workload)
+    wait, timers = decide(suspended, timers, 2.0, QUEUED, REF)
+    assert isinstance(wait, Wait) and not any("preempted" in line for line in wait.say)
+    evicted = workload(("QuotaReserved", "False", PREEMPTED, "t2"), ("Evicted", "True", PREEMPTED, "t2"),
+                       ("Preempted", "True", PREEMPTED, "2026-12-01T10:00:00Z"))
+    wait, timers = decide(Seen(job(True), workload=evicted), timers, 3.0, QUEUED, REF)
+    note = f"2026-12-01T10:00:00Z: {PREEMPTED}"
+    assert wait.say[0].startswith(f"Job {REF} was preempted by Kueue at {note}")
+    assert "not a failed try" in wait.say[0]
+    again, timers = decide(Seen(job(True), workload=evicted), timers, 4.0, QUEUED, REF)
+    assert again == Wait()                                          # said once
+    readmitted = workload(("QuotaReserved", "True", "Quota reserved in ClusterQueue nlp", "t5"),
+                          ("Preempted", "False", "Previously: " + PREEMPTED, "t5"))
+    wait, timers = decide(Seen(job(False), workload=readmitted, pods=(running_pod(),)), timers, 5.0, QUEUED, REF)
+    assert wait == Wait()
+    done, _ = decide(Seen(job(False, "Complete"), workload=readmitted), timers, 9.0, QUEUED, REF)
+    assert done == Outcome("success", preemptions=(note,))
+
+
+def test_a_preemption_seen_only_after_readmission_is_still_told():
+    timers = Timers(start=0.0)
+    _, timers = decide(Seen(job(False), workload=workload(), pods=(running_pod(),)), timers, 1.0, QUEUED, REF)
+    _, timers = decide(Seen(job(True), workload=workload()), timers, 2.0, QUEUED, REF)
+    readmitted = workload(("Preempted", "False", "Previously: " + PREEMPTED, "t5"))
+    wait, timers = decide(Seen(job(False), workload=readmitted, pods=(running_pod(),)), timers, 3.0, QUEUED, REF)
+    assert wait.say and "time not recorded" in wait.say[0] and PREEMPTED in wait.say[0]
+    assert timers.preemptions == (f"time not recorded: {PREEMPTED}",)
+
+
+def test_a_preemption_is_told_from_the_workload_even_if_the_job_was_never_seen_running():
+    """A follower that subscribed after Kueue started and preempted the Job: the Workload still says so."""
+    evicted = workload(("Preempted", "True", PREEMPTED, "2026-12-01T10:00:00Z"))
+    wait, timers = decide(Seen(job(True), workload=evicted), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert wait.say[0].startswith(f"Job {REF} was preempted by Kueue at 2026-12-01T10:00:00Z: {PREEMPTED}")
+    reset = workload(("Preempted", "False", "Previously: " + PREEMPTED, "2026-12-01T10:05:00Z"))
+    wait, timers = decide(Seen(job(False), workload=reset, pods=(running_pod(),)), timers, 1.0, QUEUED, REF)
+    assert wait == Wait() and len(timers.preemptions) == 1       # the reset condition is the same preemption
+
+
+def test_a_job_not_queued_is_judged_as_before():
+    listing, timers = decide(Seen(job(True)), Timers(start=0.0), 31.0, replace(QUEUED, queued=False), REF)
+    assert listing == Wait(list_events=True)                 # no pod: the events are listed first, as before
+    out, _ = decide(Seen(job(True)), timers, 31.0, replace(QUEUED, queued=False), REF)
+    assert isinstance(out, Outcome) and out.kind == "discovery"
