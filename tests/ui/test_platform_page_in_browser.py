@@ -305,6 +305,8 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     assert browser.find_element(By.CSS_SELECTOR, "[data-skiff='page']").get_attribute("lang") == "zh-CN"
     english = sorted({w for text in page.visible_words() for w in re.findall(r"[A-Za-z]+", text)} - KEEP)
     assert english == [], english
+    title = browser.find_element(By.CSS_SELECTOR, "#quota-card h2").text
+    assert title == "团队配额" and page.draws_glyphs(title), f"{title!r} drawn as tofu: no CJK font (make browser)"
     page.shot("zh-CN")
 
     # times in the chosen zone, in Airflow's format
