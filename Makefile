@@ -19,10 +19,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 demo: venv
 	$(BIN)/python -m devstack demo
 
-# Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one).
+# Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one),
+# and a CJK font: without one, headless chromium draws the zh-CN page's characters as empty boxes (tofu).
 browser:
-	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: installed"; else \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; fi
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && [ -f /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ]; then echo "chromium, CJK font: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk; fi
 
 # Debian's kubectl (package kubernetes-client) for tests/kubesim/test_kubectl.py, unpacked into .tools/ rather than
 # installed with dpkg: the package ships /usr/bin/kubectl, which dpkg refuses to overwrite when another package owns

@@ -1,7 +1,7 @@
 """Headless Debian chromium through selenium, for the UI tests (tests/ui) and the page-load benchmark.
 
-Always /usr/bin/chromium with /usr/bin/chromedriver (``make browser`` installs both): selenium never downloads a
-driver.
+Always /usr/bin/chromium with /usr/bin/chromedriver (``make browser`` installs both, and Debian's Noto CJK font):
+selenium never downloads a driver. Without a CJK font headless chromium draws the zh-CN page as empty boxes.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from pathlib import Path
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CJK_FONT = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")  # fonts-noto-cjk (the Makefile checks it too)
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1600,1400")
 
 
 def missing() -> list[str]:
-    return [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    return [str(p) for p in (CHROMIUM, CHROMEDRIVER, CJK_FONT) if not p.exists()]
 
 
 def chromium(workdir: Path):
@@ -26,7 +27,7 @@ def chromium(workdir: Path):
 
     if missing():
         raise RuntimeError(f"{', '.join(missing())} missing: run `make browser` "
-                           "(apt-get install chromium chromium-driver)")
+                           "(apt-get install chromium chromium-driver fonts-noto-cjk)")
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, f"--user-data-dir={workdir / 'chromium-profile'}"):

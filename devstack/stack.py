@@ -34,6 +34,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_range(size: int, low: int = 20000, high: int = 32000) -> str:
+    """``"a-b"``: ``size`` consecutive loopback ports that are free now, at a random place below Linux's ephemeral
+    range. A test stack's development instances get their external ports there (``[skiff] devinstance_port_range``)
+    so that a test serving an instance's URL on loopback does not meet another stack's (a second test session on
+    the same machine has its own block; the default 20000-29999 would give both 20000)."""
+    import random
+
+    for _ in range(200):
+        base = random.randrange(low, high - size)
+        try:
+            for port in range(base, base + size):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return f"{base}-{base + size - 1}"
+    raise RuntimeError(f"no {size} consecutive free ports in {low}-{high}")
+
+
 def _restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

@@ -59,12 +59,17 @@ def _start_stack(profile: str, tmp_path_factory, *, key: str | None = None, star
     both; the ``prod`` tests run last, see ``pytest_collection_modifyitems``). ``key`` names a stack with
     settings of its own (``kw``: ``make_stack``'s, e.g. ``airflow_settings``), stopped like the others."""
     from devstack.prod import make_stack
+    from devstack.stack import free_port_range
 
     key = key or profile
     for other in [p for p in _running if p != key]:
         _running.pop(other).stop()
     # the end-to-end suite runs under RBAC enforcement with Skiff's ServiceAccount as kubernetes_default
     # (SKIFF_TEST_AUTHZ=none runs it with kubesim authorizing everything, to tell an RBAC gap from a bug)
+    # instances' external ports from a block free on this machine now, not the default 20000-29999: the browser
+    # test serves them on loopback, and another session's stack would hand out the same ports
+    kw["airflow_settings"] = {"AIRFLOW__SKIFF__DEVINSTANCE_PORT_RANGE": free_port_range(100),
+                              **kw.get("airflow_settings", {})}
     stack = make_stack(profile, tmp_path_factory.mktemp(key), dags_dirs=E2E_DAGS,
                        rbac=os.environ.get("SKIFF_TEST_AUTHZ", "rbac") == "rbac", **kw)
     # a machine shared by several test runs took 6 minutes to bring airflow standalone up: the wait is settable

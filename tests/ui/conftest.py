@@ -31,7 +31,7 @@ def browser(tmp_path):
     """Headless Debian chromium through selenium, always with /usr/bin/chromedriver (never a download)."""
     if missing_browser():
         pytest.fail(f"{', '.join(missing_browser())} missing: run `make browser` "
-                    "(apt-get install chromium chromium-driver)")
+                    "(apt-get install chromium chromium-driver fonts-noto-cjk)")
     driver = chromium(tmp_path)
     try:
         yield driver

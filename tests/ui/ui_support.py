@@ -83,3 +83,32 @@ class AirflowPage:
             }
             for (const el of root.querySelectorAll("input[placeholder]")) out.push(el.placeholder);
             return out;""")
+
+    def fetch(self, method: str, path: str) -> tuple[int, str]:
+        """``method`` on the page's API (``<ui root>skiff/api/<path>``) from the browser, with the logged-in
+        user's session as the page sends it (POSTs with an empty JSON body): (status, body text)."""
+        return tuple(self.d.execute_async_script("""
+            const [method, path, done] = arguments;
+            const init = {method, credentials: "same-origin", headers: {Accept: "application/json"}};
+            if (method === "POST") Object.assign(init, {headers: {"Content-Type": "application/json"}, body: "{}"});
+            fetch(new URL("skiff/api/" + path, document.baseURI), init)
+              .then(async (r) => done([r.status, await r.text()]), (e) => done([0, String(e)]));""", method, path))
+
+
+    def draws_glyphs(self, text: str) -> bool:
+        """Whether the browser draws each character of ``text`` as a glyph of its own in the page's font: a
+        character no installed font has is drawn as the same empty box (tofu) as any other such character, so
+        two different characters that paint the same pixels mean tofu (tried: CJK with fonts-noto-cjk -> True,
+        private-use characters -> False)."""
+        return self.d.execute_script("""
+            const [text, root] = [arguments[0], document.querySelector("[data-skiff='page']")];
+            const font = "48px " + getComputedStyle(root).fontFamily;
+            const paint = (ch) => {
+              const c = document.createElement("canvas");
+              c.width = c.height = 64;
+              const g = c.getContext("2d");
+              g.font = font;
+              g.fillText(ch, 4, 52);
+              return Array.from(g.getImageData(0, 0, 64, 64).data).join(",");
+            };
+            return new Set(Array.from(text).map(paint)).size === new Set(text).size;""", text)
