@@ -162,7 +162,7 @@ def test_user_text_cannot_break_out_of_a_field():
 
 def _values():
     req, _, _ = manifests()
-    return dict(name="alice-nb", namespace="recsys", labels={}, annotations={}, replicas=1, image="i",
+    return dict(name="alice-nb", namespace="recsys", labels={}, set_labels={}, annotations={}, replicas=1, image="i",
                 image_name="n", owner="o", cpu="1", memory_gi="1", gpu=0, home_pvc="h", mounts=[],
                 ports=req.ports, secret="s", startup="c", service_account=None, pull_secrets=[])
 
