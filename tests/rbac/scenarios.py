@@ -204,12 +204,16 @@ def _training_queued(env: Env) -> None:
             plural = {"ResourceFlavor": "resourceflavors", "WorkloadPriorityClass": "workloadpriorityclasses",
                       "ClusterQueue": "clusterqueues"}[doc["kind"]]
             co.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, doc)
+    before = os.environ.get("AIRFLOW__SKIFF__PLATFORM_FILE")     # the session's file: the other scenarios read it
     os.environ["AIRFLOW__SKIFF__PLATFORM_FILE"] = str(path)
     try:
         op = operator("queued", pod_annotations=sim(0.2))
         op.execute(make_context("queued"))
     finally:
-        del os.environ["AIRFLOW__SKIFF__PLATFORM_FILE"]
+        if before is None:
+            del os.environ["AIRFLOW__SKIFF__PLATFORM_FILE"]
+        else:
+            os.environ["AIRFLOW__SKIFF__PLATFORM_FILE"] = before
 
 
 # ---- Sedna ----------------------------------------------------------------------------------------------
@@ -419,6 +423,9 @@ def ui(env: Env) -> None:
     sources.quotas(k, None)
     sources.training(k, None)
     assert sources.sedna(k)["installed"]
+    from kubesim import kueue  # queueing: kueue: the teams' queue figures, why a Job waits
+    kueue.install(env.sim.store)
+    assert sources.queues(k, None) == {} and sources.queue_reasons(k) == {}
     sources.list_all(k, "apps/v1", "statefulsets", labels="skiff.io/kind=dev-instance")
     # an instance (made by the admin here): its idleness through the service proxy, its password to its owner
     from operators.devinstances import idle, inventory, lifecycle

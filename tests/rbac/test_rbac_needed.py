@@ -79,7 +79,7 @@ NEEDED: dict[tuple, str] = {
         ("", "resourcequotas"), ("", "pods"), ("", "services"), ("", "events"), ("batch", "jobs"),
         ("apps", "deployments"), ("apps", "statefulsets"), ("autoscaling", "horizontalpodautoscalers"),
         ("sedna.io", "federatedlearningjobs"), ("sedna.io", "jointinferenceservices"), ("sedna.io", "models"),
-        ("sedna.io", "datasets"))},
+        ("sedna.io", "datasets"), ("kueue.x-k8s.io", "clusterqueues"), ("kueue.x-k8s.io", "workloads"))},
     **_each(U, "", "services/proxy", "get", "ui"),   # operators/ui/instances._last_activity
     **_each(U, "", "secrets", "get", "ui"),          # operators/ui/instances.password
     **_each(U, "apps", "statefulsets", "get", "ui"),
