@@ -4,7 +4,9 @@
 Applying it: a refusal raises ``AdmissionError`` before anything is created; a wait is logged with what the Job
 will do about it (``quota_wait``); the granted volumes (read-only where the file shares them read-only) and the
 file's node pools go into the Job through ``TrainingJobOperator.build_manifest(key, decision)``. Without a
-platform file (``[skiff] platform_file``) nothing is enforced and there is no decision.
+platform file (``[skiff] platform_file``) nothing is enforced and there is no decision. With ``queueing: kueue`` the
+decision carries Kueue's labels (``Decision.queue_labels``): the Job is created suspended in the team's
+LocalQueue and its follower waits for Kueue (``waiting.FollowSettings.queued``).
 """
 
 from __future__ import annotations

@@ -118,3 +118,22 @@ async def test_queued_followers_share_one_workload_watch_and_say_kueues_words_in
         lines = said[m["metadata"]["name"]]
         assert {tid for tid, _ in lines} == {i}
         assert any("is queued in Kueue: couldn't assign flavors" in line for _, line in lines)
+
+
+def test_the_deferred_step_hands_the_trigger_its_queue_settings(kueue_teams):
+    """Deferrable (the default): the trigger the task defers to follows the Workload too (``queued``), with the
+    step's ``queue_wait`` - what the triggerer rebuilds from the serialized trigger."""
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from operators.training.trigger import TrainingJobTrigger
+    from operators.training.waiting import FollowSettings
+
+    op = nlp_step("deferred", deferrable=True, queue_wait=600)
+    with pytest.raises(TaskDeferred) as info:
+        op.execute(make_context("deferred"))
+    path, kwargs = info.value.trigger.serialize()
+    assert path == "operators.training.trigger.TrainingJobTrigger"
+    settings = FollowSettings(**TrainingJobTrigger(**kwargs).settings)
+    assert settings.queued is True and settings.queue_wait == 600
+    job = client.BatchV1Api(kueue_teams).read_namespaced_job(kwargs["name"], "nlp")
+    assert job.metadata.labels["kueue.x-k8s.io/queue-name"] == "skiff"
