@@ -64,8 +64,11 @@ def test_make_demo_piped_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env["SKIFF_DEMO_DIR"] = str(demo_dir)
     # a shell of its own (a terminal's job): its process group is what a terminal's Ctrl-C signals
+    # and Ctrl-C's default disposition, as in a terminal: a test run started in the background by a non-interactive
+    # shell inherits SIGINT ignored, and then nothing in the pipeline would ever see it (the demo ran on for an hour)
     proc = subprocess.Popen(["bash", "-c", f"make demo 2>&1 | tee {log}"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_until(lambda: READY in _read(log) or proc.poll() is not None, 900, 1, what="the demo ready")
         text = _read(log)
