@@ -43,6 +43,10 @@ def airflow_env(
         # New DAG files are picked up within seconds, not the default 5 minutes.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+        # A DAG whose file was not re-parsed for 50 s is deactivated as "no longer present in file" (stale); on a
+        # loaded 2-core machine dev_instance_create's file went 75 s unparsed and the DAG was deactivated for
+        # half a minute (seen 2026-12-01: the page's New-instance button greyed out as "paused or not deployed").
+        "AIRFLOW__DAG_PROCESSOR__STALE_DAG_THRESHOLD": "300",
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "60",
         # The scheduler reacts to asset events (Sedna reconcile) and deferred-task resumptions sooner than
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
