@@ -43,12 +43,15 @@ def airflow_env(
         # New DAG files are picked up within seconds, not the default 5 minutes.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+        # A DAG whose file was not re-parsed for 50 s is deactivated as "no longer present in file" (stale); on a
+        # loaded 2-core machine dev_instance_create's file went 75 s unparsed and the DAG was deactivated for
+        # half a minute (seen 2026-12-01: the page's New-instance button greyed out as "paused or not deployed").
+        "AIRFLOW__DAG_PROCESSOR__STALE_DAG_THRESHOLD": "300",
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "60",
         # A parse that waits out one SQLite lock (up to SQLITE_BUSY_TIMEOUT_S) must not be killed at the default
         # 50 s: a killed parse still counts as "parsed", and its DAGs, last parsed over 50 s before, are then
         # deactivated as stale (seen in the metrics e2e: POST dagRuns -> 404 "Dag not found" after a 60 s freeze)
         "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": str(2 * SQLITE_BUSY_TIMEOUT_S),
-        "AIRFLOW__DAG_PROCESSOR__STALE_DAG_THRESHOLD": str(3 * SQLITE_BUSY_TIMEOUT_S),
         # The scheduler reacts to asset events (Sedna reconcile) and deferred-task resumptions sooner than
         # its 1 s default; measured: pod deleted -> recreated p50 3.5 s -> 2.4 s (BENCHMARKS.md).
         "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.2",

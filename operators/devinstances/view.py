@@ -7,7 +7,7 @@ its pod; never from the Secret: the password is only ever read by ``inventory.pa
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from operators.devinstances import naming
@@ -35,7 +35,9 @@ class InstanceView:
     ssh: str | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """Plain data; its dicts are copies one level deep, which is all they have (dataclasses.asdict's recursive
+        deep copy cost 0.13 s for the page's 500 instances)."""
+        return {f.name: dict(v) if isinstance(v := getattr(self, f.name), dict) else v for f in fields(self)}
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -9,28 +9,23 @@ lifecycle DAGs triggered as the caller (``actions``), after the checks the creat
 field and nothing is triggered.
 
 Listing is one StatefulSet list and one pod list for everybody (not one per owner); the idle time, which costs a
-service-proxy call per running instance, is cached for ``IDLE_TTL`` seconds.
+service-proxy call per running instance, comes from ``idle_times`` (read in the background, not by the request).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import HTTPException, Request
 
 from operators.core.checks import bounded, short_repr
-from operators.ui import actions, sources, views
+from operators.ui import actions, idle_times, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
 from operators.ui.auth import Caller, may_trigger
 from operators.ui.views import free_quota
 
-IDLE_TTL = 30.0
 SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"
-_idle_cache: dict[tuple[str, str], tuple[float, tuple[datetime | None, str | None]]] = {}
-_idle_lock = threading.Lock()
 
 
 def _platform():
@@ -63,21 +58,6 @@ def gpu_hours(caller: Caller) -> dict:
     return views.gpu_hours_by_user(read_report(), teams)
 
 
-def _last_activity(kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
-    """(last activity, None) or (None, why it is not known), cached ``IDLE_TTL`` seconds."""
-    from operators.devinstances import idle
-
-    key, now = (namespace, service), time.monotonic()
-    with _idle_lock:
-        hit = _idle_cache.get(key)
-    if hit and now - hit[0] < IDLE_TTL:
-        return hit[1]
-    found = idle.read_last_activity(kube, namespace, service)
-    with _idle_lock:
-        _idle_cache[key] = (now, found)
-    return found
-
-
 def _visible(caller: Caller, sts: dict, admin_of: set[str]) -> bool:
     from operators.devinstances import naming
 
@@ -97,19 +77,25 @@ def visible_instances(caller: Caller) -> list[dict]:
         return []
     pods = {(p["metadata"]["namespace"], p["metadata"]["name"].rsplit("-", 1)[0]): p
             for p in sources.list_all(k, "v1", "pods", labels=SELECTOR)}
-    host, now, rows = Settings.from_config().host, datetime.now(UTC), []
-    for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"])):
-        ns, name = sts["metadata"]["namespace"], sts["metadata"]["name"]
-        first, why = view(sts, pods.get((ns, name)), host, now), None
-        if first.state == RUNNING:
-            last, why = _last_activity(k, ns, name)
-            first = view(sts, pods.get((ns, name)), host, now, last)
+    host, now = Settings.from_config().host, datetime.now(UTC)
+    seen = [(sts, view(sts, pods.get(_key(sts)), host, now))
+              for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"]))]
+    idle = idle_times.last_activities(k, [_key(sts) for sts, v in seen if v.state == RUNNING])
+    rows = []
+    for sts, first in seen:
+        last, why = idle.get(_key(sts), (None, None))
+        if last is not None:
+            first = view(sts, pods.get(_key(sts)), host, now, last)
         row = first.as_dict()
         row["idle_detail"] = why[:200] if why else None  # why the idle time is not known (the page's tooltip)
         row["team"] = row["namespace"]
         row["mine"] = row["owner"] == caller.name
         rows.append(row)
     return rows
+
+
+def _key(sts: dict) -> tuple[str, str]:
+    return sts["metadata"]["namespace"], sts["metadata"]["name"]
 
 
 def form_options(caller: Caller) -> dict:

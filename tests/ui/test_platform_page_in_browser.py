@@ -180,6 +180,8 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
 
         # the New-instance form: sizes bounded by the team's free quota, an extra port, Chromium accepts the
         # name's pattern (a pattern its v-flag regex engine rejects is logged to the console and not checked)
+        # enabled once Airflow has create unpaused and parsed (the page follows that state at each refresh)
+        page.wait(120).until(lambda d: d.find_element(By.ID, "new-instance").is_enabled(), "New instance stays disabled")
         page.css("#new-instance").click()
         form = page.css("#create-form")
         form.find_element(By.NAME, "name").send_keys("Bad_Name")

@@ -66,6 +66,9 @@ export const MESSAGES = {
     "train.filter.success": "succeeded",
     "train.none": "No training task in the last 24 h.",
     "train.none_filtered": "No training task matches this filter.",
+    "page.prev": "Previous",
+    "page.next": "Next",
+    "page.range": "{from}–{to} of {total}",
     "train.task": "Task", "train.state": "State", "train.team": "Team", "train.node": "Node", "train.gpu": "GPU",
     "train.started": "Started", "train.ended": "Ended", "train.reason": "Reason", "train.log": "Log",
     "train.try": "try {n}",
@@ -140,6 +143,9 @@ export const MESSAGES = {
     "train.filter.success": "成功",
     "train.none": "最近 24 小时没有训练任务。",
     "train.none_filtered": "没有符合筛选条件的训练任务。",
+    "page.prev": "上一页",
+    "page.next": "下一页",
+    "page.range": "第 {from}–{to} 条，共 {total} 条",
     "train.task": "任务", "train.state": "状态", "train.team": "团队", "train.node": "节点", "train.gpu": "GPU",
     "train.started": "开始时间", "train.ended": "结束时间", "train.reason": "原因", "train.log": "日志",
     "train.try": "第 {n} 次尝试",
@@ -194,15 +200,23 @@ export function timeZone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
 
+const FORMATS = new Map();  // zone -> its formatter: making one costs more than formatting (0.3 ms: 1,000 times a page)
+function formatter(zone) {
+  if (!FORMATS.has(zone)) {
+    FORMATS.set(zone, new Intl.DateTimeFormat("en-CA", {
+      timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+    }));
+  }
+  return FORMATS.get(zone);
+}
+
 /** An ISO time as Airflow shows it: "YYYY-MM-DD HH:mm:ss" in the chosen zone ("" for none). */
 export function formatTime(iso, zone) {
   if (!iso) return "";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return "";
   const parts = {};
-  for (const p of new Intl.DateTimeFormat("en-CA", {
-    timeZone: zone || timeZone(), year: "numeric", month: "2-digit", day: "2-digit",
-    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
-  }).formatToParts(d)) parts[p.type] = p.value;
+  for (const p of formatter(zone || timeZone()).formatToParts(d)) parts[p.type] = p.value;
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
 }

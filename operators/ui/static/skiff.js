@@ -10,6 +10,7 @@
 import { MESSAGES, actionWord, formatTime, language, t, timeZone } from "./skiff-i18n.js";
 
 const POLL_MS = 4000;
+const PAGE_ROWS = 50;  // rows per page of a table: the browser lays out 50 rows at each refresh, not 500 (BENCHMARKS.md ui)
 const HERE = new URL(".", import.meta.url);   // <ui root>skiff/static/
 const API = new URL("../api/", HERE);         // <ui root>skiff/api/
 let S = null;                                 // the mounted page's state (one at a time)
@@ -84,6 +85,18 @@ function tData(key, vars) {
   return t(key, marks).split("\u0000").map((part, i) => (i % 2 ? data("span", {}, String(vars[part])) : part));
 }
 function num(x) { return Number.isInteger(x) ? String(x) : (Math.round(x * 10) / 10).toString(); }
+/** ``rows`` of the table's current page (``S.pages[id]``, kept within range) and its pager (null: one page). */
+function paged(id, rows) {
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
+  const page = S.pages[id] = Math.min(S.pages[id] || 0, pages - 1);
+  const shown = rows.slice(page * PAGE_ROWS, (page + 1) * PAGE_ROWS);
+  if (pages === 1) return [shown, null];
+  const go = (p) => () => { S.pages[id] = p; RENDER[id](S.data[id]); };
+  return [shown, h("div", { class: "pager", "data-pager": id, "data-total": rows.length },
+    h("button", { class: "small", type: "button", "data-page": "prev", disabled: page === 0, onclick: go(page - 1) }, t("page.prev")),
+    h("span", { class: "sub" }, tData("page.range", { from: page * PAGE_ROWS + 1, to: page * PAGE_ROWS + shown.length, total: rows.length })),
+    h("button", { class: "small", type: "button", "data-page": "next", disabled: page === pages - 1, onclick: go(page + 1) }, t("page.next")))];
+}
 function pill(text, kind) { return h("span", { class: "pill " + (kind || "") }, text); }
 function time(iso) { return iso ? data("time", { datetime: iso, title: iso }, formatTime(iso, S.zone)) : null; }
 
@@ -316,7 +329,7 @@ async function act(i, action) {
 }
 
 function renderInstances(body) {
-  const rows = body.instances || [];
+  const rows = (body.instances || []).slice().sort((a, b) => b.mine - a.mine);  // the user's own first
   const may = (S.me && S.me.may_trigger) || {};
   for (const i of rows) {  // a revealed password is dropped on every state change (start makes a new one)
     const key = i.team + "/" + i.name;
@@ -325,11 +338,12 @@ function renderInstances(body) {
   }
   if (!rows.length) return replace("instances", h("div", { class: "empty" }, t("inst.none")));
   const showOwner = rows.some((i) => !i.mine);
+  const [shown, pager] = paged("instances", rows);
   const heads = ["inst.name", "inst.state", showOwner ? "inst.owner" : undefined, "inst.image", "inst.resources",
     "inst.age", "inst.idle", "inst.connect", "inst.password", null].filter((k) => k !== undefined);
   replace("instances", h("div", { class: "scroll" }, h("table", { id: "instances-table" },
     h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, k ? t(k) : "")))),
-    h("tbody", {}, rows.map((i) => {
+    h("tbody", {}, shown.map((i) => {
       const key = i.team + "/" + i.name, busy = S.busy.has(key);  // every row shown is one the user may act on
       const stopped = i.state === "Stopped", res = i.resources || {};
       return h("tr", { "data-instance": i.name, "data-team": i.team, "data-state": i.state },
@@ -347,7 +361,7 @@ function renderInstances(body) {
           stopped ? h("button", { class: "small", type: "button", "data-action": "start", disabled: busy || !may.start, onclick: () => act(i, "start") }, t("inst.start"))
                   : h("button", { class: "small", type: "button", "data-action": "stop", disabled: busy || !may.stop, onclick: () => act(i, "stop") }, t("inst.stop")),
           h("button", { class: "small danger", type: "button", "data-action": "delete", disabled: busy || !may.delete, onclick: () => act(i, "delete") }, t("inst.delete"))));
-    })))));
+    })))), pager);
 }
 
 // ---------------------------------------------------------------- new-instance form
@@ -412,10 +426,11 @@ function renderTraining(body) {
   const rows = all.filter(FILTERS[S.filter] || FILTERS.all);
   if (!rows.length) return replace("training", h("div", { class: "empty" }, t(all.length ? "train.none_filtered" : "train.none")));
   const root = (S.me && S.me.ui_root) || "/";
+  const [shown, pager] = paged("training", rows);
   const heads = ["train.task", "train.state", "train.team", "train.node", "train.gpu", "train.started", "train.ended", "train.reason", null];
   replace("training", h("div", { class: "scroll" }, h("table", { id: "training-table" },
     h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, k ? t(k) : "")))),
-    h("tbody", {}, rows.map((r) => h("tr", { "data-task": `${r.dag_id}.${r.task_id}`, "data-state": r.state, "data-run": r.run_id },
+    h("tbody", {}, shown.map((r) => h("tr", { "data-task": `${r.dag_id}.${r.task_id}`, "data-state": r.state, "data-run": r.run_id },
       h("td", {}, data("b", {}, `${r.dag_id}.${r.task_id}`), h("div", { class: "sub" }, data("span", { class: "mono" }, r.run_id),
         r.try_number > 1 ? " · " + t("train.try", { n: r.try_number }) : "")),
       h("td", {}, pill(t("ti." + (r.state === "deferred" ? "running" : r.state)), TI_KIND[r.state]),
@@ -427,7 +442,7 @@ function renderTraining(body) {
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
       h("td", { class: "num" }, time(r.ended) || "–"),
       data("td", { class: r.reason ? "reason" : "" }, r.reason || ""),
-      h("td", {}, h("a", { href: root + r.log_path, class: "log-link" }, t("train.log")))))))));
+      h("td", {}, h("a", { href: root + r.log_path, class: "log-link" }, t("train.log"))))))), pager));
 }
 
 function renderSedna(body) {
@@ -465,9 +480,18 @@ async function load(id) {
 }
 const refreshInstances = () => load("instances");
 
-async function refresh() {
+async function refreshMe(page) {
+  // who may do what changes while the page is open (a DAG paused, or deactivated a while by Airflow's parser)
+  try {
+    const me = await api("me");
+    if (S === page && !page.stopped) { page.me = me; renderWho(); }
+  } catch (e) { /* the cards' own requests say what is wrong */ }
+  return true;
+}
+
+async function refresh(withMe = true) {
   const page = S;
-  const ok = await Promise.all(Object.keys(RENDER).map(load));
+  const ok = await Promise.all([...Object.keys(RENDER).map(load), withMe ? refreshMe(page) : true]);
   if (S !== page || page.stopped) return;
   $("live").classList.toggle("stale", ok.includes(false));
   if (!ok.includes(false)) page.timer = setTimeout(refresh, POLL_MS);
@@ -494,7 +518,10 @@ function renderWho() {
   } else if (!S.me.may_trigger.create) {
     notice.replaceChildren(t("inst.may_not"));
     notice.classList.remove("hidden");
+  } else {
+    notice.classList.add("hidden");
   }
+  $("new-instance").disabled = !S.me.may_trigger.create || S.me.paused.includes("dev_instance_create");
 }
 
 async function start(page) {
@@ -506,7 +533,6 @@ async function start(page) {
   }
   if (S !== page) return;
   renderWho();
-  $("new-instance").disabled = !page.me.may_trigger.create || page.me.paused.includes("dev_instance_create");
   $("new-instance").onclick = async () => {
     try {
       page.options = await api("instances/options");
@@ -518,15 +544,15 @@ async function start(page) {
   $("cancel-create").onclick = () => $("create-form").classList.add("hidden");
   $("create-form").elements.team.onchange = applyTeam;
   $("create-form").onsubmit = submitForm;
-  $("training-filter").onchange = (ev) => { page.filter = ev.target.value; if (page.data.training) renderTraining(page.data.training); };
-  refresh();
+  $("training-filter").onchange = (ev) => { page.filter = ev.target.value; page.pages.training = 0; if (page.data.training) renderTraining(page.data.training); };
+  refresh(false);
 }
 
 /** Render the page into ``root``; returns the clean-up that stops its polling. */
 function mount(root) {
   if (S) S.stopped = true;
   const page = S = { root, me: null, options: null, passwords: new Map(), lastState: new Map(), busy: new Set(),
-    filter: "all", data: {}, timer: null, toastTimer: null, stopped: false, lang: language(), zone: timeZone() };
+    filter: "all", pages: {}, data: {}, timer: null, toastTimer: null, stopped: false, lang: language(), zone: timeZone() };
   ensureStyles();
   root.classList.add("skiff-root");
   root.innerHTML = SKELETON;  // static markup only: every value is rendered later with textContent
