@@ -257,15 +257,3 @@ def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, lis
         out.setdefault(ns, {})[kind] = views.queue_figures(rows.get(name, {}), gpus)
     return out
 
-
-def queue_shares(k: Kube) -> dict:
-    """Each team's Kueue ClusterQueues: nominal, used, borrowed and lent per resource
-    (``operators.platform.kueue.queue_shares``); {} where Kueue is not installed (404)."""
-    from operators.platform.kueue import queue_shares as shares
-    try:
-        cqs = _list(k, CLUSTER_QUEUES, labels="app.kubernetes.io/managed-by=skiff")
-    except KubeError as exc:
-        if exc.status == 404:
-            return {}
-        raise
-    return shares(cqs)
