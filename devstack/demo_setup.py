@@ -15,7 +15,8 @@ DEMO_TEAM = "recsys"
 
 def setup_demo(stack) -> dict:
     """Apply the example platform file to ``stack`` (a started ``devstack.Stack``); returns what was done."""
-    platform = load_platform(example_path())
+    # the stack's own platform file when it has one (Stack(kueue=True) / platform_text), else the example
+    platform = load_platform(getattr(stack, "platform_file", None) or example_path())
     report = ensure_queues(Kube(stack.k8s()), platform)
     if report.errors:
         raise RuntimeError(f"the example platform file was refused: {report.errors}")

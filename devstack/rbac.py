@@ -23,8 +23,10 @@ SEDNA_NAMESPACES = ["default"]     # the Sedna e2e samples' namespace, opted in 
 
 
 def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAULT_NAMESPACE,
-                       service_account: str = DEFAULT_SERVICE_ACCOUNT) -> Path:
-    """Apply Skiff's RBAC as the admin; return the path of Skiff's ServiceAccount kubeconfig (written to ``out``)."""
+                       service_account: str = DEFAULT_SERVICE_ACCOUNT, platform_file: Path | None = None) -> Path:
+    """Apply Skiff's RBAC as the admin; return the path of Skiff's ServiceAccount kubeconfig (written to ``out``).
+    The teams' namespaces and bindings (and with ``queueing: kueue`` Kueue's cluster-scoped objects) come from
+    ``platform_file`` (default: the example)."""
     from kubernetes import client, config
 
     from kubesim.authz import write_service_account_kubeconfig
@@ -38,7 +40,8 @@ def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAU
         apply_manifests(Kube(admin), install_manifests(namespace, service_account))
         from operators.platform import example_path, load_platform
 
-        apply_manifests(Kube(admin), platform_team_manifests(load_platform(example_path()), namespace, service_account))
+        platform = load_platform(platform_file or example_path())
+        apply_manifests(Kube(admin), platform_team_manifests(platform, namespace, service_account))
         apply_manifests(Kube(admin), team_manifests(SEDNA_NAMESPACES, namespace, service_account))
         _ingress_nginx_port_map(admin)
         url = admin.configuration.host

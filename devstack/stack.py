@@ -120,8 +120,14 @@ class Stack:
 
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
                  fresh: bool = True, airflow_port: int | None = None, rbac: bool = False,
-                 airflow_settings: dict[str, str] | None = None):
+                 airflow_settings: dict[str, str] | None = None, kueue: bool = False,
+                 platform_text: str | None = None):
         self.workdir = workdir.resolve()
+        # kueue: kubesim simulates Kueue (``--kueue``) and the platform file says ``queueing: kueue``
+        # (``platform_text``, else the example switched to it), written to the workdir and in force for Airflow
+        self.kueue = kueue
+        self.platform_text = platform_text
+        self.platform_file: Path | None = None
         self.airflow_settings = airflow_settings or {}  # AIRFLOW__* overrides, e.g. for a benchmark
         self.dags_dirs = dags_dirs or [REPO / "dags"]
         self.nodes_file = nodes_file
@@ -164,6 +170,9 @@ class Stack:
             argv += ["--nodes", str(self.nodes_file)]
         if self.rbac:
             argv += ["--authz", "rbac"]
+        if self.kueue:
+            argv += ["--kueue"]
+        self._write_platform_file()
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
 
         smtp_port = free_port()
@@ -177,7 +186,7 @@ class Stack:
         if self.rbac:
             from devstack.rbac import install_skiff_rbac
 
-            install_skiff_rbac(self.kubeconfig, self.skiff_kubeconfig)
+            install_skiff_rbac(self.kubeconfig, self.skiff_kubeconfig, platform_file=self.platform_file)
         self._install_cluster_prerequisites()
 
         dags = self.workdir / "dags"
@@ -190,10 +199,26 @@ class Stack:
             **base_env,
             **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
+            **({"AIRFLOW__SKIFF__PLATFORM_FILE": str(self.platform_file)} if self.platform_file else {}),
             **self.airflow_settings,
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)
+
+    def _write_platform_file(self) -> None:
+        """The platform file in force when it is not the packaged example (``airflow_env``'s default): the given
+        text, or with ``kueue`` the example switched to ``queueing: kueue`` (each team's nominal quota then
+        defaults to its ResourceQuota's, docs/operations.md)."""
+        text = self.platform_text
+        if text is None and self.kueue:
+            from operators.platform import example_path
+
+            example = example_path().read_text()
+            assert "\nqueueing: quota\n" in example, "the example's queueing line moved"
+            text = example.replace("\nqueueing: quota\n", "\nqueueing: kueue\n")
+        if text is not None:
+            self.platform_file = self.workdir / "platform.yaml"
+            self.platform_file.write_text(text)
 
     def _install_cluster_prerequisites(self) -> None:
         """What a platform team installs before Airflow (docs/operations.md "Install"): Sedna's CRDs. Skiff's
@@ -202,6 +227,13 @@ class Stack:
         from operators.sedna.install import install_crds
 
         install_crds(Kube(self.k8s()))
+        if self.platform_file and not self.rbac:  # under RBAC install_skiff_rbac applied them
+            from operators.platform import load_platform
+            from operators.rbac import apply_manifests, platform_team_manifests
+
+            # the cluster admin's step for the file's teams: namespaces and, with queueing: kueue, Kueue's
+            # flavors, priority classes and ClusterQueues
+            apply_manifests(Kube(self.k8s()), platform_team_manifests(load_platform(self.platform_file)))
 
     def _start_airflow(self, logs: Path) -> None:
         """``airflow standalone``: every component in one process tree, SQLite (the production profile,
