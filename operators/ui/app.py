@@ -20,8 +20,11 @@ from operators.ui import actions, heap, instances, sources
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
-ASSETS = {"skiff.js": "text/javascript", "skiff-i18n.js": "text/javascript", "skiff.css": "text/css",
-          "skiff.svg": "image/svg+xml"}
+# the allow-list of /static/*: the entry module (skiff.js, the react_app's bundle_url), the modules it imports by
+# relative URL (shared helpers, one per card, the words), the styles and the icon; any other name is a 404
+MODULES = ("skiff.js", "skiff-common.js", "skiff-quota.js", "skiff-usage.js", "skiff-instances.js", "skiff-training.js",
+           "skiff-sedna.js", "skiff-i18n.js")
+ASSETS = {**{m: "text/javascript" for m in MODULES}, "skiff.css": "text/css", "skiff.svg": "image/svg+xml"}
 NO_STORE = {"Cache-Control": "no-store"}
 
 
