@@ -39,7 +39,7 @@ PER_OWNER = 5
 # the default set's two untainted nodes hold 160 of them (8 cpu each)
 BENCH_NODES = [{"name": f"bench-{i}", "cpu": 16, "memory": "64Gi"} for i in range(1, 9)]
 SHOWN_TASKS = 500  # operators.ui.sources.MAX_TRAINING_ROWS
-PAGE_ROWS = 50  # static/skiff.js PAGE_ROWS: the rows of a table the page lays out at once
+PAGE_ROWS = 50  # static/skiff-common.js PAGE_ROWS: the rows of a table the page lays out at once
 SAMPLES = int(os.environ.get("UI_BENCH_SAMPLES", "60"))
 PAGE_LOADS = int(os.environ.get("UI_BENCH_PAGE_LOADS", "10"))
 OWNERS = ["alice", "bob"] + [f"user{i:03d}" for i in range(N_INSTANCES // PER_OWNER - 2)]
@@ -260,7 +260,7 @@ def _measure(http, url: str, tokens: dict, seed_s: float) -> str:
 
 def _gc_pauses(log: Path) -> str:
     """What ``operators.ui.heap`` logged in the api-server: the objects it froze at start-up, and every garbage
-    collection longer than 0.1 s over the whole run (seeding wait, API timings, page refreshes)."""
+    collection longer than 0.1 s until now (waiting for the instances to run, the API timings, the refreshes)."""
     import re
 
     text = log.read_text(errors="replace")
@@ -270,9 +270,9 @@ def _gc_pauses(log: Path) -> str:
     return (f"\n- Garbage collection in the api-server: {int(frozen[-1]):,} objects frozen at start-up "
             f"(`operators.ui.heap.freeze`, from the plugin app's lifespan); " if frozen else
             "\n- Garbage collection in the api-server: nothing frozen at start-up (no `froze` line in its log); ") + (
-            f"{len(pauses)} collections over 100 ms during the whole run (generations "
+            f"{len(pauses)} collection(s) over 100 ms from its start to the end of the timings above (generations "
             f"{sorted({g for g, _ in pauses})}), longest {longest} ms." if pauses else
-            "no collection over 100 ms during the whole run.")
+            "no collection over 100 ms from its start to the end of the timings above.")
 
 
 KUBECTL = REPO / ".tools" / "kubernetes-client" / "usr" / "bin" / "kubectl"  # make kubectl
@@ -418,8 +418,9 @@ def _page_loads(url: str, token: str, work: Path) -> str:
         "1.0-2.6 s on this busy machine, about every 8th instances request). Now the plugin app's lifespan freezes "
         "the loaded heap (collections no longer walk it) and raises the young-generation threshold to 50,000 "
         "allocations (a request of the page allocates ~50,000 tracked objects: ~25 per StatefulSet, pod or Job it "
-        "parses, measured in-process on kubesim's objects), so a request's own objects die before a collection sees "
-        "them; the line above counts what collections still took over 100 ms.",
+        "parses, measured in-process on kubesim's objects; only ~170 of them in reference cycles), so a request's "
+        "own objects die by reference counting before a collection sees them; the Garbage collection line under "
+        "the API table counts what collections still took over 100 ms.",
     ])
 
 
