@@ -8,6 +8,7 @@ with a JSON body (``auth.json_body_only``). The page uses relative URLs only, so
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from importlib.resources import files
 from typing import Any
@@ -15,12 +16,15 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from operators.ui import actions, instances, sources
+from operators.ui import actions, heap, instances, sources
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
-ASSETS = {"skiff.js": "text/javascript", "skiff-i18n.js": "text/javascript", "skiff.css": "text/css",
-          "skiff.svg": "image/svg+xml"}
+# the allow-list of /static/*: the entry module (skiff.js, the react_app's bundle_url), the modules it imports by
+# relative URL (shared helpers, one per card, the words), the styles and the icon; any other name is a 404
+MODULES = ("skiff.js", "skiff-common.js", "skiff-quota.js", "skiff-usage.js", "skiff-instances.js", "skiff-training.js",
+           "skiff-sedna.js", "skiff-i18n.js")
+ASSETS = {**{m: "text/javascript" for m in MODULES}, "skiff.css": "text/css", "skiff.svg": "image/svg+xml"}
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -38,8 +42,17 @@ async def _off_loop(fn, *args):
     return await asyncio.to_thread(fn, *args)
 
 
+@asynccontextmanager
+async def lifespan(_: FastAPI):
+    """At the api-server's start-up (Airflow enters each mounted app's lifespan once every plugin is mounted, in
+    each worker process): the loaded heap leaves the collected generations (``heap``)."""
+    heap.freeze()
+    heap.watch_pauses()  # after the freeze's own full collection: from here on, what a request waits for
+    yield
+
+
 def create_app() -> FastAPI:
-    app = FastAPI(title="Skiff", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="Skiff", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 
     @app.get("/", response_class=HTMLResponse)
     async def page(_: CallerDep) -> HTMLResponse:

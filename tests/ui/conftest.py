@@ -49,8 +49,8 @@ def seed_teams(api, platform_file: Path | None = None) -> None:
 
 
 class ApiServer:
-    def __init__(self, url: str, home: Path, k8s, env: dict[str, str]):
-        self.url, self.home, self.k8s, self.env = url, home, k8s, env
+    def __init__(self, url: str, home: Path, k8s, env: dict[str, str], log: Path | None = None):
+        self.url, self.home, self.k8s, self.env, self.log = url, home, k8s, env, log
         self.http = httpx.Client(timeout=30)
 
     def password(self, user: str) -> str:
@@ -122,7 +122,7 @@ def serve(kubesim_server, workdir: Path, platform_file: Path | None = None):
         wait_until(healthy, timeout=600, interval=0.5, what="airflow api-server healthy")  # 90 s was short on a shared machine
         api = sync_api_client(kubesim_server.url)
         seed_teams(api, platform_file)
-        yield ApiServer(url, workdir / "airflow", api, env)
+        yield ApiServer(url, workdir / "airflow", api, env, log)
         api.close()
     finally:
         proc.terminate()
