@@ -85,6 +85,21 @@ COLUMNS: dict[tuple[str, str], list[tuple]] = {
         ("StorageClass", "string", 0, "StorageClass of the pvc"),
         ("VolumeAttributesClass", "string", 0, "VolumeAttributesClass of the pvc"), AGE,
         ("VolumeMode", "string", 1, (CORE + "PersistentVolumeClaimSpec", "volumeMode"))],
+    ("", "persistentvolumes"): [
+        NAME, ("Capacity", "string", 0, (CORE + "PersistentVolumeSpec", "capacity")),
+        ("Access Modes", "string", 0, (CORE + "PersistentVolumeSpec", "accessModes")),
+        ("Reclaim Policy", "string", 0, (CORE + "PersistentVolumeSpec", "persistentVolumeReclaimPolicy")),
+        ("Status", "string", 0, (CORE + "PersistentVolumeStatus", "phase")),
+        ("Claim", "string", 0, (CORE + "PersistentVolumeSpec", "claimRef")),
+        ("StorageClass", "string", 0, "StorageClass of the pv"),
+        ("VolumeAttributesClass", "string", 0, "VolumeAttributesClass of the pv"),
+        ("Reason", "string", 0, (CORE + "PersistentVolumeStatus", "reason")), AGE,
+        ("VolumeMode", "string", 1, (CORE + "PersistentVolumeSpec", "volumeMode"))],
+    ("", "resourcequotas"): [
+        NAME, AGE, ("Request", "string", 0, "Request represents a minimum amount of cpu/memory that a container may "
+                                            "consume."),
+        ("Limit", "string", 0, "Limits control the maximum amount of cpu/memory that a container may use independent "
+                               "of contention on the node.")],
     ("", "configmaps"): [NAME, ("Data", "string", 0, (CORE + "ConfigMap", "data")), AGE],
     ("", "secrets"): [NAME, ("Type", "string", 0, (CORE + "Secret", "type")),
                       ("Data", "string", 0, (CORE + "Secret", "data")), AGE],
@@ -347,15 +362,48 @@ def _event(obj: dict, now: datetime) -> list:
 _MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
 
 
+def _access_modes(modes) -> str:
+    """``GetAccessModesAsString``: each mode once, in the order RWO, ROX, RWX, RWOP whatever the object's order."""
+    return ",".join(short for mode, short in _MODES.items() if mode in (modes or []))
+
+
 def _pvc(obj: dict, now: datetime) -> list:
     spec, st, md = obj.get("spec") or {}, obj.get("status") or {}, obj.get("metadata") or {}
     phase = "Terminating" if md.get("deletionTimestamp") else st.get("phase", "")
     bound = bool(spec.get("volumeName"))
     capacity = ((st.get("capacity") or {}).get("storage") or "") if bound else ""
-    modes = ",".join(_MODES.get(m, m) for m in (st.get("accessModes") or [])) if bound else ""
+    modes = _access_modes(st.get("accessModes")) if bound else ""
     cls = spec.get("storageClassName") or (md.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class", "")
     return [md.get("name"), phase, spec.get("volumeName", ""), capacity, modes, cls,
             spec.get("volumeAttributesClassName") or "<unset>", _age(obj, now), spec.get("volumeMode") or "<unset>"]
+
+
+def _pv(obj: dict, now: datetime) -> list:
+    """printers.go ``printPersistentVolume``: the claim as namespace/name, the class from the beta annotation
+    first (``GetPersistentVolumeClass``)."""
+    spec, st, md = obj.get("spec") or {}, obj.get("status") or {}, obj.get("metadata") or {}
+    ref = spec.get("claimRef")
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
+    cls = (md.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class", spec.get("storageClassName") or "")
+    return [md.get("name"), (spec.get("capacity") or {}).get("storage", ""),
+            _access_modes(spec.get("accessModes")),
+            spec.get("persistentVolumeReclaimPolicy", ""),
+            "Terminating" if md.get("deletionTimestamp") else st.get("phase", ""), claim, cls,
+            spec.get("volumeAttributesClassName") or "<unset>", st.get("reason", ""), _age(obj, now),
+            spec.get("volumeMode") or "<unset>"]
+
+
+def _resourcequota(obj: dict, now: datetime) -> list:
+    """printers.go ``printResourceQuota``: each resource of ``status.hard`` in name order as "name: used/hard";
+    those named ``limits.*`` in the Limit column, the others in Request."""
+    st = obj.get("status") or {}
+    hard, used = st.get("hard") or {}, st.get("used") or {}
+    request, limit = [], []
+    for name in sorted(hard):
+        parts = name.split(".")
+        (limit if len(parts) > 1 and parts[0] == "limits" else request).append(
+            f"{name}: {used.get(name, '0')}/{hard[name]}")
+    return [(obj.get("metadata") or {}).get("name"), _age(obj, now), ", ".join(request), ", ".join(limit)]
 
 
 CELLS = {
@@ -373,6 +421,8 @@ CELLS = {
                                         _age(o, now)],
     ("", "events"): _event,
     ("", "persistentvolumeclaims"): _pvc,
+    ("", "persistentvolumes"): _pv,
+    ("", "resourcequotas"): _resourcequota,
     ("", "configmaps"): lambda o, now: [o["metadata"].get("name"), len(o.get("data") or {}) + len(o.get("binaryData") or {}),
                                         _age(o, now)],
     ("", "secrets"): lambda o, now: [o["metadata"].get("name"), o.get("type", ""), len(o.get("data") or {}), _age(o, now)],

@@ -215,6 +215,30 @@ def test_get_endpointslices_prints_the_servers_columns(admin):
     assert {e.rsplit(":", 1)[0] for e in endpoints.split(",")} == ips
 
 
+def test_get_pvc_pv_and_quota_print_the_servers_columns(admin):
+    """A claim bound to the volume provisioned for it (`kubectl get pvc` shows VOLUME and CAPACITY, `get pv` its
+    CLAIM), and a quota's REQUEST/LIMIT (printers.go printPersistentVolumeClaim, printPersistentVolume,
+    printResourceQuota); the claim's deletion takes its volume (policy Delete)."""
+    admin("apply", "-f", "-", stdin="apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: home}\n"
+                                    "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}\n")
+    admin("create", "quota", "q", "--hard=requests.cpu=4,limits.memory=8Gi,pods=10")
+    wait_until(lambda: rows(admin("get", "pvc").stdout)[0][1] == "Bound", 30, what="the claim bound")
+    pvc = admin("get", "pvc").stdout
+    assert headers(pvc)[:6] == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS"]
+    volume = rows(pvc)[0][2]
+    assert re.fullmatch(r"pvc-[0-9a-f-]{36}", volume) and rows(pvc)[0][3:5] == ["5Gi", "RWO"], rows(pvc)
+    pv = admin("get", "pv").stdout
+    assert headers(pv)[:6] == ["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM"]
+    assert rows(pv)[0][:6] == [volume, "5Gi", "RWO", "Delete", "Bound", "default/home"], rows(pv)
+    wait_until(lambda: "requests.cpu: 0/4" in admin("get", "quota", "q").stdout, 30, what="the quota's status")
+    quota = admin("get", "quota", "q").stdout
+    assert headers(quota) == ["NAME", "AGE", "REQUEST", "LIMIT"], quota
+    assert quota.splitlines()[1].split(None, 2)[2].split("  ")[0] == "pods: 0/10, requests.cpu: 0/4", quota
+    assert quota.rstrip().endswith("limits.memory: 0/8Gi"), quota
+    admin("delete", "pvc", "home")
+    wait_until(lambda: not rows(admin("get", "pv").stdout), 30, what="the volume deleted with its claim")
+
+
 def test_statefulset_rollout_history_and_undo(admin):
     """`kubectl rollout history/undo statefulset` read the set's ControllerRevisions (apps/v1, served; one per
     template, workloads/statefulset.py as stateful_set_control.go): two revisions after an image change; undo
