@@ -100,6 +100,15 @@ COLUMNS: dict[tuple[str, str], list[tuple]] = {
                                             "consume."),
         ("Limit", "string", 0, "Limits control the maximum amount of cpu/memory that a container may use independent "
                                "of contention on the node.")],
+    ("rbac.authorization.k8s.io", "rolebindings"): [
+        NAME, ("Role", "string", 0, ("io.k8s.api.rbac.v1.RoleBinding", "roleRef")), AGE,
+        ("Users", "string", 1, "Users in the roleBinding"), ("Groups", "string", 1, "Groups in the roleBinding"),
+        ("ServiceAccounts", "string", 1, "ServiceAccounts in the roleBinding")],
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): [
+        NAME, ("Role", "string", 0, ("io.k8s.api.rbac.v1.ClusterRoleBinding", "roleRef")), AGE,
+        ("Users", "string", 1, "Users in the clusterRoleBinding"),
+        ("Groups", "string", 1, "Groups in the clusterRoleBinding"),
+        ("ServiceAccounts", "string", 1, "ServiceAccounts in the clusterRoleBinding")],
     ("", "configmaps"): [NAME, ("Data", "string", 0, (CORE + "ConfigMap", "data")), AGE],
     ("", "secrets"): [NAME, ("Type", "string", 0, (CORE + "Secret", "type")),
                       ("Data", "string", 0, (CORE + "Secret", "data")), AGE],
@@ -406,6 +415,19 @@ def _resourcequota(obj: dict, now: datetime) -> list:
     return [(obj.get("metadata") or {}).get("name"), _age(obj, now), ", ".join(request), ", ".join(limit)]
 
 
+def _binding(obj: dict, now: datetime) -> list:
+    """printers.go ``printRoleBinding`` / ``printClusterRoleBinding``: the role as Kind/name, then the subjects
+    as rbac's ``SubjectsStrings`` splits them (users, groups, service accounts as namespace/name)."""
+    ref = obj.get("roleRef") or {}
+    kinds: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for s in obj.get("subjects") or []:
+        if s.get("kind") in kinds:
+            kinds[s["kind"]].append(f"{s.get('namespace', '')}/{s.get('name', '')}" if s["kind"] == "ServiceAccount"
+                                    else s.get("name", ""))
+    return [(obj.get("metadata") or {}).get("name"), f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(obj, now),
+            ", ".join(kinds["User"]), ", ".join(kinds["Group"]), ", ".join(kinds["ServiceAccount"])]
+
+
 CELLS = {
     ("", "pods"): _pod,
     ("batch", "jobs"): _job,
@@ -423,6 +445,8 @@ CELLS = {
     ("", "persistentvolumeclaims"): _pvc,
     ("", "persistentvolumes"): _pv,
     ("", "resourcequotas"): _resourcequota,
+    ("rbac.authorization.k8s.io", "rolebindings"): _binding,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _binding,
     ("", "configmaps"): lambda o, now: [o["metadata"].get("name"), len(o.get("data") or {}) + len(o.get("binaryData") or {}),
                                         _age(o, now)],
     ("", "secrets"): lambda o, now: [o["metadata"].get("name"), o.get("type", ""), len(o.get("data") or {}), _age(o, now)],

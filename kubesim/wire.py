@@ -85,12 +85,23 @@ def kube_verb(method: str, target: Target | None, query) -> str:
     return method.lower()
 
 
+BODY_TYPES = ("application/json", "application/yaml")   # the request bodies kubesim decodes (create, update)
+BINARY_TYPES = ("application/vnd.kubernetes.protobuf", "application/cbor")
+
+
 async def read_body(request: web.Request):
     """The request body as JSON (or YAML), None when empty; 400 BadRequest when it does not decode."""
     raw = await request.read()
     if not raw:
         return None
     ctype = request.content_type
+    if ctype in BINARY_TYPES:
+        # apiserver's negotiation (NegotiateInputSerializerForMediaType): a media type no serializer reads is 415,
+        # naming those it accepts. kube-apiserver also reads protobuf for built-in kinds (not for custom
+        # resources) and CBOR where enabled; kubesim reads neither, so such a body (kubectl >= 1.32's `create
+        # rolebinding` sends protobuf) is refused plainly instead of failing to decode as JSON.
+        raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
+                            f"{', '.join(BODY_TYPES)}", "UnsupportedMediaType")
     if "yaml" in ctype:
         try:
             return yaml.safe_load(raw)

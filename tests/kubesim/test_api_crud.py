@@ -455,3 +455,23 @@ async def test_create_ignores_status_of_kinds_with_status_subresource(kube):
     node = await kube.api("CoreV1Api").create_node({"metadata": {"name": "n1"},
                                                     "status": {"capacity": {"cpu": "4"}}})
     assert node.status.capacity == {"cpu": "4"}
+
+
+@pytest.mark.parametrize("ctype", ["application/vnd.kubernetes.protobuf", "application/cbor"])
+async def test_a_body_in_a_binary_media_type_is_refused_naming_those_accepted(apisim, ctype):
+    """apiserver's NegotiateInputSerializerForMediaType: 415 UnsupportedMediaType, "the body of the request was in
+    an unknown format - accepted media types include: ..." (kube-apiserver reads protobuf for built-in kinds, and
+    CBOR where enabled; kubesim reads neither: it says so instead of failing to decode the bytes as JSON)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    body = b"k8s\x00\n\x1a\n\x1erbac.authorization.k8s.io/v1\x12\x0bRoleBinding"   # a protobuf envelope's start
+    req = urllib.request.Request(apisim.url + "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+                                 data=body, method="POST", headers={"Content-Type": ctype})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=30)
+    status = json.loads(err.value.read())
+    assert err.value.code == 415 and status["reason"] == "UnsupportedMediaType", status
+    assert status["message"] == ("the body of the request was in an unknown format - accepted media types include: "
+                                 "application/json, application/yaml"), status

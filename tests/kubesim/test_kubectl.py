@@ -239,6 +239,31 @@ def test_get_pvc_pv_and_quota_print_the_servers_columns(admin):
     wait_until(lambda: not rows(admin("get", "pv").stdout), 30, what="the volume deleted with its claim")
 
 
+def test_get_rolebindings_prints_the_role_and_wide_the_subjects(admin):
+    """printers.go printRoleBinding / printClusterRoleBinding: ROLE as Kind/name; -o wide adds the subjects as
+    rbac's SubjectsStrings splits them (service accounts as namespace/name)."""
+    # applied, not `kubectl create rolebinding`: kubectl >= 1.32 sends that one as protobuf, which kubesim refuses
+    # with 415 (tests/kubesim/test_api_crud.py); kube-apiserver reads it
+    admin("apply", "-f", "-", stdin="apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n"
+                                    "metadata: {name: rb}\nroleRef: {apiGroup: rbac.authorization.k8s.io, "
+                                    "kind: ClusterRole, name: view}\nsubjects:\n"
+                                    "- {kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}\n"
+                                    "- {kind: Group, name: team-members, apiGroup: rbac.authorization.k8s.io}\n"
+                                    "- {kind: ServiceAccount, name: skiff, namespace: default}\n")
+    out = admin("get", "rolebindings", "rb").stdout
+    assert headers(out) == ["NAME", "ROLE", "AGE"] and rows(out)[0][:2] == ["rb", "ClusterRole/view"], out
+    wide = admin("get", "rolebindings", "rb", "-o", "wide").stdout
+    assert headers(wide) == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"], wide
+    assert rows(wide)[0][3:] == ["alice", "team-members", "default/skiff"], wide
+    admin("apply", "-f", "-", stdin="apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+                                    "metadata: {name: crb}\nroleRef: {apiGroup: rbac.authorization.k8s.io, "
+                                    "kind: ClusterRole, name: edit}\n"
+                                    "subjects: [{kind: ServiceAccount, name: bot, namespace: team}]\n")
+    crb = admin("get", "clusterrolebindings", "crb", "-o", "wide").stdout
+    assert headers(crb) == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"], crb
+    assert rows(crb)[0][1] == "ClusterRole/edit" and rows(crb)[0][-1] == "team/bot", crb
+
+
 def test_statefulset_rollout_history_and_undo(admin):
     """`kubectl rollout history/undo statefulset` read the set's ControllerRevisions (apps/v1, served; one per
     template, workloads/statefulset.py as stateful_set_control.go): two revisions after an image change; undo
