@@ -3,6 +3,7 @@ dnsPolicy, schedulerName, imagePullPolicy, requests from limits...), Service clu
 the Job selector and its labels, Deployment/StatefulSet strategies.
 
 Upstream: pkg/apis/core/v1/defaults.go, pkg/apis/apps/v1/defaults.go, pkg/apis/batch/v1/defaults.go,
+pkg/apis/autoscaling/v2/defaults.go (an HPA's minReplicas and its CPU metric),
 pkg/registry/batch/job/strategy.go (`generateSelector`), pkg/registry/core/service/ipallocator.
 """
 from __future__ import annotations
@@ -161,6 +162,13 @@ def default_object(rt, obj: dict, old: dict | None, ips: ClusterIPs) -> None:
                 t.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
     elif kind == ("", "services") and isinstance(spec, dict):
         _default_service(spec, old, ips)
+    elif kind == ("autoscaling", "horizontalpodautoscalers") and isinstance(spec, dict):
+        # pkg/apis/autoscaling/v2/defaults.go SetDefaults_HorizontalPodAutoscaler (a given behavior's own
+        # defaults, SetDefaults_HorizontalPodAutoscalerBehavior, are not filled in)
+        spec.setdefault("minReplicas", 1)
+        if not spec.get("metrics"):
+            spec["metrics"] = [{"type": "Resource", "resource": {
+                "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
     elif kind == ("", "persistentvolumeclaims") and isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
         if old is None:

@@ -16,6 +16,7 @@ CORE = "io.k8s.api.core.v1."
 APPS = "io.k8s.api.apps.v1."
 BATCH = "io.k8s.api.batch.v1."
 DISCOVERY = "io.k8s.api.discovery.v1."
+HPA = "io.k8s.api.autoscaling.v2."
 NAME = ("Name", "string", 0, (META, "name"))
 AGE = ("Age", "string", 0, (META, "creationTimestamp"))
 CONTAINERS = ("Containers", "string", 1, "Names of each container in the template.")
@@ -109,6 +110,12 @@ COLUMNS: dict[tuple[str, str], list[tuple]] = {
         ("Users", "string", 1, "Users in the clusterRoleBinding"),
         ("Groups", "string", 1, "Groups in the clusterRoleBinding"),
         ("ServiceAccounts", "string", 1, "ServiceAccounts in the clusterRoleBinding")],
+    ("autoscaling", "horizontalpodautoscalers"): [
+        NAME, ("Reference", "string", 0, (HPA + "HorizontalPodAutoscalerSpec", "scaleTargetRef")),
+        ("Targets", "string", 0, (HPA + "HorizontalPodAutoscalerSpec", "metrics")),
+        ("MinPods", "string", 0, (HPA + "HorizontalPodAutoscalerSpec", "minReplicas")),
+        ("MaxPods", "string", 0, (HPA + "HorizontalPodAutoscalerSpec", "maxReplicas")),
+        ("Replicas", "string", 0, (HPA + "HorizontalPodAutoscalerStatus", "currentReplicas")), AGE],
     ("", "configmaps"): [NAME, ("Data", "string", 0, (CORE + "ConfigMap", "data")), AGE],
     ("", "secrets"): [NAME, ("Type", "string", 0, (CORE + "Secret", "type")),
                       ("Data", "string", 0, (CORE + "Secret", "data")), AGE],
@@ -428,6 +435,45 @@ def _binding(obj: dict, now: datetime) -> list:
             ", ".join(kinds["User"]), ", ".join(kinds["Group"]), ", ".join(kinds["ServiceAccount"])]
 
 
+def _hpa_metric(spec: dict, status: dict | None) -> str:
+    """One entry of printers.go ``formatHPAMetrics``: "current/target", "(avg)" for average values of External
+    and Object metrics, the resource's name first for Resource and ContainerResource ones."""
+    kind = spec.get("type")
+    source = spec.get({"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods",
+                       "Object": "object", "External": "external"}.get(kind, ""), None) or {}
+    now = (status or {}).get({"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods",
+                              "Object": "object", "External": "external"}.get(kind, ""), None)
+    target, current = source.get("target") or {}, (now or {}).get("current") or {}
+    if kind in ("External", "Object"):
+        if target.get("averageValue") is not None:
+            return f"{current.get('averageValue', '<unknown>')}/{target['averageValue']} (avg)"
+        return f"{current.get('value', '<unknown>') if now else '<unknown>'}/{target.get('value', '')}"
+    if kind == "Pods":
+        return f"{current.get('averageValue', '<unknown>') if now else '<unknown>'}/{target.get('averageValue', '')}"
+    if kind in ("Resource", "ContainerResource"):
+        name = source.get("name", "")
+        if target.get("averageValue") is not None:
+            return f"{name}: {current.get('averageValue', '<unknown>') if now else '<unknown>'}/{target['averageValue']}"
+        used = f"{current['averageUtilization']}%" if current.get("averageUtilization") is not None else "<unknown>"
+        goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+        return f"{name}: {used}/{goal}"
+    return "<unknown type>"
+
+
+def _hpa(obj: dict, now: datetime) -> list:
+    """printers.go ``printHorizontalPodAutoscaler``: Kind/name of the target, at most two metrics then
+    "+ N more...", ``<none>`` without metrics, ``<unset>`` without minReplicas."""
+    spec, st = obj.get("spec") or {}, obj.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    metrics, statuses = spec.get("metrics") or [], st.get("currentMetrics") or []
+    shown = [_hpa_metric(m, statuses[i] if i < len(statuses) else None) for i, m in enumerate(metrics)]
+    targets = ", ".join(shown[:2]) + (f" + {len(shown) - 2} more..." if len(shown) > 2 else "") if shown else "<none>"
+    low = spec.get("minReplicas")
+    return [(obj.get("metadata") or {}).get("name"), f"{ref.get('kind', '')}/{ref.get('name', '')}", targets,
+            "<unset>" if low is None else str(low), int(spec.get("maxReplicas") or 0),
+            int(st.get("currentReplicas") or 0), _age(obj, now)]
+
+
 CELLS = {
     ("", "pods"): _pod,
     ("batch", "jobs"): _job,
@@ -445,6 +491,7 @@ CELLS = {
     ("", "persistentvolumeclaims"): _pvc,
     ("", "persistentvolumes"): _pv,
     ("", "resourcequotas"): _resourcequota,
+    ("autoscaling", "horizontalpodautoscalers"): _hpa,
     ("rbac.authorization.k8s.io", "rolebindings"): _binding,
     ("rbac.authorization.k8s.io", "clusterrolebindings"): _binding,
     ("", "configmaps"): lambda o, now: [o["metadata"].get("name"), len(o.get("data") or {}) + len(o.get("binaryData") or {}),

@@ -81,3 +81,37 @@ def test_a_watch_asked_as_tables_streams_one_row_tables(apisim):
     assert first["type"] == "ADDED" and first["object"]["kind"] == "Table"
     assert [c["name"] for c in first["object"]["columnDefinitions"]] == ["Name", "Data", "Age"]
     assert first["object"]["rows"][0]["cells"][1] == 1
+
+
+def test_hpa_cells_are_printers_gos():
+    """printHorizontalPodAutoscaler / formatHPAMetrics: Kind/name, "<resource>: current/target" (no metrics server
+    in kubesim: <unknown>), at most two metrics then "+ N more...", <unset> without minReplicas."""
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
+    mem = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}}
+    pods = {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}
+    hpa = {"metadata": {"name": "ji", "creationTimestamp": "2026-12-01T11:59:00Z"},
+           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "edge"}, "maxReplicas": 4, "metrics": [cpu]},
+           "status": {"currentReplicas": 2}}
+    cell = CELLS[("autoscaling", "horizontalpodautoscalers")]
+    assert cell(hpa, now) == ["ji", "Deployment/edge", "cpu: <unknown>/80%", "<unset>", 4, 2, "60s"]
+    hpa["spec"].update(minReplicas=1, metrics=[cpu, mem, pods])
+    hpa["status"]["currentMetrics"] = [{"type": "Resource", "resource": {"name": "cpu", "current": {
+        "averageUtilization": 35, "averageValue": "120m"}}}]
+    assert cell(hpa, now)[2:4] == ["cpu: 35%/80%, memory: <unknown>/1Gi + 1 more...", "1"]
+    hpa["spec"]["metrics"] = []
+    assert cell(hpa, now)[2] == "<none>"
+
+
+def test_hpas_are_listed_with_kube_apiservers_columns(apisim):
+    from kubernetes.client import AutoscalingV2Api
+    AutoscalingV2Api(apisim.api_client()).create_namespaced_horizontal_pod_autoscaler("default", {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 2,
+                 "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {"name": "memory", "target": {
+                     "type": "Utilization", "averageUtilization": 70}}}]}})
+    t = table(apisim, "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers")
+    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Reference", "Targets", "MinPods", "MaxPods",
+                                                            "Replicas", "Age"]
+    assert t["columnDefinitions"][1]["description"], t["columnDefinitions"][1]   # from the schema
+    assert t["rows"][0]["cells"][:5] == ["h", "Deployment/web", "memory: <unknown>/70%", "2", 3]

@@ -264,6 +264,17 @@ def test_get_rolebindings_prints_the_role_and_wide_the_subjects(admin):
     assert rows(crb)[0][1] == "ClusterRole/edit" and rows(crb)[0][-1] == "team/bot", crb
 
 
+def test_get_hpa_prints_the_servers_columns(admin):
+    """printHorizontalPodAutoscaler's columns, of an HPA defaulted as kube-apiserver does (autoscaling/v2
+    defaults.go: minReplicas 1, a CPU metric at 80% utilization when none is given)."""
+    admin("apply", "-f", "-", stdin="apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\n"
+                                    "spec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n"
+                                    "  maxReplicas: 3\n")
+    out = admin("get", "hpa").stdout
+    assert headers(out) == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"], out
+    assert rows(out)[0][:5] == ["h", "Deployment/web", "cpu: <unknown>/80%", "1", "3"], out   # minReplicas defaulted
+
+
 def test_statefulset_rollout_history_and_undo(admin):
     """`kubectl rollout history/undo statefulset` read the set's ControllerRevisions (apps/v1, served; one per
     template, workloads/statefulset.py as stateful_set_control.go): two revisions after an image change; undo
