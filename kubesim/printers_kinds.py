@@ -435,26 +435,30 @@ def _binding(obj: dict, now: datetime) -> list:
             ", ".join(kinds["User"]), ", ".join(kinds["Group"]), ", ".join(kinds["ServiceAccount"])]
 
 
+# MetricSpec / MetricStatus: the field holding each metric type's source
+_HPA_SOURCES = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods", "Object": "object",
+                "External": "external"}
+
+
 def _hpa_metric(spec: dict, status: dict | None) -> str:
     """One entry of printers.go ``formatHPAMetrics``: "current/target", "(avg)" for average values of External
     and Object metrics, the resource's name first for Resource and ContainerResource ones."""
     kind = spec.get("type")
-    source = spec.get({"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods",
-                       "Object": "object", "External": "external"}.get(kind, ""), None) or {}
-    now = (status or {}).get({"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods",
-                              "Object": "object", "External": "external"}.get(kind, ""), None)
-    target, current = source.get("target") or {}, (now or {}).get("current") or {}
+    field = _HPA_SOURCES.get(kind, "")
+    source = spec.get(field) or {}
+    target, current = source.get("target") or {}, ((status or {}).get(field) or {}).get("current") or {}
+    unknown = "<unknown>"
     if kind in ("External", "Object"):
         if target.get("averageValue") is not None:
-            return f"{current.get('averageValue', '<unknown>')}/{target['averageValue']} (avg)"
-        return f"{current.get('value', '<unknown>') if now else '<unknown>'}/{target.get('value', '')}"
+            return f"{current.get('averageValue', unknown)}/{target['averageValue']} (avg)"
+        return f"{current.get('value', unknown)}/{target.get('value', '')}"
     if kind == "Pods":
-        return f"{current.get('averageValue', '<unknown>') if now else '<unknown>'}/{target.get('averageValue', '')}"
+        return f"{current.get('averageValue', unknown)}/{target.get('averageValue', '')}"
     if kind in ("Resource", "ContainerResource"):
         name = source.get("name", "")
         if target.get("averageValue") is not None:
-            return f"{name}: {current.get('averageValue', '<unknown>') if now else '<unknown>'}/{target['averageValue']}"
-        used = f"{current['averageUtilization']}%" if current.get("averageUtilization") is not None else "<unknown>"
+            return f"{name}: {current.get('averageValue', unknown)}/{target['averageValue']}"
+        used = f"{current['averageUtilization']}%" if current.get("averageUtilization") is not None else unknown
         goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
         return f"{name}: {used}/{goal}"
     return "<unknown type>"

@@ -76,8 +76,7 @@ class PVCBinder(Controller):
             return
         self._delete_released(key, keep=pvc["metadata"]["uid"])  # a deleted claim's namesake: its volume goes
         try:
-            pv = self._volume_for(pvc)
-            pvc = self._bind_claim(pvc, pv)
+            self._bind_claim(pvc, self._volume_for(pvc))
         except ApiError as e:
             if e.code == 409:
                 self.queue.add_after(key, 0.01)

@@ -77,10 +77,8 @@ def test_an_online_step_preempts_a_borrowing_step_which_waits_deferred_and_succe
                       and all(running(j) for j in js.values()) and js, 240, 0.5,
                       what="both nlp steps running on the cohort's 8 GPUs")
     uids = {task_id: j.metadata.uid for task_id, j in both.items()}
-    borrowing = client.CustomObjectsApi(k8s).get_cluster_custom_object(G, V, "clusterqueues", "nlp")
-    gpu_usage = [r for f in borrowing["status"]["flavorsUsage"] if f["name"] == "gpu" for r in f["resources"]
-                 if r["name"] == "nvidia.com/gpu"]
-    assert gpu_usage and gpu_usage[0]["total"] == "8" and gpu_usage[0]["borrowed"] == "4", gpu_usage
+    gpu_usage = _flavor_usage(k8s, "nlp", "gpu", "nvidia.com/gpu")
+    assert gpu_usage.get("total") == "8" and gpu_usage.get("borrowed") == "4", gpu_usage
 
     a_run = stack.trigger("kueue_e2e_recsys_online", {"seconds": 5})
     a_job = wait_until(lambda: jobs(stack, "recsys", a_run).get("a1"), 180, 0.5, what="recsys' online Job")
