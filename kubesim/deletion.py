@@ -5,11 +5,18 @@ Upstream: k8s.io/apiserver/pkg/registry/rest/delete.go (`BeforeDelete`: uid and 
 preconditions, deletionTimestamp on first delete), k8s.io/apiserver/pkg/registry/generic/registry/store.go
 (`deletionFinalizersForGarbageCollection`: Foreground adds `foregroundDeletion`, Orphan adds `orphan`, a
 Background delete of an object already being deleted drops them) and
-staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation (the supported propagation policies). Pure.
+staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation (the supported propagation policies), and
+graceful pod deletion: pkg/registry/core/pod/strategy.go (`CheckGracefulDelete`: the request's
+gracePeriodSeconds, else the pod's terminationGracePeriodSeconds (30); 0 for an unbound or terminated pod)
+with rest.BeforeDelete's `deletionTimestamp = now + grace` (the kubelet then deletes it with grace 0).
+kubesim deletes gracefully only the pods its kubelet runs as processes (`graceful` says which). Pure.
 """
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from kubesim import errors
+from kubesim.clock import Clock
 from kubesim.errors import ApiError
 from kubesim.registry import ResourceType
 
@@ -50,5 +57,28 @@ def mark_deleting(md: dict, finalizers: list[str], now: str, grace_period_second
         md["deletionTimestamp"] = now
         md["deletionGracePeriodSeconds"] = grace_period_seconds or 0
         md["generation"] = md.get("generation", 1) + 1
+    if finalizers:
+        md["finalizers"] = finalizers
+
+
+def pod_grace_period(rt: ResourceType, pod: dict, requested: int | None, graceful) -> int:
+    """Seconds a pod DELETE waits for the kubelet (0: removed at once)."""
+    if rt.group != "" or rt.plural != "pods" or graceful is None or requested == 0:
+        return 0
+    if not pod["spec"].get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if not graceful(pod):
+        return 0
+    if requested is not None:
+        return max(0, int(requested))
+    value = pod["spec"].get("terminationGracePeriodSeconds")
+    return 30 if value is None else int(value)
+
+
+def mark_graceful(md: dict, finalizers: list[str], now: datetime, grace: int) -> None:
+    """A graceful delete: deletionTimestamp at now + grace, deletionGracePeriodSeconds = grace."""
+    md["deletionTimestamp"] = Clock.rfc3339(now + timedelta(seconds=grace))
+    md["deletionGracePeriodSeconds"] = grace
+    md["generation"] = md.get("generation", 1) + 1
     if finalizers:
         md["finalizers"] = finalizers

@@ -4,8 +4,13 @@ A bound pod goes Pending (ContainerCreating) -> Running after `Timing.pod_start`
 after `kubesim.io/duration` (default `Timing.container_run`) with the scripted outcome (INTERNALS.md).
 Pods with `restartPolicy: Always` and no scripted duration run until deleted (like a server). On exit:
 `Never` -> Succeeded/Failed; `OnFailure` (non-zero exit) and `Always` -> the container restarts after a
-CrashLoopBackOff wait (restartCount+1, lastState.terminated). Deleting a pod removes it at once (no
-graceful termination: the store has no grace period); its log streams end.
+CrashLoopBackOff wait (restartCount+1, lastState.terminated). Deleting a scripted pod removes it at once; its
+log streams end.
+
+On a process node (`runtime: process` in the nodes file) a pod without `kubesim.io/*` outcome annotations
+really runs: `kubesim/procrt` starts its init containers and containers as sandboxed processes and reports
+their exits here (the same restart, status and Event logic); deleting it is graceful (the API server keeps it
+with a deletionTimestamp, the kubelet sends SIGTERM, waits the grace period, SIGKILLs, then removes it).
 
 Upstream: pkg/kubelet/kubelet.go (`HandlePodAdditions`, `syncPod`), pkg/kubelet/pod_workers.go (one worker per
 pod), pkg/kubelet/kuberuntime/kuberuntime_manager.go (`computePodActions`: restarts by restartPolicy) and
@@ -15,7 +20,9 @@ pkg/kubelet/images/image_manager.go (`imagePullPolicy`, ErrImagePull/ImagePullBa
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import tempfile
 from datetime import timedelta
 
 from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
@@ -23,6 +30,7 @@ from kubesim.errors import ApiError
 from kubesim.podlogs import LogProvider
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun, Script
 from kubesim.podstatus import pod_status
+from kubesim.procrt import pods as procrt
 
 
 class Kubelet(Controller):
@@ -38,12 +46,31 @@ class Kubelet(Controller):
         self.recorder = EventRecorder(self.store, "kubelet")
         self._ip = 0
         self.logs = LogProvider(self)
+        self._procs: procrt.ProcessPods | None = None
+        self.store.graceful_pod = self._graceful
+
+    @property
+    def procs(self) -> procrt.ProcessPods:
+        """The process runtime, made on first use (its state under $KUBESIM_STATE_DIR or a temp dir)."""
+        if self._procs is None:
+            state = os.environ.get("KUBESIM_STATE_DIR") or tempfile.mkdtemp(prefix="kubesim-state-")
+            self._procs = procrt.ProcessPods(self, state)
+        return self._procs
+
+    def _graceful(self, pod: dict) -> bool:
+        """Whether a DELETE of `pod` is graceful: running on a process node (pod strategy CheckGracefulDelete;
+        scripted pods keep going at once)."""
+        run = self.runs.get(key_of(pod))
+        return run is not None and run.process and run.uid == pod["metadata"]["uid"]
 
     def reset(self) -> None:
         for run in self.runs.values():
             self._end_streams(run)
             run.cancel()
         self.runs.clear()
+        if self._procs is not None:
+            self._procs.close()
+            self._procs = None
 
     async def stop(self) -> None:
         self.reset()
@@ -51,6 +78,10 @@ class Kubelet(Controller):
 
     # --- events ---------------------------------------------------------------------------------
     def on_event(self, event_type, rt, obj, old):
+        if rt.group == "" and rt.plural == "persistentvolumes" and event_type == "DELETED" and self._procs and \
+                (obj.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Delete":
+            self._procs.dirs.remove_pv(obj["metadata"]["name"])     # the volume's data goes with it
+            return
         if rt.group == "" and rt.plural in ("configmaps", "secrets", "persistentvolumeclaims") and \
                 event_type != "DELETED":
             ns = obj["metadata"].get("namespace")
@@ -83,6 +114,11 @@ class Kubelet(Controller):
         pod = self._pod(run)
         if pod is None:
             return
+        if run.process:
+            if not run.terminating:
+                run.terminating = True
+                asyncio.ensure_future(self._stop_gracefully(run, pod, remove=True))
+            return
         run.phase = "Failed"
         for c in run.containers.values():
             if c.running:
@@ -100,6 +136,9 @@ class Kubelet(Controller):
 
     def _kill(self, run: PodRun, pod: dict) -> None:
         run.cancel()
+        if run.process:
+            run.terminating = True
+            asyncio.ensure_future(self.procs.remove_pod(run.uid))
         self._end_streams(run)
         del self.runs[run.key]
         for c in run.containers.values():
@@ -155,7 +194,18 @@ class Kubelet(Controller):
         run = PodRun(key, pod["metadata"]["uid"], node_name, Script.of(pod),
                      pod["spec"].get("restartPolicy") or "Always", containers,
                      f"10.244.{(self._ip >> 8) & 255}.{self._ip & 255}", host_ip, self.cluster.now())
+        run.process = procrt.is_process_node(node) and not procrt.scripted(pod)
         self.runs[key] = run
+        if run.process:
+            run.init_containers = {c["name"]: ContainerRun(c["name"], c.get("image", ""),
+                                                           {"waiting": {"reason": "PodInitializing"}})
+                                   for c in pod["spec"].get("initContainers") or []}
+            refused = procrt.refusal(pod)
+            if refused:       # kubelet.go rejectPod: Failed with the reason, and an Event
+                run.phase, run.reason, run.message = "Failed", *refused
+                self.recorder.record(pod, "Warning", refused[0], refused[1], host=node_name)
+                self._write_status(run)
+                return
         self._write_status(run)
         rec = self.recorder
         for c in pod["spec"].get("containers") or []:
@@ -163,7 +213,7 @@ class Kubelet(Controller):
                 continue
             rec.record(pod, "Normal", "Pulling", f'Pulling image "{c.get("image")}"', host=node_name,
                        field_path=f"spec.containers{{{c['name']}}}")
-        self._later(run, self.cluster.timing.pod_start, self._start, run)
+        self._later(run, 0 if run.process else self.cluster.timing.pod_start, self._start, run)
         deadline = pod["spec"].get("activeDeadlineSeconds")
         if deadline is not None:
             self._later(run, float(deadline), self._deadline, run)
@@ -189,6 +239,9 @@ class Kubelet(Controller):
             rec.record(pod, "Warning", "FailedMount", f'MountVolume.SetUp failed for volume "{volume}" : {missing}',
                        host=run.node)
             run.blocked = True
+            return
+        if run.process:
+            asyncio.ensure_future(self.procs.start_pod(run, pod))
             return
         for spec in pod["spec"].get("containers") or []:
             c = run.containers[spec["name"]]
@@ -269,6 +322,10 @@ class Kubelet(Controller):
         return self.cluster.timing.container_run
 
     def _run_container(self, run: PodRun, pod: dict, c: ContainerRun) -> None:
+        if run.process:
+            spec = next(s for s in pod["spec"]["containers"] if s["name"] == c.name)
+            asyncio.ensure_future(self.procs.start_container(run, pod, c, spec))
+            return
         rec = self.recorder
         fp = f"spec.containers{{{c.name}}}"
         rec.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
@@ -310,7 +367,8 @@ class Kubelet(Controller):
         if run.phase in TERMINAL:
             self._write_status(run)
             return
-        restart = run.restart_policy == "Always" or (run.restart_policy == "OnFailure" and code != 0)
+        restart = not run.terminating and (run.restart_policy == "Always" or
+                                           (run.restart_policy == "OnFailure" and code != 0))
         if restart:
             c.last_state = {"terminated": terminated}
             c.restart_count += 1
@@ -345,6 +403,10 @@ class Kubelet(Controller):
         message = "Pod was active on the node longer than the specified deadline"
         run.phase, run.reason, run.message = "Failed", "DeadlineExceeded", message
         self.recorder.record(pod, "Normal", "DeadlineExceeded", message, host=run.node)
+        if run.process:
+            run.phase, run.terminating = "Running", True     # Failed once its containers are stopped
+            asyncio.ensure_future(self._stop_gracefully(run, pod, remove=False))
+            return
         for c in run.containers.values():
             if c.running:
                 self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}",
@@ -357,6 +419,29 @@ class Kubelet(Controller):
         run.cancel()
         self._end_streams(run)
         self._write_status(run)
+
+    async def _stop_gracefully(self, run: PodRun, pod: dict, remove: bool) -> None:
+        """killPod on a process pod: Killing Events, SIGTERM, the grace period, SIGKILL; then the terminal
+        phase, and for a deleted pod the final DELETE with grace 0 (the status manager's, uid-preconditioned)."""
+        for c in run.containers.values():
+            if c.running:
+                self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}", host=run.node,
+                                     field_path=f"spec.containers{{{c.name}}}")
+        await self.procs.stop_pod(run, procrt.grace_seconds(self._pod(run) or pod))
+        if self.runs.get(run.key) is not run:
+            return
+        codes = [c.state.get("terminated", {}).get("exitCode", 137) for c in run.containers.values()]
+        run.phase = "Succeeded" if codes and all(code == 0 for code in codes) and not run.reason else "Failed"
+        run.cancel()
+        self._end_streams(run)
+        self._write_status(run)
+        if remove:
+            try:
+                self.store.delete(self.pods_rt, *run.key, grace_period_seconds=0,
+                                  preconditions={"uid": run.uid})
+            except ApiError as e:
+                if e.code not in (404, 409):
+                    raise
 
     # --- status ---------------------------------------------------------------------------------
     def _write_status(self, run: PodRun) -> None:

@@ -22,10 +22,16 @@ completed with a Ready status where missing) or the compact form::
       pods: 110                # default 110
       labels: {team: a}        # extra labels
       taints: ["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute"]   # key[=value]:Effect
+      runtime: process         # pods really run as sandboxed processes (kubesim/procrt); default: scripted
+      images: {registry.local/recsys/train:1.0: /opt/venvs/train}   # image -> host dir/virtualenv on PATH
+
+A process node carries the annotation `kubesim.io/runtime: process` (and `kubesim.io/images`, JSON) and
+reports `containerRuntimeVersion: kubesim-process://1.0`.
 """
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
 
 import yaml
@@ -35,6 +41,7 @@ GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
 ONLINE_KEY = "node.netease.com/node-pool"
 ONLINE_TAINT = f"{ONLINE_KEY}=online:NoSchedule"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+RUNTIMES = ("scripted", "process")
 
 DEFAULT_NODES: list[dict] = [
     {"name": "cpu-1", "cpu": 8, "memory": "32Gi"},
@@ -64,7 +71,7 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     """A schema-complete Node from the compact form (or a full manifest, completed)."""
     if spec.get("kind") == "Node":
         return _complete(copy.deepcopy(spec), index)
-    unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints"}
+    unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints", "runtime", "images"}
     if unknown:
         raise ValueError(f"node {spec.get('name')!r}: unknown field(s) {sorted(unknown)}")
     if not spec.get("name"):
@@ -82,6 +89,17 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     taints = [parse_taint(t) if isinstance(t, str) else dict(t) for t in spec.get("taints") or []]
     if taints:
         node["spec"]["taints"] = taints
+    runtime = spec.get("runtime", "scripted")
+    if runtime not in RUNTIMES:
+        raise ValueError(f"node {name!r}: runtime {str(runtime)[:50]!r}: expected one of {RUNTIMES}")
+    if spec.get("images") is not None and not isinstance(spec["images"], dict):
+        raise ValueError(f"node {name!r}: images: expected a map of image -> host directory")
+    if runtime == "process":
+        node["metadata"]["annotations"] = {"kubesim.io/runtime": "process",
+                                           "kubesim.io/images": json.dumps(spec.get("images") or {})}
+        node = _complete(node, index)
+        node["status"]["nodeInfo"]["containerRuntimeVersion"] = "kubesim-process://1.0"
+        return node
     return _complete(node, index)
 
 

@@ -1,6 +1,7 @@
 """What the simulated kubelets keep per pod they run, in place of a container runtime: the pod's scripted
 outcome (`Script`, from its `kubesim.io/*` annotations), each container's state and runs (`ContainerRun`,
-`Attempt`: its log lines on the loop clock) and the pod's (`PodRun`). Plain data, no I/O.
+`Attempt`: its log lines on the loop clock, scripted or read from a real process) and the pod's (`PodRun`).
+Plain data, no I/O.
 
 Upstream (what it stands in for): the CRI runtime's container records the kubelet reads back,
 pkg/kubelet/container/runtime.go (`PodStatus`, `Status`) and the image IDs it reports
@@ -112,6 +113,10 @@ class PodRun:
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
     backoff: float = 0.0
     blocked: bool = False      # waiting for a ConfigMap/Secret/PVC it references to exist
+    process: bool = False      # run by the process runtime (kubesim/procrt), not scripted
+    init_containers: dict[str, ContainerRun] = field(default_factory=dict)   # process pods: real init runs
+    initialized: bool = False  # process pods: every init container has completed
+    terminating: bool = False  # being stopped (deletion, deadline): no restarts
 
     def cancel(self) -> None:
         for t in self.timers:

@@ -52,6 +52,7 @@ class Store:
         self.history_size = history
         self.admission: list[Callable[[AdmissionRequest], None]] = []
         self.log_provider = None
+        self.graceful_pod: Callable[[dict], bool] | None = None    # set by the kubelet: pods it stops itself
         self._subscribers: list[tuple[Callable, frozenset | None]] = []
         self.storage = Storage()
         self.cache = WatchCache(self.storage, self.lock, history)
@@ -74,6 +75,7 @@ class Store:
             self.admission = []
             self._subscribers = []
             self.log_provider = None
+            self.graceful_pod = None
             self.registry.reset()
             self.storage.reset()
             self.cache.reset()
@@ -354,6 +356,13 @@ class Store:
             is_namespace = namespaces.is_namespace(rt)
             if dry_run:
                 return new
+            grace = deletion.pod_grace_period(rt, old, grace_period_seconds, self.graceful_pod)
+            if grace:        # the kubelet stops the containers, then deletes it with grace 0
+                if not nmd.get("deletionTimestamp"):
+                    deletion.mark_graceful(nmd, finalizers, self.clock.now(), grace)
+                    data = self._commit(rt, self._key(rt, namespace, name), new, old, "MODIFIED")
+                    return self._out(rt, new, data)
+                return json.loads(dumps(old))
             if not finalizers and not is_namespace:
                 data = self._commit(rt, self._key(rt, namespace, name), None, new, "DELETED")
                 self._after_remove(rt, new)

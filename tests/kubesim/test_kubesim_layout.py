@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("registry", {"objectmeta", "deletion", "namespaces", "crds", "strategy", "viewstore", "store"}),
     ("admission and controllers", {"controller", "validation", "defaults", "builtin_schema", "kindvalidation",
                                    "crschema", "quota", "serviceaccounts", "scheduler", "kubelet", "podruns",
-                                   "podstatus", "podlogs", "gc", "workloads", "kueue", "bootstrap"}),
+                                   "podstatus", "podlogs", "procrt", "gc", "workloads", "kueue", "bootstrap"}),
     ("cluster", {"cluster"}),
     ("http", {"controls", "proxy", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
               "app"}),

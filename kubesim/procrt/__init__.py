@@ -1,0 +1,12 @@
+"""kubesim's process runtime: pods on process nodes run as real, sandboxed processes (bubblewrap's mount,
+PID, UTS and network namespaces; memory and CPU limits in cgroups), beside the scripted kubelet.
+
+| module | holds |
+| --- | --- |
+| `env.py` | env, `$(VAR)` expansion, command and args as the kubelet builds them (pure) |
+| `volumes.py` | the files of configMap/secret/downwardAPI/projected volumes (pure) and the volume directories |
+| `sandbox.py` | bwrap command lines (the image = the host's filesystem read-only), runc's executable lookup |
+| `cgroups.py` | per-container memory/CPU cgroups (v1 or v2), OOM kill counts |
+| `runtime.py` | `ProcessRuntime`: sandboxes and container processes, their output and exits |
+| `pods.py` | `ProcessPods`: what the kubelet does for a process pod over the runtime |
+"""

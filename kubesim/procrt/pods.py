@@ -1,0 +1,311 @@
+"""What the kubelet does for a pod on a process node, over `ProcessRuntime`: refuse what a process node
+cannot run (hostPath volumes, privileged containers: kubelet.go `rejectPod`, a Failed pod with an Event),
+set up the pod's volumes and sandbox, run the init containers one by one to completion, then start the
+containers; report each exit back to the kubelet, stop containers (SIGTERM, grace, SIGKILL) on deletion, on
+`activeDeadlineSeconds` and when the kubelet kills the pod.
+
+Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go (`SyncPod`: sandbox, then init containers in order,
+then containers; `computePodActions`), pkg/kubelet/kuberuntime/kuberuntime_container.go (`startContainer`:
+the `Created`/`Started`/`Failed` Events; `killContainer`: the grace period from deletionGracePeriodSeconds or
+terminationGracePeriodSeconds, `Killing` Event), pkg/kubelet/kubelet_pods.go (`makeEnvironmentVariables`).
+A container that cannot start is what containerd reports: terminated, reason StartError, exit code 128,
+the runtime's message (pkg/kubelet/kuberuntime/kuberuntime_container.go `startContainer` records
+`Error: <message>`; containerd pkg/cri/server/container_start.go sets exit code 128 / StartError).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import secrets
+from dataclasses import dataclass, field
+
+from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
+from kubesim.procrt.env import ConfigError, command_line, container_env
+from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError
+from kubesim.procrt.sandbox import Launch, Mount, resolve
+from kubesim.procrt.volumes import VolumeDirs, config_files, refused
+from kubesim.resources import qty
+
+log = logging.getLogger("kubesim.procrt")
+RUNTIME_ANNOTATION = "kubesim.io/runtime"          # on a Node: "process" (nodes file `runtime: process`)
+IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: host dir or virtualenv}
+SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
+DEFAULT_GRACE = 30
+
+
+@dataclass
+class PodProcs:
+    """The runtime's side of one pod: its sandbox, volume directories and running containers."""
+    sandbox: Sandbox | None = None
+    volumes: dict[str, str] = field(default_factory=dict)
+    containers: dict[str, Container] = field(default_factory=dict)
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+
+def scripted(pod: dict) -> bool:
+    """A pod with `kubesim.io/*` outcome annotations is scripted even on a process node (they win)."""
+    ann = pod["metadata"].get("annotations") or {}
+    return any(f"kubesim.io/{k}" in ann for k in SCRIPTED)
+
+
+def is_process_node(node: dict | None) -> bool:
+    return ((node or {}).get("metadata", {}).get("annotations") or {}).get(RUNTIME_ANNOTATION) == "process"
+
+
+def refusal(pod: dict) -> tuple[str, str] | None:
+    """(reason, message) when a process node refuses the pod, else None."""
+    for v in pod["spec"].get("volumes") or []:
+        if refused(v):
+            return ("HostPathNotAllowed", f'volume "{v.get("name")}": hostPath volumes are not allowed on '
+                                          "kubesim process nodes (the node's own files)")
+    for c in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or []):
+        if ((c.get("securityContext") or {}).get("privileged")):
+            return ("PrivilegedNotAllowed", f'container "{c["name"]}": privileged containers are not allowed '
+                                            "on kubesim process nodes")
+    return None
+
+
+def grace_seconds(pod: dict) -> float:
+    md = pod["metadata"]
+    if md.get("deletionGracePeriodSeconds") is not None and md.get("deletionTimestamp"):
+        return float(md["deletionGracePeriodSeconds"])
+    value = pod["spec"].get("terminationGracePeriodSeconds")
+    return float(DEFAULT_GRACE if value is None else value)
+
+
+def _limits(spec: dict) -> tuple[int | None, int | None]:
+    limits = (spec.get("resources") or {}).get("limits") or {}
+    mem = int(qty(str(limits["memory"]))) if limits.get("memory") else None
+    cpu = int(qty(str(limits["cpu"])) * 1000) if limits.get("cpu") else None
+    return mem, cpu
+
+
+class ProcessPods:
+    """The kubelet's process runtime half (one for all process nodes). `kubelet` is a `kubelet.Kubelet`."""
+
+    def __init__(self, kubelet, state_dir: str):
+        self.kubelet = kubelet
+        self.runtime = ProcessRuntime(state_dir)
+        self.dirs = VolumeDirs(state_dir)
+        self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
+        if self.runtime.cgroups.problem:
+            log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
+
+    # --- lookups ----------------------------------------------------------------------------------
+    def _lookup(self, kind: str, ns: str, name: str) -> dict | None:
+        kl = self.kubelet
+        return kl.cluster.cache.get(kl.cluster.rt(kind), ns, name)
+
+    def _node(self, run: PodRun) -> dict:
+        kl = self.kubelet
+        return kl.cluster.cache.get(kl.nodes_rt, None, run.node) or {}
+
+    def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
+        images = json.loads((self._node(run).get("metadata", {}).get("annotations") or {}).get(
+            IMAGES_ANNOTATION) or "{}")
+        path = HOST_PATH
+        if image in images:
+            root = images[image]
+            path = f"{os.path.join(root, 'bin')}:{root}:{HOST_PATH}"
+        return {"PATH": path, "HOSTNAME": pod["metadata"]["name"], "HOME": "/root"}
+
+    # --- the pod --------------------------------------------------------------------------------
+    def _volume_dirs(self, pod: dict, allocatable: dict) -> dict[str, str]:
+        out = {}
+        uid = pod["metadata"]["uid"]
+        for v in pod["spec"].get("volumes") or []:
+            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim:
+                pvc = self._lookup("persistentvolumeclaims", pod["metadata"]["namespace"], claim) or {}
+                pv_name = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{(pvc.get('metadata') or {}).get('uid')}"
+                out[v["name"]] = self.dirs.pv_dir(pv_name)
+            else:
+                out[v["name"]] = self.dirs.volume_dir(uid, v["name"], config_files(v, pod, self._lookup, allocatable))
+        return out
+
+    async def start_pod(self, run: PodRun, pod: dict) -> None:
+        """SyncPod for a new pod: volumes, sandbox, init containers in order, then the containers."""
+        kl, uid = self.kubelet, run.uid
+        procs = self.pods.setdefault(uid, PodProcs())
+        allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
+        try:
+            procs.volumes = self._volume_dirs(pod, allocatable)
+        except ConfigError as e:
+            kl.recorder.record(pod, "Warning", "FailedMount", f"MountVolume.SetUp failed: {e}", host=run.node)
+            run.blocked = True
+            return
+        if procs.sandbox is None:
+            try:
+                procs.sandbox = await self.runtime.run_sandbox(pod["metadata"]["name"],
+                                                               os.path.join(self.dirs.pod_dir(uid), "run"))
+            except StartError as e:
+                kl.recorder.record(pod, "Warning", "FailedCreatePodSandBox", str(e), host=run.node)
+                return
+        if self.runtime.cgroups.problem and _limits_any(pod):
+            kl.recorder.record(pod, "Warning", "LimitsNotEnforced", self.runtime.cgroups.problem, host=run.node)
+        if not run.initialized:
+            for spec in pod["spec"].get("initContainers") or []:
+                if "terminated" not in run.init_containers[spec["name"]].state and \
+                        not await self._run_init(run, pod, spec):
+                    return
+            run.initialized = True
+        for spec in pod["spec"].get("containers") or []:
+            if kl.runs.get(run.key) is not run or run.phase in TERMINAL:
+                return
+            c = run.containers[spec["name"]]
+            if c.attempt is None or "waiting" in c.state and c.state["waiting"].get("reason") != "CrashLoopBackOff":
+                await self.start_container(run, pod, c, spec)
+
+    async def _run_init(self, run: PodRun, pod: dict, spec: dict) -> bool:
+        """One init container to completion (restarted with back-off unless restartPolicy Never)."""
+        kl = self.kubelet
+        c = run.init_containers[spec["name"]]
+        while True:
+            if kl.runs.get(run.key) is not run or run.phase in TERMINAL:
+                return False
+            proc = await self.start_container(run, pod, c, spec, init=True)
+            if proc is None:
+                code = (c.state.get("terminated") or {}).get("exitCode")
+                if code is None:       # config error: waits for the object
+                    return False
+            else:
+                await proc.finished
+                code = c.state.get("terminated", {}).get("exitCode", 1)
+            if code == 0:
+                return True
+            if run.restart_policy == "Never":
+                run.phase = "Failed"
+                kl._write_status(run)
+                return False
+            c.last_state, c.restart_count = {"terminated": c.state["terminated"]}, c.restart_count + 1
+            await asyncio.sleep(min(kl.cluster.timing.restart_backoff * 2 ** (c.restart_count - 1),
+                                    kl.cluster.timing.restart_backoff * 10))
+
+    async def start_container(self, run: PodRun, pod: dict, c: ContainerRun, spec: dict, init: bool = False):
+        """startContainer: env and argv, then the process; None when it did not start (its state says why)."""
+        kl = self.kubelet
+        procs = self.pods.get(run.uid)
+        fp = f"spec.{'initContainers' if init else 'containers'}{{{c.name}}}"
+        if procs is None or procs.sandbox is None:
+            return None
+        allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
+        live = kl.cluster.cache.get(kl.pods_rt, *run.key) or pod
+        try:
+            env = container_env(live, spec, self._lookup, allocatable, self._base_env(run, pod, c.image))
+        except ConfigError as e:
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}
+            kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
+            run.blocked = True
+            kl._write_status(run)
+            return None
+        argv = command_line(spec, env)
+        mounts = [Mount(os.path.join(procs.volumes[m["name"]], m.get("subPath") or ""), m["mountPath"],
+                        bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
+                  for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
+        launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
+        now_dt = kl.store.clock.now()
+        kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
+                           host=run.node, field_path=fp)
+        problem = "no command specified" if not argv else resolve(argv[0], env, mounts, launch.cwd)
+        attempt = Attempt(f"containerd://{secrets.token_hex(32)}", now_dt, kl._mono(), [])
+        if c.attempt is not None:
+            c.previous = c.attempt
+        c.attempt = attempt
+        try:
+            if problem:
+                raise StartError("failed to create containerd task: failed to create shim task: OCI runtime create "
+                                 "failed: runc create failed: unable to start container process: "
+                                 f"{problem}: unknown")
+            mem, cpu = _limits(spec)
+            proc = await self.runtime.start(procs.sandbox, launch, os.path.join(self.dirs.pod_dir(run.uid), "tmp",
+                                                                                 c.name),
+                                            f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
+                                            lambda _s, text: self._line(attempt, text))
+        except StartError as e:
+            kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
+            c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
+            self._finish(run, c, init, 128, "StartError", str(e), started=False)
+            return None
+        kl.recorder.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
+        kl.recorder.record(pod, "Normal", "Started", f"Started container {c.name}", host=run.node, field_path=fp)
+        c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
+        procs.containers[c.name] = proc
+        if not init and run.phase == "Pending":
+            run.phase = "Running"
+        kl._write_status(run)
+        proc.finished = asyncio.ensure_future(self._watch(run, c, proc, init))
+        procs.tasks.append(proc.finished)
+        return proc
+
+    def _line(self, attempt: Attempt, text: str) -> None:
+        kl = self.kubelet
+        attempt.lines.append((kl._mono(), kl.store.clock.now(), text))
+        attempt.changed.set()
+
+    async def _watch(self, run: PodRun, c: ContainerRun, proc: Container, init: bool) -> None:
+        result = await proc.wait()
+        reason = "OOMKilled" if result.oom else ("Completed" if result.code == 0 else "Error")
+        self._finish(run, c, init, result.code, reason, None)
+
+    def _finish(self, run: PodRun, c: ContainerRun, init: bool, code: int, reason: str, message: str | None,
+                started: bool = True) -> None:
+        kl = self.kubelet
+        if init or not started:
+            now = kl.store.clock.rfc3339(kl.store.clock.now())
+            terminated = {"exitCode": code, "reason": reason, "startedAt": c.state.get("running", {}).get(
+                "startedAt", now) if started else None, "finishedAt": now, "containerID": c.attempt.container_id}
+            if message:
+                terminated["message"] = message
+            c.attempt.finished_mono, c.attempt.terminated = kl._mono(), terminated
+            c.attempt.changed.set()
+            if init:
+                c.state = {"terminated": terminated}
+                kl._write_status(run)
+                return
+        kl._exit(run, c.name, exit_code=code, reason=reason, message=message)
+
+    # --- stopping ---------------------------------------------------------------------------------
+    async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
+        """killPod: every running container gets SIGTERM, then SIGKILL after `grace`; with `remove` the
+        sandbox and the pod's own directories go too (the pod object is gone)."""
+        procs = self.pods.get(run.uid)
+        if procs is None:
+            return
+        await asyncio.gather(*(p.stop(grace) for p in procs.containers.values()), return_exceptions=True)
+        await asyncio.gather(*procs.tasks, return_exceptions=True)
+        if remove:
+            await self.remove_pod(run.uid)
+
+    async def remove_pod(self, uid: str) -> None:
+        procs = self.pods.pop(uid, None)
+        if procs is None:
+            return
+        for p in procs.containers.values():
+            await p.stop(0)
+        if procs.sandbox is not None:
+            await procs.sandbox.stop()
+        self.dirs.remove_pod(uid)
+
+    def close(self) -> None:
+        for procs in self.pods.values():
+            for p in procs.containers.values():
+                p.signal(9)
+                p.group.kill_all()
+            if procs.sandbox is not None and procs.sandbox.proc.returncode is None:
+                procs.sandbox.proc.kill()
+        self.pods.clear()
+        self.runtime.close()
+
+
+def _always_ro(pod: dict, volume: str) -> bool:
+    """configMap, secret, downwardAPI and projected volumes are mounted read-only by the kubelet."""
+    v = next((v for v in pod["spec"].get("volumes") or [] if v.get("name") == volume), {})
+    return any(k in v for k in ("configMap", "secret", "downwardAPI", "projected"))
+
+
+def _limits_any(pod: dict) -> bool:
+    return any((c.get("resources") or {}).get("limits") for c in pod["spec"].get("containers") or [])
+

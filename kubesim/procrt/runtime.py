@@ -1,0 +1,173 @@
+"""`ProcessRuntime`: starts and stops a pod's sandbox and its containers as real processes (bubblewrap
+under Linux namespaces, limits in cgroups), reads their output line by line and reports each exit with its
+code and whether the kernel's OOM killer ended it. No Kubernetes objects here: `pods.py` drives it.
+
+Upstream (the contract it stands in for): containerd's CRI service (pkg/cri/server: `RunPodSandbox`,
+`CreateContainer`/`StartContainer`, `StopContainer`: SIGTERM, then SIGKILL after the timeout) and its task
+exit events (exit status 128+signal for a killed process, `TaskOOM` from the cgroup).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubesim.procrt.cgroups import Cgroups, Group
+from kubesim.procrt.sandbox import Launch, container_args, sandbox_args
+
+
+class StartError(Exception):
+    """The container could not start (containerd's StartError; the message is the runtime's)."""
+
+
+@dataclass
+class Exit:
+    code: int
+    oom: bool
+
+
+def _read_info(fd: int) -> dict | None:
+    data = b""
+    try:
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+            try:
+                return json.loads(data)
+            except ValueError:
+                continue
+    finally:
+        os.close(fd)
+    return None
+
+
+async def _spawn(argv: list[str], env: dict[str, str], preexec=None) -> tuple[asyncio.subprocess.Process, int | None]:
+    """Start `argv` with an --info-fd pipe (its fd is `argv`'s `{info}`); return the process and the host pid
+    of the sandboxed command (bwrap's `child-pid`), None when bwrap failed before starting it."""
+    r, w = os.pipe()
+    argv = [str(w) if a == "{info}" else a for a in argv]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, pass_fds=(w,), preexec_fn=preexec)
+    except BaseException:
+        os.close(r)
+        raise
+    finally:
+        os.close(w)
+    info = await asyncio.get_running_loop().run_in_executor(None, _read_info, r)
+    return proc, (info or {}).get("child-pid")
+
+
+class Sandbox:
+    """A pod's sandbox: the process holding its network namespace, and the pod's state directory."""
+
+    def __init__(self, proc, pid: int, run_dir: str):
+        self.proc, self.pid, self.run_dir = proc, pid, run_dir
+
+    @property
+    def netns(self) -> str:
+        return f"/proc/{self.pid}/ns/net"
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+            await self.proc.wait()
+
+
+class Container:
+    """One running container process."""
+
+    def __init__(self, proc, pid: int, group: Group):
+        self.proc, self.pid, self.group = proc, pid, group
+        self.readers: list[asyncio.Task] = []
+        self.finished: asyncio.Future | None = None     # the kubelet's watch of its exit
+
+    def signal(self, sig: int) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    async def wait(self) -> Exit:
+        rc = await self.proc.wait()
+        await asyncio.gather(*self.readers, return_exceptions=True)
+        code = rc if rc >= 0 else 128 - rc
+        oom = self.group.oom_kills() > 0 and code == 128 + signal.SIGKILL
+        self.group.kill_all()       # nothing of the container outlives it
+        self.group.remove()
+        return Exit(code, oom)
+
+    async def stop(self, grace: float) -> None:
+        """StopContainer: SIGTERM to the command (PID 1 of the container), SIGKILL after `grace` seconds."""
+        if self.proc.returncode is not None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout=max(0.0, grace))
+        except TimeoutError:
+            self.signal(signal.SIGKILL)
+            self.group.kill_all()
+
+
+class ProcessRuntime:
+    """The process runtime of kubesim's process nodes (one per kubelet, state under `state_dir`)."""
+
+    def __init__(self, state_dir: str):
+        self.state_dir = state_dir
+        self.cgroups = Cgroups()
+
+    async def run_sandbox(self, hostname: str, run_dir: str) -> Sandbox:
+        os.makedirs(run_dir, exist_ok=True)
+        argv = sandbox_args(hostname, 0, ["sleep", "infinity"], run_dir)
+        argv[argv.index("--info-fd") + 1] = "{info}"
+        proc, pid = await _spawn(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        if pid is None:
+            err = (await proc.stderr.read()).decode(errors="replace").strip()
+            raise StartError(f"failed to create pod sandbox: {err[:500]}")
+        return Sandbox(proc, pid, run_dir)
+
+    async def start(self, sandbox: Sandbox, launch: Launch, tmp_dir: str, group_name: str,
+                    memory_bytes: int | None, milli_cpu: int | None,
+                    on_line: Callable[[str, str], None]) -> Container:
+        """Start a container's command in the pod's network namespace; `on_line(stream, text)` gets each
+        line of its stdout/stderr as it is written."""
+        os.makedirs(tmp_dir, exist_ok=True)
+        os.chmod(tmp_dir, 0o1777)
+        group = self.cgroups.group(group_name, memory_bytes, milli_cpu)
+        argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0)]
+        argv[argv.index("--info-fd") + 1] = "{info}"
+        proc, pid = await _spawn(argv, launch.env, preexec=group.join)
+        if pid is None:
+            err = (await proc.stderr.read()).decode(errors="replace").strip()
+            await proc.wait()
+            group.kill_all()
+            group.remove()
+            raise StartError(f"failed to create containerd task: failed to create shim task: OCI runtime create "
+                             f"failed: {err[:500]}: unknown")
+        c = Container(proc, pid, group)
+        c.readers = [asyncio.ensure_future(_lines(proc.stdout, "stdout", on_line)),
+                     asyncio.ensure_future(_lines(proc.stderr, "stderr", on_line))]
+        return c
+
+    def close(self) -> None:
+        self.cgroups.remove_base()
+
+
+async def _lines(stream: asyncio.StreamReader, name: str, on_line: Callable[[str, str], None]) -> None:
+    while True:
+        try:
+            line = await stream.readline()
+        except ValueError:                       # a line over the reader's limit: take what is there
+            line = await stream.read(65536)
+        if not line:
+            return
+        on_line(name, line.decode(errors="replace").rstrip("\n"))

@@ -1,0 +1,48 @@
+"""Shared by the test_procrt_* modules: a KubeSim whose nodes are process nodes, and pod helpers."""
+from __future__ import annotations
+
+import pytest
+from kubernetes.client import CoreV1Api
+
+from kubesim.server import KubeSim
+from kubesim.testing import sync_api_client, wait_until
+
+PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi"},
+                 {"name": "proc-2", "runtime": "process", "cpu": 8, "memory": "32Gi"}]
+
+
+@pytest.fixture(scope="module")
+def procsim_server():
+    sim = KubeSim(nodes=PROCESS_NODES).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def core(procsim_server):
+    procsim_server.reset()
+    api = sync_api_client(procsim_server.url)
+    yield CoreV1Api(api)
+    api.close()
+
+
+def pod(name: str, command: list[str], restart: str = "Never", **spec) -> dict:
+    container = {"name": "main", "image": "debian:12", "command": command, **spec.pop("container", {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": restart, "containers": [container], **spec}}
+
+
+def phase_is(core, name: str, *phases: str, timeout: float = 15):
+    def check():
+        p = core.read_namespaced_pod(name, "default")
+        return p if p.status and p.status.phase in phases else None
+    return wait_until(check, timeout, what=f"pod {name} in {phases}")
+
+
+def log(core, name: str, **kw) -> str:
+    return core.read_namespaced_pod_log(name, "default", _preload_content=False, **kw).data.decode()
+
+
+def events_for(core, name: str, reason: str | None = None) -> list:
+    return [e for e in core.list_namespaced_event("default").items
+            if e.involved_object.name == name and (reason is None or e.reason == reason)]

@@ -1,0 +1,64 @@
+"""Pods on process nodes really run: exit codes, a kernel OOM kill, a command that does not exist, init
+containers, env and volumes, as a kubelet over containerd reports them (kubesim/procrt cites the sources)."""
+from __future__ import annotations
+
+from tests.kubesim.procrt_support import core, events_for, log, phase_is, pod, procsim_server  # noqa: F401
+
+
+def test_a_command_exiting_3_fails_the_pod_with_exit_code_3_and_its_output(core):
+    """containerd reports the process's exit status; the kubelet: terminated, reason Error, exitCode 3."""
+    core.create_namespaced_pod("default", pod("three", ["bash", "-c", "echo failing; echo to-stderr >&2; exit 3"]))
+    done = phase_is(core, "three", "Failed")
+    term = done.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (3, "Error")
+    assert term.started_at and term.finished_at
+    assert log(core, "three") == "failing\nto-stderr\n"
+
+
+def test_going_over_the_memory_limit_is_a_kernel_oom_kill_reported_as_oomkilled_137(core):
+    """The cgroup's limit makes the kernel kill the process (SIGKILL, 137); its OOM event -> OOMKilled."""
+    hog = "a = []\nwhile True: a.append(bytearray(10 ** 7))"
+    core.create_namespaced_pod("default", pod("hog", ["python3", "-c", hog],
+                                              container={"resources": {"limits": {"memory": "64Mi"}}}))
+    done = phase_is(core, "hog", "Failed", timeout=30)
+    term = done.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (137, "OOMKilled")
+
+
+def test_a_command_that_does_not_exist_fails_to_start_with_the_runtimes_message(core):
+    """runc's exec lookup fails: containerd's StartError, exit code 128, the message in the status and
+    an Event `Error: ...`; the pod (restartPolicy Never) fails instead of hanging."""
+    core.create_namespaced_pod("default", pod("nosuch", ["no-such-command", "--x"]))
+    done = phase_is(core, "nosuch", "Failed")
+    term = done.status.container_statuses[0].state.terminated
+    assert (term.exit_code, term.reason) == (128, "StartError")
+    assert 'exec: "no-such-command": executable file not found in $PATH' in term.message
+    assert any("executable file not found" in e.message for e in events_for(core, "nosuch", "Failed"))
+
+
+def test_restart_policy_on_failure_restarts_the_process_with_back_off(core):
+    """computePodActions: a failed container restarts; restartCount and lastState.terminated count it."""
+    core.create_namespaced_pod("default", pod("again", ["bash", "-c", "echo try; exit 1"], restart="OnFailure"))
+
+    def restarted():
+        p = core.read_namespaced_pod("again", "default")
+        cs = (p.status.container_statuses or [None])[0]
+        return cs if cs and cs.restart_count >= 2 else None
+    from kubesim.testing import wait_until
+    cs = wait_until(restarted, 15)
+    assert cs.last_state.terminated.exit_code == 1
+    assert log(core, "again", previous=True) == "try\n"
+
+
+def test_init_containers_run_in_order_before_the_containers_and_share_volumes(core):
+    """SyncPod: each init container runs to completion, in order, then the containers start."""
+    spec = pod("inits", ["bash", "-c", "cat /work/order"],
+               volumes=[{"name": "work", "emptyDir": {}}],
+               container={"volumeMounts": [{"name": "work", "mountPath": "/work"}]})
+    spec["spec"]["initContainers"] = [
+        {"name": f"init-{i}", "image": "debian:12", "command": ["bash", "-c", f"echo init-{i} >> /work/order"],
+         "volumeMounts": [{"name": "work", "mountPath": "/work"}]} for i in (1, 2)]
+    core.create_namespaced_pod("default", spec)
+    done = phase_is(core, "inits", "Succeeded")
+    assert log(core, "inits") == "init-1\ninit-2\n"
+    assert [s.state.terminated.reason for s in done.status.init_container_statuses] == ["Completed", "Completed"]
