@@ -1,0 +1,100 @@
+"""What a process pod sees and shows: env and `$(VAR)` expansion, valueFrom, configuration volumes with
+items and modes, read-only mounts, hostname; its logs (follow, tail, timestamps); its own network
+namespace; what a process node refuses."""
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+from kubesim.testing import wait_until
+from tests.kubesim.procrt_support import core, events_for, log, phase_is, pod, procsim_server  # noqa: F401
+
+
+def test_env_expansion_value_from_and_argv_exactly_as_the_kubelet_builds_them(core):
+    """makeEnvironmentVariables + expand.go: `$(A)` expanded, `$$(A)` kept literal, an undefined `$(NOPE)`
+    kept; secretKeyRef / configMapKeyRef / fieldRef / resourceFieldRef resolved; args expanded, no shell."""
+    core.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"mode": "fast"}})
+    core.create_namespaced_secret("default", {"metadata": {"name": "sec"},
+                                              "data": {"token": base64.b64encode(b"s3cret").decode()}})
+    env = [{"name": "A", "value": "alpha"}, {"name": "B", "value": "$(A)-beta $$(A) $(NOPE)"},
+           {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
+           {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}},
+           {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+           {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}}]
+    core.create_namespaced_pod("default", pod(
+        "envs", ["/bin/echo"], container={
+            "args": ["$(B)|$(MODE)|$(TOKEN)|$(POD)|$(MEM)|$(A) b|'q'|$HOME"], "env": env,
+            "resources": {"limits": {"memory": "256Mi"}}}))
+    phase_is(core, "envs", "Succeeded")
+    assert log(core, "envs") == "alpha-beta $(A) $(NOPE)|fast|s3cret|envs|256|alpha b|'q'|$HOME\n"
+
+
+def test_hostname_is_the_pod_name_and_config_volumes_have_items_and_modes_read_only(core):
+    core.create_namespaced_config_map("default", {"metadata": {"name": "files"}, "data": {"a": "A", "b": "B"}})
+    script = ("hostname; cat /cfg/dir/a.txt; echo; stat -c %a /cfg/dir/a.txt; ls /cfg/dir; "
+              "{ echo x > /cfg/dir/new; } 2>/dev/null || echo read-only; "
+              "echo y > /scratch/f && cat /scratch/f; cat /info/labels; echo; echo t > /tmp/t && cat /tmp/t")
+    core.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vols", "labels": {"app": "demo"}},
+        "spec": {"restartPolicy": "Never", "volumes": [
+            {"name": "cfg", "configMap": {"name": "files", "items": [{"key": "a", "path": "dir/a.txt", "mode": 0o600}]}},
+            {"name": "scratch", "emptyDir": {}},
+            {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}],
+            "containers": [{"name": "main", "image": "debian:12", "command": ["bash", "-c", script], "volumeMounts": [
+                {"name": "cfg", "mountPath": "/cfg"}, {"name": "scratch", "mountPath": "/scratch"},
+                {"name": "info", "mountPath": "/info"}]}]}})
+    phase_is(core, "vols", "Succeeded")
+    assert log(core, "vols").splitlines() == ["vols", "A", "600", "a.txt", "read-only", "y", 'app="demo"', "t"]
+
+
+def test_a_missing_secret_key_is_create_container_config_error(core):
+    core.create_namespaced_secret("default", {"metadata": {"name": "sec"}, "data": {}})
+    core.create_namespaced_pod("default", pod("nokey", ["true"], container={"env": [
+        {"name": "T", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}}]}))
+
+    def waiting():
+        p = core.read_namespaced_pod("nokey", "default")
+        cs = (p.status.container_statuses or [None])[0]
+        return cs.state.waiting if cs and cs.state.waiting and cs.state.waiting.reason != "ContainerCreating" else None
+    w = wait_until(waiting, 10)
+    assert (w.reason, w.message) == ("CreateContainerConfigError", "couldn't find key token in Secret default/sec")
+
+
+def test_host_path_volumes_and_privileged_containers_are_refused_with_an_event(core):
+    core.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
+    core.create_namespaced_pod("default", pod("priv", ["true"], container={"securityContext": {"privileged": True}}))
+    assert phase_is(core, "hp", "Failed").status.reason == "HostPathNotAllowed"
+    assert phase_is(core, "priv", "Failed").status.reason == "PrivilegedNotAllowed"
+    assert "hostPath volumes are not allowed" in events_for(core, "hp", "HostPathNotAllowed")[0].message
+    assert events_for(core, "priv", "PrivilegedNotAllowed")
+
+
+def test_logs_follow_streams_lines_as_the_process_writes_them(core):
+    """`kubectl logs -f`: lines arrive while the process runs, in order, and the stream ends with it."""
+    core.create_namespaced_pod("default", pod("talk", ["bash", "-c", "for i in 1 2 3 4; do echo line $i; sleep 0.3; done"]))
+    phase_is(core, "talk", "Running")
+    got, done = [], threading.Event()
+
+    def follow():
+        resp = core.read_namespaced_pod_log("talk", "default", follow=True, _preload_content=False)
+        for chunk in resp.stream(1):
+            got.append((time.monotonic(), chunk.decode()))
+        done.set()
+    threading.Thread(target=follow, daemon=True).start()
+    wait_until(done.is_set, 15)
+    text = "".join(c for _, c in got)
+    assert text == "line 1\nline 2\nline 3\nline 4\n"
+    assert got[-1][0] - got[0][0] >= 0.5          # streamed over the run, not at the end
+    stamped = log(core, "talk", timestamps=True, tail_lines=1)
+    assert stamped.endswith(" line 4\n") and stamped[:4].isdigit()
+
+
+def test_two_pods_both_listen_on_8888_in_their_own_network_namespaces(core):
+    serve = ("import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', 8888)); s.listen()\n"
+             "print('listening', flush=True); time.sleep(30)")
+    for name in ("one", "two"):
+        core.create_namespaced_pod("default", pod(name, ["python3", "-c", serve], restart="Always"))
+    for name in ("one", "two"):
+        wait_until(lambda n=name: log(core, n) == "listening\n" if phase_is(core, n, "Running") else None, 15)
+        assert core.read_namespaced_pod(name, "default").status.container_statuses[0].restart_count == 0
