@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser kubectl services sshd monitoring code-server demo test bench soak soak-short test-known-defects lint audit clean
+.PHONY: venv browser kubectl services sshd monitoring code-server bubblewrap demo test bench soak soak-short test-known-defects lint audit clean
 
 venv: $(STAMP)
 
@@ -16,8 +16,13 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
-demo: venv
+demo: venv bubblewrap
 	$(BIN)/python -m devstack demo
+
+# Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/procrt).
+bubblewrap:
+	@if [ -x /usr/bin/bwrap ]; then echo "bubblewrap: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; fi
 
 # Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one),
 # and a CJK font: without one, headless chromium draws the zh-CN page's characters as empty boxes (tofu).
@@ -65,7 +70,7 @@ code-server:
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
-test: venv browser kubectl sshd services monitoring
+test: venv browser kubectl sshd services monitoring bubblewrap
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not known_defect"
 
 # Tests marked known_defect (each says why): they fail in the full run today; kept visible, not deleted.

@@ -23,7 +23,8 @@ completed with a Ready status where missing) or the compact form::
       labels: {team: a}        # extra labels
       taints: ["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute"]   # key[=value]:Effect
       runtime: process         # pods really run as sandboxed processes (kubesim/procrt); default: scripted
-      images: {registry.local/recsys/train:1.0: /opt/venvs/train}   # image -> host dir/virtualenv on PATH
+      images: {registry.local/recsys/train:1.0: /opt/venvs/train, "*": ../.venv}   # image -> host dir or
+                               # virtualenv put first on PATH ("*": any other image; relative to the file)
 
 A process node carries the annotation `kubesim.io/runtime: process` (and `kubesim.io/images`, JSON) and
 reports `containerRuntimeVersion: kubesim-process://1.0`.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterable
 
 import yaml
@@ -149,4 +151,8 @@ def load_nodes_file(path: str) -> list[dict]:
         data = yaml.safe_load(f)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a YAML list of nodes, got {type(data).__name__}")
+    here = os.path.dirname(os.path.abspath(path))
+    for spec in data:       # an image's directory relative to the file is relative to the file's directory
+        if isinstance(spec, dict) and isinstance(spec.get("images"), dict):
+            spec["images"] = {k: os.path.join(here, str(v)) for k, v in spec["images"].items()}
     return node_manifests(data)

@@ -103,13 +103,14 @@ class ProcessPods:
         kl = self.kubelet
         return kl.cluster.cache.get(kl.nodes_rt, None, run.node) or {}
 
-    def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
+    def _image_root(self, run: PodRun, image: str) -> str | None:
         images = json.loads((self._node(run).get("metadata", {}).get("annotations") or {}).get(
             IMAGES_ANNOTATION) or "{}")
-        path = HOST_PATH
-        if image in images:
-            root = images[image]
-            path = f"{os.path.join(root, 'bin')}:{root}:{HOST_PATH}"
+        return images.get(image) or images.get("*")
+
+    def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
+        root = self._image_root(run, image)
+        path = f"{os.path.join(root, 'bin')}:{root}:{HOST_PATH}" if root else HOST_PATH
         return {"PATH": path, "HOSTNAME": pod["metadata"]["name"], "HOME": "/root"}
 
     # --- the pod --------------------------------------------------------------------------------
@@ -205,6 +206,7 @@ class ProcessPods:
         mounts = [Mount(os.path.join(procs.volumes[m["name"]], m.get("subPath") or ""), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
+        mounts += _image_mounts(self._image_root(run, c.image), mounts)
         launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
@@ -298,6 +300,23 @@ class ProcessPods:
                 procs.sandbox.proc.kill()
         self.pods.clear()
         self.runtime.close()
+
+
+def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:
+    """A virtualenv image's interpreter (pyvenv.cfg `home`) stays visible when a volume is mounted over the
+    host directory holding it (a home volume at /root hiding a pyenv Python under /root/.pyenv)."""
+    if not root:
+        return []
+    try:
+        with open(os.path.join(root, "pyvenv.cfg")) as f:
+            home = next((ln.split("=", 1)[1].strip() for ln in f if ln.split("=", 1)[0].strip() == "home"), None)
+    except OSError:
+        return []
+    if not home:
+        return []
+    prefix = os.path.dirname(os.path.realpath(home))
+    hidden = any(prefix == m.target or prefix.startswith(m.target.rstrip("/") + "/") for m in mounts)
+    return [Mount(prefix, prefix, read_only=True)] if hidden else []
 
 
 def _always_ro(pod: dict, volume: str) -> bool:

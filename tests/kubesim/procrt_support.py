@@ -1,14 +1,19 @@
 """Shared by the test_procrt_* modules: a KubeSim whose nodes are process nodes, and pod helpers."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 from kubernetes.client import CoreV1Api
 
 from kubesim.server import KubeSim
 from kubesim.testing import sync_api_client, wait_until
 
-PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi"},
-                 {"name": "proc-2", "runtime": "process", "cpu": 8, "memory": "32Gi"}]
+# the image `skiff/venv` is this test run's virtualenv (numpy and all), any other image the host's /usr/bin
+PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi",
+                  "images": {"skiff/venv": sys.prefix}},
+                 {"name": "proc-2", "runtime": "process", "cpu": 8, "memory": "32Gi",
+                  "images": {"skiff/venv": sys.prefix}}]
 
 
 @pytest.fixture(scope="module")

@@ -62,3 +62,22 @@ def test_init_containers_run_in_order_before_the_containers_and_share_volumes(co
     done = phase_is(core, "inits", "Succeeded")
     assert log(core, "inits") == "init-1\ninit-2\n"
     assert [s.state.terminated.reason for s in done.status.init_container_statuses] == ["Completed", "Completed"]
+
+
+def test_skiffs_argv_runs_in_the_home_volume_with_the_images_virtualenv(core):
+    """The command TrainingJobOperator builds (bash -ic 'cd -- "$1" && shift && exec "$@"' ...) on a claim
+    mounted at /root, the image mapped to a virtualenv (numpy importable), its exit code its own."""
+    core.create_namespaced_persistent_volume_claim("default", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "alice-home"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    home = {"volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": "alice-home"}}]}
+    mount = {"volumeMounts": [{"name": "home", "mountPath": "/root"}]}
+    core.create_namespaced_pod("default", pod("setup", ["bash", "-c", "mkdir -p /root/recsys && printf '%s\\n' "
+                                                        "'import numpy, sys' 'print(\"numpy\", numpy.__version__)' "
+                                                        "'sys.exit(3)' > /root/recsys/train.py"], container=mount, **home))
+    phase_is(core, "setup", "Succeeded")
+    argv = ["bash", "-ic", 'cd -- "$1" && shift && exec "$@"', "bash", "/root/recsys", "python", "-u", "train.py"]
+    core.create_namespaced_pod("default", pod("train", argv, container={**mount, "image": "skiff/venv"}, **home))
+    done = phase_is(core, "train", "Failed")
+    assert done.status.container_statuses[0].state.terminated.exit_code == 3
+    assert "numpy 2." in log(core, "train")
