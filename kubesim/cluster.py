@@ -10,9 +10,10 @@ serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; po
 gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and heartbeats).
 
-What it does not simulate (differences from a real cluster): no containers run (outcomes are scripted by
-`kubesim.io/*` annotations); no graceful termination (a deleted pod goes at once; with finalizers its
-containers are killed with exit 137); no probes (a running container is ready); no metrics server (HPAs
+What it does not simulate (differences from a real cluster): on scripted nodes (the default) no containers
+run (outcomes are scripted by `kubesim.io/*` annotations) and a deleted pod goes at once (with finalizers its
+containers are killed with exit 137); process nodes (`runtime: process`) really run pods (kubesim/procrt) and
+delete them gracefully; no probes (a running container is ready); no metrics server (HPAs
 only keep their target within bounds); no preemption, pod/node affinity between pods, topology spread,
 DaemonSets, CronJobs, PersistentVolumes or storage classes (a PVC is Bound at once with the capacity it
 asks for); a failed Job pod is replaced at once (no 10 s exponential back-off); nodes never fail or get
@@ -30,6 +31,8 @@ from kubesim import bootstrap, gc, kubelet, kueue, quota, scheduler, serviceacco
 from kubesim.controller import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.errors import ApiError
 from kubesim.nodes import load_nodes_file, node_manifests
+from kubesim.procrt.network import LoopbackServices
+from kubesim.procrt.pods import is_process_node
 
 log = logging.getLogger("kubesim.cluster")
 
@@ -148,4 +151,6 @@ def components(cluster: Cluster) -> tuple[list, list]:
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
                    *workloads.controllers(cluster), *kueue.controllers(cluster), *bootstrap.controllers(cluster)]
+    if any(is_process_node(n) for n in getattr(cluster, "_nodes", [])):    # Services on the host's loopback
+        controllers.append(LoopbackServices(cluster, cluster.kubelet))
     return admission, controllers

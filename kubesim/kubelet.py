@@ -57,6 +57,11 @@ class Kubelet(Controller):
             self._procs = procrt.ProcessPods(self, state)
         return self._procs
 
+    @property
+    def procs_if_any(self) -> procrt.ProcessPods | None:
+        """The process runtime if a process pod has run (for the service proxy, exec, port-forward)."""
+        return self._procs
+
     def _graceful(self, pod: dict) -> bool:
         """Whether a DELETE of `pod` is graceful: running on a process node (pod strategy CheckGracefulDelete;
         scripted pods keep going at once)."""
@@ -68,12 +73,12 @@ class Kubelet(Controller):
             self._end_streams(run)
             run.cancel()
         self.runs.clear()
-        if self._procs is not None:
-            self._procs.close()
-            self._procs = None
 
     async def stop(self) -> None:
         self.reset()
+        if self._procs is not None:
+            await self._procs.aclose()
+            self._procs = None
         await super().stop()
 
     # --- events ---------------------------------------------------------------------------------

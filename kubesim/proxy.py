@@ -6,8 +6,9 @@ otherwise), then a ready address of its Endpoints serving that port (503 "no end
 and forward the request to ``<pod IP>:<target port>/<path>``, returning the backend's answer as is; a backend
 that does not answer is a 503 "error trying to reach service". The query string is passed on.
 
-kubesim runs no containers, so what a pod's server answers is scripted, like pod outcomes, by an annotation on
-the pod: ``kubesim.io/http`` = JSON ``{"<container port>/<path>": <answer>}`` where ``<answer>`` is the body
+A pod on a process node (kubesim/procrt) is really asked: the request goes to its port inside the pod's
+network namespace (through the pod's agent) and its answer comes back as is. For scripted pods, what a pod's
+server answers is scripted, like pod outcomes, by an annotation on the pod: ``kubesim.io/http`` = JSON ``{"<container port>/<path>": <answer>}`` where ``<answer>`` is the body
 (text, served 200 ``text/plain``) or ``{"status": 200, "body": "...", "contentType": "..."}``. A port/path the
 annotation does not list has nothing listening: 503 "connection refused", as when the process is down.
 """
@@ -30,7 +31,11 @@ def add_proxy_route(api) -> None:
     store = api.store
 
     async def handle(request: web.Request, match: re.Match) -> web.Response:
-        return service_proxy(store, match["namespace"], match["service"], match["path"] or "")
+        target = service_target(store, match["namespace"], match["service"])
+        uid = _process_pod(store, match["namespace"], target[2])
+        if uid is not None:
+            return await forward_http(store, uid, target[1], request, match["path"] or "")
+        return service_proxy(store, match["namespace"], match["service"], match["path"] or "", target)
 
     api.routes.append((PATH, handle))
 
@@ -55,7 +60,8 @@ def _endpoint(store, ns: str, svc_name: str, port_name: str, target_port: int) -
     raise _unavailable(f'no endpoints available for service "{svc_name}"')
 
 
-def service_proxy(store, ns: str, ref: str, path: str) -> web.Response:
+def service_target(store, ns: str, ref: str) -> tuple[dict, int, str | None]:
+    """The Service port's ready endpoint: (address, port, pod name) (ResourceLocation)."""
     parts = ref.split(":")
     if len(parts) == 3:
         parts = parts[1:]  # scheme:name:port
@@ -68,7 +74,49 @@ def service_proxy(store, ns: str, ref: str, path: str) -> web.Response:
         raise _unavailable(f'no service port "{port_ref}" found for service "{name}"')
     target = chosen.get("targetPort", chosen.get("port"))
     address, port = _endpoint(store, ns, name, chosen.get("name") or "", target if isinstance(target, int) else 0)
-    pod_name = (address.get("targetRef") or {}).get("name")
+    return address, port, (address.get("targetRef") or {}).get("name")
+
+
+def _process_pod(store, ns: str, pod_name: str | None) -> str | None:
+    kubelet = getattr(store.log_provider, "kubelet", None)
+    if kubelet is None or not pod_name or kubelet.procs_if_any is None:
+        return None
+    return kubelet.procs_if_any.runs_pod(ns, pod_name)
+
+
+async def forward_http(store, uid: str, port: int, request: web.Request, path: str) -> web.Response:
+    """The request, as HTTP/1.0, to the pod's port; its answer back (status, headers, body)."""
+    procs = store.log_provider.kubelet.procs_if_any
+    try:
+        reader, writer = await procs.connect(uid, port)
+    except (ConnectionError, OSError) as e:
+        raise _unavailable(f"error trying to reach service: dial tcp :{port}: connect: {e}") from None
+    body = await request.read()
+    query = f"?{request.query_string}" if request.query_string else ""
+    head = [f"{request.method} /{path}{query} HTTP/1.0", f"Host: localhost:{port}", "Connection: close",
+            f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in request.headers.items()
+             if k.lower() in ("content-type", "accept", "cookie")]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    header, _, payload = raw.partition(b"\r\n\r\n")
+    lines = header.decode(errors="replace").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        raise _unavailable("error trying to reach service: malformed HTTP response") from None
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        if k.lower() in ("content-type", "location", "set-cookie", "cache-control"):
+            headers[k.strip()] = v.strip()
+    return web.Response(status=status, body=payload, headers=headers)
+
+
+def service_proxy(store, ns: str, ref: str, path: str, target=None) -> web.Response:
+    address, port, pod_name = target or service_target(store, ns, ref)
     pod = store.get(store.registry.lookup("", "v1", "pods"), ns, pod_name) if pod_name else {}
     script = (pod.get("metadata", {}).get("annotations") or {}).get(ANNOTATION)
     try:

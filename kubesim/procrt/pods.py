@@ -269,6 +269,21 @@ class ProcessPods:
                 return
         kl._exit(run, c.name, exit_code=code, reason=reason, message=message)
 
+    # --- networking -------------------------------------------------------------------------------
+    def runs_pod(self, namespace: str, name: str) -> str | None:
+        """The uid of the process pod `namespace/name` when its sandbox runs here, else None."""
+        run = self.kubelet.runs.get((namespace, name))
+        if run is None or not run.process or run.uid not in self.pods or self.pods[run.uid].sandbox is None:
+            return None
+        return run.uid
+
+    async def connect(self, uid: str, port: int):
+        """(reader, writer) to `port` in the pod's network namespace; ConnectionRefusedError if nothing listens."""
+        procs = self.pods.get(uid)
+        if procs is None or procs.sandbox is None:
+            raise ConnectionRefusedError("pod not running")
+        return await procs.sandbox.connect(port)
+
     # --- stopping ---------------------------------------------------------------------------------
     async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
         """killPod: every running container gets SIGTERM, then SIGKILL after `grace`; with `remove` the
@@ -291,14 +306,17 @@ class ProcessPods:
             await procs.sandbox.stop()
         self.dirs.remove_pod(uid)
 
-    def close(self) -> None:
-        for procs in self.pods.values():
+    async def aclose(self) -> None:
+        """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
+        for uid in list(self.pods):
+            procs = self.pods.pop(uid)
             for p in procs.containers.values():
                 p.signal(9)
                 p.group.kill_all()
-            if procs.sandbox is not None and procs.sandbox.proc.returncode is None:
-                procs.sandbox.proc.kill()
-        self.pods.clear()
+            await asyncio.gather(*procs.tasks, *(p.proc.wait() for p in procs.containers.values()),
+                                 return_exceptions=True)
+            if procs.sandbox is not None:
+                await procs.sandbox.stop()
         self.runtime.close()
 
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -74,6 +75,27 @@ class Sandbox:
     def netns(self) -> str:
         return f"/proc/{self.pid}/ns/net"
 
+    @property
+    def agent_socket(self) -> str:
+        return os.path.join(self.run_dir, "agent.sock")
+
+    async def connect(self, port: int, timeout: float = 5.0):
+        """A stream to 127.0.0.1:`port` inside the pod's network namespace (through its agent);
+        ConnectionRefusedError with the agent's reason when nothing listens there."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not os.path.exists(self.agent_socket):           # the agent is still starting
+            if asyncio.get_running_loop().time() > deadline:
+                raise ConnectionRefusedError("the pod's network agent is not running")
+            await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_unix_connection(self.agent_socket)
+        writer.write(f"{int(port)}\n".encode())
+        await writer.drain()
+        answer = (await reader.readline()).decode().strip()
+        if answer != "OK":
+            writer.close()
+            raise ConnectionRefusedError(answer.removeprefix("ERR ") or "connection refused")
+        return reader, writer
+
     async def stop(self) -> None:
         if self.proc.returncode is None:
             try:
@@ -86,8 +108,8 @@ class Sandbox:
 class Container:
     """One running container process."""
 
-    def __init__(self, proc, pid: int, group: Group):
-        self.proc, self.pid, self.group = proc, pid, group
+    def __init__(self, proc, pid: int, group: Group, launch: Launch | None = None):
+        self.proc, self.pid, self.group, self.launch = proc, pid, group, launch
         self.readers: list[asyncio.Task] = []
         self.finished: asyncio.Future | None = None     # the kubelet's watch of its exit
 
@@ -127,7 +149,9 @@ class ProcessRuntime:
 
     async def run_sandbox(self, hostname: str, run_dir: str) -> Sandbox:
         os.makedirs(run_dir, exist_ok=True)
-        argv = sandbox_args(hostname, 0, ["sleep", "infinity"], run_dir)
+        agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent.py")
+        argv = sandbox_args(hostname, 0, [sys.executable, "-I", agent, os.path.join(run_dir, "agent.sock")],
+                            run_dir)
         argv[argv.index("--info-fd") + 1] = "{info}"
         proc, pid = await _spawn(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         if pid is None:
@@ -153,7 +177,7 @@ class ProcessRuntime:
             group.remove()
             raise StartError(f"failed to create containerd task: failed to create shim task: OCI runtime create "
                              f"failed: {err[:500]}: unknown")
-        c = Container(proc, pid, group)
+        c = Container(proc, pid, group, launch)
         c.readers = [asyncio.ensure_future(_lines(proc.stdout, "stdout", on_line)),
                      asyncio.ensure_future(_lines(proc.stderr, "stderr", on_line))]
         return c

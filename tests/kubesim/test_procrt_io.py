@@ -98,3 +98,50 @@ def test_two_pods_both_listen_on_8888_in_their_own_network_namespaces(core):
     for name in ("one", "two"):
         wait_until(lambda n=name: log(core, n) == "listening\n" if phase_is(core, n, "Running") else None, 15)
         assert core.read_namespaced_pod(name, "default").status.container_statuses[0].restart_count == 0
+
+
+SERVE = ("import http.server, socket\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    def do_GET(self):\n"
+         "        body = (socket.gethostname() + ' ' + self.path).encode()\n"
+         "        self.send_response(200); self.send_header('Content-Type', 'text/plain'); self.end_headers()\n"
+         "        self.wfile.write(body)\n"
+         "http.server.HTTPServer(('0.0.0.0', 8888), H).serve_forever()\n")
+
+
+def web_pod(name, app):
+    spec = pod(name, ["python3", "-c", SERVE], restart="Always", container={"ports": [{"containerPort": 8888}]})
+    spec["metadata"]["labels"] = {"app": app}
+    return spec
+
+
+def test_a_services_port_answers_on_its_loopback_twin_and_through_the_service_proxy_and_tcp_services(core, procsim_server):
+    """kube-proxy's part: the Service's clusterIP 10.96.b.c answers on 127.96.b.c:<port> into a ready pod;
+    the API server's service proxy reaches the pod's real server; a tcp-services entry on 127.0.0.1."""
+    import socket
+    import urllib.request
+    core.create_namespaced_pod("default", web_pod("web-a", "a"))
+    core.create_namespaced_pod("default", web_pod("web-b", "b"))
+    for app in ("a", "b"):
+        core.create_namespaced_service("default", {"metadata": {"name": f"svc-{app}"}, "spec": {
+            "selector": {"app": app}, "ports": [{"name": "http", "port": 8888, "targetPort": 8888}]}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "tcp-services"},
+                                                  "data": {"29111": "default/svc-b:8888"}})
+    ip = {app: "127." + ".".join(core.read_namespaced_service(f"svc-{app}", "default").spec.cluster_ip.split(".")[1:])
+          for app in ("a", "b")}
+
+    def get(url):
+        try:
+            return urllib.request.urlopen(url, timeout=2).read().decode()
+        except OSError:
+            return None
+    assert wait_until(lambda: get(f"http://{ip['a']}:8888/x"), 15) == "web-a /x"
+    assert wait_until(lambda: get(f"http://{ip['b']}:8888/y"), 15) == "web-b /y"
+    assert wait_until(lambda: get("http://127.0.0.1:29111/z"), 15) == "web-b /z"
+    body = core.connect_get_namespaced_service_proxy_with_path("svc-a:http", "default", "hello",
+                                                               _preload_content=False).data.decode()
+    assert body == "web-a /hello"
+    core.delete_namespaced_pod("web-a", "default", grace_period_seconds=0)
+    with socket.create_connection((ip["a"], 8888), timeout=2) as s:     # no ready endpoint: closed at once
+        s.settimeout(5)
+        wait_until(lambda: get(f"http://{ip['a']}:8888/x") is None, 10)
