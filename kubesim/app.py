@@ -19,6 +19,7 @@ from kubesim.access_review import add_review_routes
 from kubesim.authz import Access, add_token_route
 from kubesim.errors import REASONS, ApiError
 from kubesim.proxy import add_proxy_route
+from kubesim.routes_streams import add_stream_routes
 from kubesim.routes_discovery import simple_get
 from kubesim.routes_openapi import add_openapi_routes
 from kubesim.routes_resources import ResourceRoutes
@@ -41,6 +42,7 @@ class ApiServer:
         # tried before the resource paths, behind the same middleware (stats, faults, latency, errors)
         self.routes: list[tuple[re.Pattern, Callable]] = []
         add_proxy_route(self)  # services/<name>:<port>/proxy/<path> (proxy.py)
+        add_stream_routes(self)  # pods/<name>/exec and /portforward of process pods (routes_streams.py)
         add_token_route(self)  # serviceaccounts/<name>/token: TokenRequest (authz.py)
         add_review_routes(self)  # authorization.k8s.io access and rules reviews (access_review.py)
         add_openapi_routes(self)  # /openapi/v2, /openapi/v3 (routes_openapi.py)

@@ -284,6 +284,19 @@ class ProcessPods:
             raise ConnectionRefusedError("pod not running")
         return await procs.sandbox.connect(port)
 
+    async def exec(self, uid: str, container: str, argv: list[str]):
+        """A process in the container's namespaces and cgroup with its environment (kubectl exec)."""
+        procs = self.pods.get(uid)
+        c = procs.containers.get(container) if procs else None
+        if c is None or c.proc.returncode is not None or not argv:
+            raise LookupError(f'container "{container}" is not running' if argv else "no command given")
+        launch = c.launch
+        wd = ["--wd=" + launch.cwd] if launch.cwd else []
+        return await asyncio.create_subprocess_exec(
+            "nsenter", f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
+            env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, preexec_fn=c.group.join)
+
     # --- stopping ---------------------------------------------------------------------------------
     async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
         """killPod: every running container gets SIGTERM, then SIGKILL after `grace`; with `remove` the

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                                    "crschema", "quota", "serviceaccounts", "scheduler", "kubelet", "podruns",
                                    "podstatus", "podlogs", "procrt", "gc", "workloads", "kueue", "bootstrap"}),
     ("cluster", {"cluster"}),
-    ("http", {"controls", "proxy", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
+    ("http", {"controls", "proxy", "routes_streams", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
               "app"}),
     ("process", {"server", "testing", "__main__", "__init__"}),
 ]

@@ -145,3 +145,30 @@ def test_a_services_port_answers_on_its_loopback_twin_and_through_the_service_pr
     with socket.create_connection((ip["a"], 8888), timeout=2) as s:     # no ready endpoint: closed at once
         s.settimeout(5)
         wait_until(lambda: get(f"http://{ip['a']}:8888/x") is None, 10)
+
+
+def test_exec_and_port_forward_through_the_python_clients_streams(core):
+    """`stream(connect_get_namespaced_pod_exec)` runs in the container (its files, env, hostname) and reports
+    the exit code; `portforward` reaches the pod's port 8888 inside its own network namespace."""
+    from kubernetes.stream import portforward, stream
+    core.create_namespaced_pod("default", web_pod("shell", "s"))
+    phase_is(core, "shell", "Running")
+    wait_until(lambda: core.read_namespaced_pod("shell", "default").status.container_statuses[0].ready, 10)
+    out = stream(core.connect_get_namespaced_pod_exec, "shell", "default", command=[
+        "bash", "-c", "hostname; echo $HOSTNAME; ls -d /tmp; exit 4"], stderr=True, stdin=False, stdout=True,
+        tty=False, _preload_content=False)
+    out.run_forever(timeout=10)
+    assert out.read_stdout() == "shell\nshell\n/tmp\n"
+    assert out.returncode == 4
+
+    def fetch():
+        pf = portforward(core.connect_get_namespaced_pod_portforward, "shell", "default", ports="8888")
+        sock = pf.socket(8888)
+        sock.setblocking(True)
+        sock.sendall(b"GET /pf HTTP/1.0\r\n\r\n")
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+        sock.close()
+        return data.decode()
+    assert wait_until(fetch, 10).endswith("shell /pf")
