@@ -24,6 +24,9 @@ FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
+# the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
+# the e-mail and the instance's Running (the piped-demo test waits exactly this, and pytest's timeout follows)
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + 3 * RUN_TIMEOUT_S + 30 + 30
 
 
 def say(msg: str = "") -> None:
