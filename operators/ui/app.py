@@ -70,9 +70,11 @@ def create_app() -> FastAPI:
 
         teams = await _off_loop(instances.teams_of, caller)
         paused = await _off_loop(actions.paused, instances.LIFECYCLE_DAGS.values())
+        # may_trigger reads the metadata DB (the DAG's team): never on the api-server's event loop, which every
+        # request of this worker shares (Airflow's own trigger included, which the page's create calls)
+        allowed = await _off_loop(lambda: {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()})
         return {"user": caller.name, "admin": caller.admin, "teams": teams, "ui_root": API_ROOT_PATH,
-                "may_trigger": {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()},
-                "paused": sorted(paused)}
+                "may_trigger": allowed, "paused": sorted(paused)}
 
     @app.get("/api/quota")
     async def quota(caller: CallerDep) -> dict:

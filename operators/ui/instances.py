@@ -120,9 +120,10 @@ FORM_FIELDS = ("name", "team", "image", "cpu", "memory", "gpu", "mounts", "extra
 
 def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
     """The create DAG's conf from the form, checked as the DAG checks it plus free quota and the 3-per-user
-    limit; a 400 naming the field and the value otherwise."""
+    limit; a 400 naming the field and the value otherwise, a 409 for a name the caller already has in the team
+    (the DAG would find it and change nothing)."""
     from operators.devinstances import admission
-    from operators.devinstances.lifecycle import count_instances
+    from operators.devinstances.lifecycle import count_instances, read_instance
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
 
@@ -145,6 +146,9 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
         raise HTTPException(400, f"{field}={short_repr(body.get(field))}: {decided.reason}")
     settings = Settings.from_config()
     existing = count_instances(k, caller.name)
+    if read_instance(k, caller.name, req.namespace, req.name) is not None:  # the DAG would change nothing
+        raise HTTPException(409, f"name={req.name!r}: you already have an instance with this name in team "
+                                 f"{req.namespace!r}; start it from its row, or choose another name")
     if len(existing) >= settings.max_per_owner:
         raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "
                                  f"({', '.join(existing)}), the most allowed is {settings.max_per_owner}")
