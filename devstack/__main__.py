@@ -29,16 +29,30 @@ RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 DEMO_LIMIT_S = STARTUP_TIMEOUT_S + 3 * RUN_TIMEOUT_S + 30 + 30
 
 
+_reader_gone = False
+
+
 def say(msg: str = "") -> None:
     """One line of the demo's story. Never fails: when the reader is gone (``make demo | tee log`` and Ctrl-C
-    killed ``tee``), later lines go to /dev/null, so a broken pipe can never stop the clean-up."""
-    try:
-        print(f"[demo] {msg}" if msg else "", flush=True)
-    except OSError:  # BrokenPipeError (EPIPE) and friends: Python already ignores SIGPIPE
+    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, else nowhere, so a
+    broken pipe can never stop the clean-up and the last line ("stopped ...") is still seen."""
+    global _reader_gone
+    line = f"[demo] {msg}" if msg else ""
+    if not _reader_gone:
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what the Python docs advise for EPIPE
-        except OSError:
-            pass
+            print(line, flush=True)
+            return
+        except OSError:  # BrokenPipeError (EPIPE) and friends: Python already ignores SIGPIPE
+            _reader_gone = True
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the Python docs' advice for EPIPE
+            except OSError:
+                pass
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write(line + "\n")
+    except OSError:  # no controlling terminal (a service, a test)
+        pass
 
 
 def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
@@ -150,8 +164,8 @@ def demo(exit_after: bool) -> int:
         say("everything is up: Ctrl-C stops every process the demo started.")
         while True:
             signal.pause()
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C is how the demo is meant to end: a clean stop, exit 0 (make said "Error 130")
+        return 0
     finally:
         # Stop first, talk after: the terminal's Ctrl-C may have killed the reader of our output already. A second
         # Ctrl-C must not cut the clean-up short either.
