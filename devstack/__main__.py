@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from devstack.airflow_env import REPO
+from devstack.airflow_env import REPO, STACK_USERS
 from devstack.stack import Stack
 
 PIPELINE = "training_recommendation_daily"
@@ -97,11 +97,17 @@ def show_dev_instance(stack: Stack) -> None:
 
 def say_users(stack: Stack) -> None:
     """Every user of the demo's Airflow, a password a line (the simple auth manager generated them)."""
-    from devstack.airflow_env import STACK_USERS
-
     say("users (Airflow's simple auth manager; passwords generated for this run):")
     for user, role in STACK_USERS.items():
         say(f"  {user:<6} {ROLE_NOTES.get(user, role):<44} password: {stack.password(user)}")
+
+
+def say_kubeconfigs(stack: Stack) -> None:
+    """A kubeconfig per person: kubesim enforces RBAC, so kubectl shows each exactly what they may do."""
+    say("kubectl on the simulated cluster (RBAC enforced; Skiff acts as its ServiceAccount skiff/skiff):")
+    say(f"  {'admin':<6} {'cluster admin (system:masters)':<44} export KUBECONFIG={stack.kubeconfig}")
+    for user, path in stack.kubeconfigs.items():
+        say(f"  {user:<6} {KUBE_NOTES.get(user, ''):<44} export KUBECONFIG={path}")
 
 
 def say_next_steps(stack: Stack) -> None:
@@ -112,8 +118,13 @@ def say_next_steps(stack: Stack) -> None:
     say("  3. watch the simulated cluster beside the UI:")
     say(f"       export KUBECONFIG={stack.kubeconfig}")
     say("       kubectl get pods -n recsys -w")
+    if "bob" in stack.kubeconfigs:
+        say("  4. see what a team member may do (docs/platform-owner-guide.md, RBAC):")
+        say(f"       KUBECONFIG={stack.kubeconfigs['bob']} kubectl auth can-i --list -n recsys")
 
 
+KUBE_NOTES = {"alice": "recsys admin, nlp member: reads their work, logs", "bob": "recsys member: reads, no writes",
+              "carol": "nlp admin: reads nlp's work, not recsys's"}
 ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
               "bob": "recsys member", "carol": "Airflow viewer (reads, cannot trigger)"}
 
@@ -127,7 +138,10 @@ def demo(exit_after: bool) -> int:
 
     t0 = time.monotonic()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
-    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
+    # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
+    # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
+    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
+                  rbac=True, people=[u for u in STACK_USERS if u != "admin"])
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone...")
     try:
@@ -137,6 +151,7 @@ def demo(exit_after: bool) -> int:
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
         say_users(stack)
+        say_kubeconfigs(stack)
         setup_demo(stack)
         say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
         say(f"triggering {PIPELINE} ...")

@@ -128,7 +128,8 @@ class Stack:
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
                  fresh: bool = True, airflow_port: int | None = None, rbac: bool = False,
                  airflow_settings: dict[str, str] | None = None, kueue: bool = False,
-                 platform_text: str | None = None, db: str | None = None):
+                 platform_text: str | None = None, db: str | None = None, tls: bool = False,
+                 people: list[str] | None = None):
         self.workdir = workdir.resolve()
         # the metadata DB: "postgres" (default) or "sqlite" (selectable: SKIFF_STACK_DB=sqlite)
         self.db = db or os.environ.get("SKIFF_STACK_DB") or "postgres"
@@ -136,6 +137,11 @@ class Stack:
             raise ValueError(f"db={self.db[:40]!r}: expected 'postgres' or 'sqlite'")
         self.services_dir = REPO / ".airflow" / "services" / f"{self.workdir.name}-{os.urandom(4).hex()}"
         self.pg = None  # devstack.services.Postgres when db == "postgres"
+        # tls: kubesim serves HTTPS (kubectl sends a token only over TLS); people: a token and a kubeconfig each
+        # (devstack/people.py), in ``kubeconfigs``
+        self.tls = tls or bool(people)
+        self.people = list(people or [])
+        self.kubeconfigs: dict[str, Path] = {}
         self.watchdog: Watchdog | None = None
         # kueue: kubesim simulates Kueue (``--kueue``) and the platform file says ``queueing: kueue``
         # (``platform_text``, else the example switched to it), written to the workdir and in force for Airflow
@@ -186,6 +192,16 @@ class Stack:
             argv += ["--authz", "rbac"]
         if self.kueue:
             argv += ["--kueue"]
+        if self.tls:
+            argv += ["--tls"]
+        tokens: dict[str, str] = {}
+        if self.people:
+            from devstack.people import token_file
+
+            text, tokens = token_file(self.people)
+            (self.workdir / "tokens.csv").write_text(text)
+            (self.workdir / "tokens.csv").chmod(0o600)
+            argv += ["--token-auth-file", str(self.workdir / "tokens.csv")]
         self._write_platform_file()
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
 
@@ -197,6 +213,10 @@ class Stack:
         self.kubesim_url = _wait_for_line(
             self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", PROCESS_READY_S).group(1)
         _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", PROCESS_READY_S)
+        if tokens:
+            from devstack.people import write_kubeconfigs
+
+            self.kubeconfigs = write_kubeconfigs(self.kubeconfig, tokens, self.workdir)
         if self.rbac:
             from devstack.rbac import install_skiff_rbac
 

@@ -82,7 +82,7 @@ def test_make_demo_piped_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_pa
         assert re.search(r"preprocess +success .* ran on node cpu-\d", text), text
         assert "[Skiff] training_failure_demo.train_too_big failed: OOMKilled" in text, text
         stack_part, _, instance_part = text.partition("creates a development instance")
-        urls = re.findall(r"(http://\S+:\d+)", stack_part)  # the UI and kubesim, which must answer
+        urls = re.findall(r"(https?://\S+:\d+)", stack_part)  # the UI and kubesim (HTTPS), which must answer
         assert len(urls) >= 2 and all(_accepts(u) for u in urls), urls
         # alice's instance, with the addresses ingress-nginx would expose (kubesim runs no containers behind them)
         assert re.search(r"alice's instance recsys/notebook: Running", instance_part), instance_part
@@ -97,6 +97,14 @@ def test_make_demo_piped_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_pa
             assert r.status_code in (200, 201), (user, r.text)
         kubeconfig = re.search(r"export KUBECONFIG=(\S+)", text).group(1)
         assert Path(kubeconfig).is_file() and "kubectl get pods -n recsys -w" in text
+        # the cluster enforces RBAC: each person's kubeconfig is printed, and bob's may not delete the team's PVCs
+        people = dict(re.findall(r"^\[demo\]   (alice|bob|carol) +.* export KUBECONFIG=(\S+)$", text, re.M))
+        assert sorted(people) == ["alice", "bob", "carol"], text
+        kubectl = REPO / ".tools" / "kubernetes-client" / "usr" / "bin" / "kubectl"
+        if kubectl.is_file():  # make test unpacks it (tests/devstack/test_demo_rbac.py covers the rules)
+            can = subprocess.run([str(kubectl), "auth", "can-i", "delete", "pvc", "-n", "recsys"], text=True,
+                                 capture_output=True, env={**env, "KUBECONFIG": people["bob"], "HOME": str(tmp_path)})
+            assert can.stdout.strip() == "no", can.stdout + can.stderr
         assert re.search(r"log in as alice .* or bob", text), text
         started = int(re.search(r"started in (\d+) s", text).group(1))
         ready = int(re.search(r"ready (\d+) s after start", text).group(1))
