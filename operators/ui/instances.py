@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from operators.core.checks import bounded, short_repr
+from operators.devinstances.spec import MAX_EXTRA_PORTS
 from operators.ui import actions, idle_times, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
 from operators.ui.auth import Caller, may_trigger
@@ -112,6 +113,7 @@ def form_options(caller: Caller) -> dict:
                                if v.team == t.name and (m := platform.volume_access(caller.name, t.name, v.name))]}
                   for t in teams],
         "may_create": may_trigger(caller, LIFECYCLE_DAGS["create"]),
+        "max_extra_ports": MAX_EXTRA_PORTS,  # declared once, in operators.devinstances.spec (the DAG's too)
     }
 
 

@@ -389,6 +389,11 @@ def test_the_form_offers_the_catalogue_free_quota_and_the_users_volumes(instance
     (team,) = opts["teams"]
     assert team["team"] == "recsys" and team["free"]["cpu"] == 6.0  # 8 - nb-a's 1 - nb-b's 1
     assert team["volumes"] == [{"pvc": "recsys-datasets", "mode": "ro"}]  # alice writes, recsys reads
+    # one number of extra ports, declared once: the form's (issue 29: it allowed 3), the DAG's, the spec's
+    from operators.devinstances.dags import create_params
+    from operators.devinstances.spec import MAX_EXTRA_PORTS
+
+    assert opts["max_extra_ports"] == MAX_EXTRA_PORTS == create_params()["extra_ports"].schema["maxItems"] == 5
 
 
 def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):

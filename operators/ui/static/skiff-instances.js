@@ -95,6 +95,10 @@ export function fillForm() {
   f.elements.team.replaceChildren(...teamOptions().map((tm) => data("option", { value: tm.team }, tm.team)));
   f.elements.image.replaceChildren(...opts.images.map((i) => data("option", { value: i.name, selected: i.default },
     i.name + (i.gpu ? `  (${t("form.gpu_image")})` : "") + (i.description ? " — " + i.description : ""))));
+  // how many extra ports: the one number the create DAG and operators.devinstances.spec declare (MAX_EXTRA_PORTS)
+  const ports = f.elements.extra_ports, most = opts.max_extra_ports;
+  ports.pattern = `\\s*(\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*){0,${most - 1}})?`;
+  ports.placeholder = t("form.ports_hint", { n: most });
   applyTeam();
 }
 
