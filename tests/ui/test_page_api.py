@@ -166,8 +166,13 @@ def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_
             row["log_path"].endswith("/tasks/train_too_big?try_number=1")
         page = httpx.get(f"{api_server.url}/{row['log_path']}", timeout=30)  # the UI route exists (SPA)
         assert page.status_code == 200
-        # carol (viewer) may read every DAG under the simple auth manager: the filter is Airflow's, not Skiff's
-        assert [t["dag_id"] for t in carol.get("/api/training").json()["tasks"]] == ["training_failure_demo"]
+        # carol (viewer, nlp's admin) may read every DAG under the simple auth manager, but sees her teams'
+        # training by default (issue 29: nlp saw recsys's rows): the page says how many more Airflow allows
+        mine = carol.get("/api/training").json()
+        assert (mine["tasks"], mine["scope"], mine["teams"], mine["other_teams"]) == ([], "teams", ["nlp"], 1)
+        wider = carol.get("/api/training", params={"scope": "all"}).json()
+        assert [t["dag_id"] for t in wider["tasks"]] == ["training_failure_demo"]  # Airflow's rule, asked for
+        assert carol.get("/api/training", params={"scope": "everything"}).status_code == 400
 
 
 

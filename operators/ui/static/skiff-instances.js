@@ -59,7 +59,9 @@ export function renderInstances(body) {
     if (S.lastState.has(key) && S.lastState.get(key) !== i.state) S.passwords.delete(key);
     S.lastState.set(key, i.state);
   }
-  if (!rows.length) return replace("instances", h("div", { class: "empty" }, t("inst.none")));
+  // never point at a button the caller cannot use (a viewer: Airflow refuses them the create DAG)
+  const mayCreate = !S.me || (S.me.may_trigger.create && !S.me.paused.includes("dev_instance_create"));
+  if (!rows.length) return replace("instances", h("div", { class: "empty" }, t(mayCreate ? "inst.none" : "inst.none_viewer")));
   const showOwner = rows.some((i) => !i.mine);
   const [shown, pager] = paged("instances", rows);
   const heads = ["inst.name", "inst.state", showOwner ? "inst.owner" : undefined, "inst.image", "inst.resources",
