@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
-demo: venv services
+demo: venv services monitoring
 	$(BIN)/python -m devstack demo
 
 # Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one),

@@ -123,7 +123,7 @@ def say_next_steps(stack: Stack) -> None:
         say(f"       KUBECONFIG={stack.kubeconfigs['bob']} kubectl auth can-i --list -n recsys")
 
 
-KUBE_NOTES = {"alice": "recsys admin, nlp member: reads their work, logs", "bob": "recsys member: reads, no writes",
+KUBE_NOTES = {"alice": "recsys admin, in nlp: reads their work, logs", "bob": "recsys member: reads, no writes",
               "carol": "nlp admin: reads nlp's work, not recsys's"}
 ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
               "bob": "recsys member", "carol": "Airflow viewer (reads, cannot trigger)"}
@@ -141,7 +141,7 @@ def demo(exit_after: bool) -> int:
     # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
     # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
     stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
-                  rbac=True, people=[u for u in STACK_USERS if u != "admin"])
+                  rbac=True, people=[u for u in STACK_USERS if u != "admin"], metrics=True)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone...")
     try:
@@ -150,6 +150,9 @@ def demo(exit_after: bool) -> int:
         say(f"Airflow UI:   {stack.airflow_url}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        if stack.monitoring is not None:
+            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs and alert rules; "
+                f"{stack.monitoring.url}/alerts)")
         say_users(stack)
         say_kubeconfigs(stack)
         setup_demo(stack)

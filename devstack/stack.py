@@ -129,7 +129,7 @@ class Stack:
                  fresh: bool = True, airflow_port: int | None = None, rbac: bool = False,
                  airflow_settings: dict[str, str] | None = None, kueue: bool = False,
                  platform_text: str | None = None, db: str | None = None, tls: bool = False,
-                 people: list[str] | None = None):
+                 people: list[str] | None = None, metrics: bool = False):
         self.workdir = workdir.resolve()
         # the metadata DB: "postgres" (default) or "sqlite" (selectable: SKIFF_STACK_DB=sqlite)
         self.db = db or os.environ.get("SKIFF_STACK_DB") or "postgres"
@@ -142,6 +142,12 @@ class Stack:
         self.tls = tls or bool(people)
         self.people = list(people or [])
         self.kubeconfigs: dict[str, Path] = {}
+        # metrics: StatsD to the statsd bridge, Skiff's endpoint, a local Prometheus (devstack/monitoring.py)
+        self.monitoring = None
+        if metrics:
+            from devstack.monitoring import Monitoring
+
+            self.monitoring = Monitoring(self.workdir, free_port=free_port, spawn=_spawn, python=sys.executable)
         self.watchdog: Watchdog | None = None
         # kueue: kubesim simulates Kueue (``--kueue``) and the platform file says ``queueing: kueue``
         # (``platform_text``, else the example switched to it), written to the workdir and in force for Airflow
@@ -204,6 +210,8 @@ class Stack:
             argv += ["--token-auth-file", str(self.workdir / "tokens.csv")]
         self._write_platform_file()
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
+        if self.monitoring is not None:
+            self.procs["statsd-bridge"] = self.monitoring.start_bridge(logs)
 
         smtp_port = free_port()
         self.procs["smtp"] = _spawn(
@@ -234,10 +242,13 @@ class Stack:
             **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
             **({"AIRFLOW__SKIFF__PLATFORM_FILE": str(self.platform_file)} if self.platform_file else {}),
+            **(self.monitoring.settings() if self.monitoring is not None else {}),
             **self.airflow_settings,
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)
+        if self.monitoring is not None:
+            self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs)
 
     def _write_platform_file(self) -> None:
         """The platform file in force when it is not the packaged example (``airflow_env``'s default): the given
@@ -322,7 +333,8 @@ class Stack:
         """Stop Airflow first, then the sink and kubesim, then the metadata DB."""
         try:
             self._stop_airflow()
-            _stop_all([self.procs.get("smtp"), self.procs.get("kubesim")], signal.SIGTERM)
+            _stop_all([self.procs.get(n) for n in ("smtp", "kubesim", "statsd-bridge", "prometheus")],
+                      signal.SIGTERM)
             for proc in self.procs.values():  # anything a component left behind in its session
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)

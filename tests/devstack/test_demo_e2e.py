@@ -114,6 +114,19 @@ def test_make_demo_piped_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_pa
         port = int(ui.rsplit(":", 1)[1])
         assert not _answers_on_other_addresses(port), f"the API server answers on a non-loopback address: {port}"
 
+        # metrics on: a local Prometheus with the shipped scrape jobs and rules sees Skiff's endpoint and the
+        # StatsD path, and counts the pipeline's successes from their first event
+        prom = re.search(r"Prometheus: +(http://127\.0\.0\.1:\d+)", text).group(1)
+
+        def query(q: str) -> list:
+            return httpx.get(f"{prom}/api/v1/query", params={"query": q}, timeout=10).json()["data"]["result"]
+
+        wait_until(lambda: len(query('up{job=~"skiff|airflow-statsd"} == 1')) == 2, 120, 1,
+                   what="both scrape jobs up")
+        wait_until(lambda: query('sum(skiff_training_succeeded_total{team="recsys"}) >= 2'), 120, 1,
+                   what="the pipeline's successes in Prometheus")  # preprocess and train
+        assert len(httpx.get(f"{prom}/api/v1/rules", timeout=10).json()["data"]["groups"]) == 3
+
         # a fresh demo: the intended failure is the only failed run (no platform DAG failed at start-up)
         assert _failed_runs(ui, passwords["admin"]) == ["training_failure_demo"]
 
