@@ -68,9 +68,22 @@ def _merge(old: str, sections: dict[str, str]) -> str:
     return HEADER + "\n" + "\n".join(kept[n] for n in order)
 
 
+def parse(argv: list[str]) -> tuple[list[str], bool]:
+    """``[SECTION...] [--write]``; ``--help`` prints the usage and the sections (argparse exits 0)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="Run benchmark sections; with none, every one, written to "
+        "BENCHMARKS.md (make bench). A subset only prints, unless --write replaces just those sections.",
+        epilog="sections: " + ", ".join(SECTIONS))
+    ap.add_argument("sections", nargs="*", metavar="SECTION", help="a section name (below)")
+    ap.add_argument("--write", action="store_true", help="replace these sections in BENCHMARKS.md")
+    args = ap.parse_args(argv)
+    return args.sections or SECTIONS, args.write
+
+
 def main(argv: list[str]) -> int:
-    write = "--write" in argv
-    names = [a for a in argv if a != "--write"] or SECTIONS
+    names, write = parse(argv)
     unknown = [n for n in names if n not in SECTIONS]
     if unknown:
         print(f"[bench] unknown section(s) {unknown}; known: {SECTIONS}")

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from devstack.airflow_env import REPO
+from devstack.airflow_env import REPO, STACK_USERS
 from devstack.stack import Stack
 
 PIPELINE = "training_recommendation_daily"
@@ -24,18 +24,35 @@ FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
+# the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
+# the e-mail and the instance's Running (the piped-demo test waits exactly this, and pytest's timeout follows)
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + 3 * RUN_TIMEOUT_S + 30 + 30
+
+
+_reader_gone = False
 
 
 def say(msg: str = "") -> None:
     """One line of the demo's story. Never fails: when the reader is gone (``make demo | tee log`` and Ctrl-C
-    killed ``tee``), later lines go to /dev/null, so a broken pipe can never stop the clean-up."""
-    try:
-        print(f"[demo] {msg}" if msg else "", flush=True)
-    except OSError:  # BrokenPipeError (EPIPE) and friends: Python already ignores SIGPIPE
+    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, else nowhere, so a
+    broken pipe can never stop the clean-up and the last line ("stopped ...") is still seen."""
+    global _reader_gone
+    line = f"[demo] {msg}" if msg else ""
+    if not _reader_gone:
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what the Python docs advise for EPIPE
-        except OSError:
-            pass
+            print(line, flush=True)
+            return
+        except OSError:  # BrokenPipeError (EPIPE) and friends: Python already ignores SIGPIPE
+            _reader_gone = True
+            try:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the Python docs' advice for EPIPE
+            except OSError:
+                pass
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write(line + "\n")
+    except OSError:  # no controlling terminal (a service, a test)
+        pass
 
 
 def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
@@ -80,11 +97,17 @@ def show_dev_instance(stack: Stack) -> None:
 
 def say_users(stack: Stack) -> None:
     """Every user of the demo's Airflow, a password a line (the simple auth manager generated them)."""
-    from devstack.airflow_env import STACK_USERS
-
     say("users (Airflow's simple auth manager; passwords generated for this run):")
     for user, role in STACK_USERS.items():
         say(f"  {user:<6} {ROLE_NOTES.get(user, role):<44} password: {stack.password(user)}")
+
+
+def say_kubeconfigs(stack: Stack) -> None:
+    """A kubeconfig per person: kubesim enforces RBAC, so kubectl shows each exactly what they may do."""
+    say("kubectl on the simulated cluster (RBAC enforced; Skiff acts as its ServiceAccount skiff/skiff):")
+    say(f"  {'admin':<6} {'cluster admin (system:masters)':<44} export KUBECONFIG={stack.kubeconfig}")
+    for user, path in stack.kubeconfigs.items():
+        say(f"  {user:<6} {KUBE_NOTES.get(user, ''):<44} export KUBECONFIG={path}")
 
 
 def say_next_steps(stack: Stack) -> None:
@@ -95,8 +118,13 @@ def say_next_steps(stack: Stack) -> None:
     say("  3. watch the simulated cluster beside the UI:")
     say(f"       export KUBECONFIG={stack.kubeconfig}")
     say("       kubectl get pods -n recsys -w")
+    if "bob" in stack.kubeconfigs:
+        say("  4. see what a team member may do (docs/platform-owner-guide.md, RBAC):")
+        say(f"       KUBECONFIG={stack.kubeconfigs['bob']} kubectl auth can-i --list -n recsys")
 
 
+KUBE_NOTES = {"alice": "recsys admin, in nlp: reads their work, logs", "bob": "recsys member: reads, no writes",
+              "carol": "nlp admin: reads nlp's work, not recsys's"}
 ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
               "bob": "recsys member", "carol": "Airflow viewer (reads, cannot trigger)"}
 
@@ -110,7 +138,10 @@ def demo(exit_after: bool) -> int:
 
     t0 = time.monotonic()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
-    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml")
+    # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
+    # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
+    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
+                  rbac=True, people=[u for u in STACK_USERS if u != "admin"], metrics=True)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone...")
     try:
@@ -119,7 +150,11 @@ def demo(exit_after: bool) -> int:
         say(f"Airflow UI:   {stack.airflow_url}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        if stack.monitoring is not None:
+            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs and alert rules; "
+                f"{stack.monitoring.url}/alerts)")
         say_users(stack)
+        say_kubeconfigs(stack)
         setup_demo(stack)
         say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
         say(f"triggering {PIPELINE} ...")
@@ -147,8 +182,8 @@ def demo(exit_after: bool) -> int:
         say("everything is up: Ctrl-C stops every process the demo started.")
         while True:
             signal.pause()
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C is how the demo is meant to end: a clean stop, exit 0 (make said "Error 130")
+        return 0
     finally:
         # Stop first, talk after: the terminal's Ctrl-C may have killed the reader of our output already. A second
         # Ctrl-C must not cut the clean-up short either.

@@ -2,7 +2,7 @@
 and every Airflow component as its own process, several of some, as a Helm deployment runs them
 (``deploy/helm/values.yaml``): two schedulers, one Celery worker, two triggerers, a dag-processor and the
 api-server. The end-to-end tests marked ``prod`` and ``benchmarks/prod_profile.py`` run on it; ``make demo``
-stays on ``airflow standalone`` with SQLite (:class:`devstack.stack.Stack`).
+stays on ``airflow standalone`` (:class:`devstack.stack.Stack`, on a PostgreSQL of its own too).
 
 PostgreSQL and Redis come from ``devstack.services`` (a fresh database and Redis db per stack, in the servers
 named by ``SKIFF_TEST_PG_URL`` / ``SKIFF_TEST_REDIS_URL``, or private instances).
@@ -18,7 +18,6 @@ import time
 from base64 import urlsafe_b64encode
 from pathlib import Path
 
-from devstack.airflow_env import REPO
 from devstack.services import Postgres, Redis
 from devstack.stack import BIN, Stack, _spawn, _stop_all, _tail, free_port
 
@@ -51,7 +50,6 @@ class ProdStack(Stack):
 
     def __init__(self, workdir: Path, **kw):
         super().__init__(workdir, **kw)
-        self.services_dir = REPO / ".airflow" / "services" / f"{self.workdir.name}-{secrets.token_hex(4)}"
         self.pg = Postgres(self.services_dir / "postgres")
         self.redis = Redis(self.services_dir / "redis")
         self.triggerer_jobs: dict[str, int] = {}  # process name -> its TriggererJob id in the metadata DB
@@ -125,15 +123,14 @@ class ProdStack(Stack):
 
     def stop(self) -> None:
         try:
-            super().stop()
+            super().stop()  # the PostgreSQL too
         finally:
             self.redis.stop()
-            self.pg.stop()
             shutil.rmtree(self.services_dir, ignore_errors=True)
 
 
 def make_stack(profile: str, workdir: Path, **kw) -> Stack:
-    """``standalone`` (SQLite, one process: the demo) or ``prod`` (PostgreSQL + Celery + Redis)."""
+    """``standalone`` (airflow standalone: the demo) or ``prod`` (PostgreSQL + Celery + Redis)."""
     if profile == "standalone":
         return Stack(workdir, **kw)
     if profile == "prod":

@@ -29,7 +29,7 @@ def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAU
     ``platform_file`` (default: the example)."""
     from kubernetes import client, config
 
-    from kubesim.authz import write_service_account_kubeconfig
+    from devstack.people import write_kubeconfigs
 
     with config.new_client_from_config(str(admin_kubeconfig)) as admin:
         try:
@@ -44,8 +44,12 @@ def install_skiff_rbac(admin_kubeconfig: Path, out: Path, namespace: str = DEFAU
         apply_manifests(Kube(admin), platform_team_manifests(platform, namespace, service_account))
         apply_manifests(Kube(admin), team_manifests(SEDNA_NAMESPACES, namespace, service_account))
         _ingress_nginx_port_map(admin)
-        url = admin.configuration.host
-    return write_service_account_kubeconfig(url, namespace, service_account, out)
+        # the TokenRequest through the admin's client (`kubectl create token`), so an HTTPS kubesim's CA is used
+        token = client.CoreV1Api(admin).create_namespaced_service_account_token(
+            service_account, namespace, {"spec": {"expirationSeconds": 48 * 3600}}).status.token
+    return write_kubeconfigs(admin_kubeconfig, {f"{namespace}-{service_account}": token}, out.parent,
+                             namespaces={f"{namespace}-{service_account}": namespace}, names={
+                                 f"{namespace}-{service_account}": out.name})[f"{namespace}-{service_account}"]
 
 
 def _ingress_nginx_port_map(admin) -> None:

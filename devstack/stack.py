@@ -1,6 +1,12 @@
 """Skiff's local stack: kubesim (a simulated cluster), an SMTP sink and ``airflow standalone``, as processes.
 
-``make demo`` and the end-to-end tests both use :class:`Stack`. Every process runs in its own session so that a
+``make demo`` and the end-to-end tests both use :class:`Stack`. Its metadata DB is a private PostgreSQL
+(``devstack.services.Postgres``: a fresh database in ``SKIFF_TEST_PG_URL``'s server, else Debian's on a free
+port) unless ``db="sqlite"`` (or ``SKIFF_STACK_DB=sqlite``): SQLite has one writer at a time, and under load a
+writer held its lock for up to 183 s, every other request waited out the 60 s busy timeout together (a 500 after
+60.8 s on the Trigger dialog's unpause) and the scheduler and triggerer exited on "database is locked" (issue 29).
+``airflow standalone`` never restarts a component that exits: :class:`Watchdog` notices one and restarts it,
+saying so on stderr and in ``logs/watchdog.log``. Every process runs in its own session so that a
 Ctrl-C in the terminal reaches only the stack, which then stops each process cleanly (Airflow with SIGINT, as
 ``airflow standalone`` expects; it ignores SIGINT when a script starts it in the background unless the default
 handler is restored before exec, which :func:`_spawn` does).
@@ -23,6 +29,7 @@ import httpx
 
 from devstack.airflow_env import REPO, SQLITE_BUSY_TIMEOUT_S, airflow_env
 from devstack.smtp import read_maildir, smtp_connection_uri
+from devstack.watchdog import Watchdog
 
 BIN = Path(sys.executable).parent
 PROCESS_READY_S = 180  # kubesim took 55 s to say "ready" on a 2-core machine shared by several test runs
@@ -121,8 +128,27 @@ class Stack:
     def __init__(self, workdir: Path, *, dags_dirs: list[Path] | None = None, nodes_file: Path | None = None,
                  fresh: bool = True, airflow_port: int | None = None, rbac: bool = False,
                  airflow_settings: dict[str, str] | None = None, kueue: bool = False,
-                 platform_text: str | None = None):
+                 platform_text: str | None = None, db: str | None = None, tls: bool = False,
+                 people: list[str] | None = None, metrics: bool = False):
         self.workdir = workdir.resolve()
+        # the metadata DB: "postgres" (default) or "sqlite" (selectable: SKIFF_STACK_DB=sqlite)
+        self.db = db or os.environ.get("SKIFF_STACK_DB") or "postgres"
+        if self.db not in ("postgres", "sqlite"):
+            raise ValueError(f"db={self.db[:40]!r}: expected 'postgres' or 'sqlite'")
+        self.services_dir = REPO / ".airflow" / "services" / f"{self.workdir.name}-{os.urandom(4).hex()}"
+        self.pg = None  # devstack.services.Postgres when db == "postgres"
+        # tls: kubesim serves HTTPS (kubectl sends a token only over TLS); people: a token and a kubeconfig each
+        # (devstack/people.py), in ``kubeconfigs``
+        self.tls = tls or bool(people)
+        self.people = list(people or [])
+        self.kubeconfigs: dict[str, Path] = {}
+        # metrics: StatsD to the statsd bridge, Skiff's endpoint, a local Prometheus (devstack/monitoring.py)
+        self.monitoring = None
+        if metrics:
+            from devstack.monitoring import Monitoring
+
+            self.monitoring = Monitoring(self.workdir, free_port=free_port, spawn=_spawn, python=sys.executable)
+        self.watchdog: Watchdog | None = None
         # kueue: kubesim simulates Kueue (``--kueue``) and the platform file says ``queueing: kueue``
         # (``platform_text``, else the example switched to it), written to the workdir and in force for Airflow
         self.kueue = kueue
@@ -172,8 +198,20 @@ class Stack:
             argv += ["--authz", "rbac"]
         if self.kueue:
             argv += ["--kueue"]
+        if self.tls:
+            argv += ["--tls"]
+        tokens: dict[str, str] = {}
+        if self.people:
+            from devstack.people import token_file
+
+            text, tokens = token_file(self.people)
+            (self.workdir / "tokens.csv").write_text(text)
+            (self.workdir / "tokens.csv").chmod(0o600)
+            argv += ["--token-auth-file", str(self.workdir / "tokens.csv")]
         self._write_platform_file()
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)
+        if self.monitoring is not None:
+            self.procs["statsd-bridge"] = self.monitoring.start_bridge(logs)
 
         smtp_port = free_port()
         self.procs["smtp"] = _spawn(
@@ -183,6 +221,10 @@ class Stack:
         self.kubesim_url = _wait_for_line(
             self.procs["kubesim"], logs / "kubesim.log", r"kubesim ready (\S+)", PROCESS_READY_S).group(1)
         _wait_for_line(self.procs["smtp"], logs / "smtp.log", r"smtp ready", PROCESS_READY_S)
+        if tokens:
+            from devstack.people import write_kubeconfigs
+
+            self.kubeconfigs = write_kubeconfigs(self.kubeconfig, tokens, self.workdir)
         if self.rbac:
             from devstack.rbac import install_skiff_rbac
 
@@ -200,10 +242,13 @@ class Stack:
             **airflow_env(self.home, dags_folder=dags, api_port=self.airflow_port, kubeconfig=self.skiff_kubeconfig,
                           smtp_connection=smtp_connection_uri(smtp_port)),
             **({"AIRFLOW__SKIFF__PLATFORM_FILE": str(self.platform_file)} if self.platform_file else {}),
+            **(self.monitoring.settings() if self.monitoring is not None else {}),
             **self.airflow_settings,
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)
+        if self.monitoring is not None:
+            self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs)
 
     def _write_platform_file(self) -> None:
         """The platform file in force when it is not the packaged example (``airflow_env``'s default): the given
@@ -236,9 +281,21 @@ class Stack:
             apply_manifests(Kube(self.k8s()), platform_team_manifests(load_platform(self.platform_file)))
 
     def _start_airflow(self, logs: Path) -> None:
-        """``airflow standalone``: every component in one process tree, SQLite (the production profile,
-        ``devstack.prod.ProdStack``, starts each component on its own instead)."""
+        """``airflow standalone``: every component in one process tree, on the stack's PostgreSQL (or SQLite),
+        watched by :class:`Watchdog` (the production profile, ``devstack.prod.ProdStack``, starts each component
+        on its own instead). Each log server gets a free port: the defaults 8793/8794 would make a second stack
+        on the machine fail to bind."""
+        if self.db == "postgres":
+            from devstack.services import Postgres
+
+            self.pg = Postgres(self.services_dir / "postgres").start()
+            self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.pg.url.replace(
+                "postgresql://", "postgresql+psycopg2://", 1)
+        self.env.setdefault("AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT", str(free_port()))
+        self.env.setdefault("AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT", str(free_port()))
         self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
+        self.watchdog = Watchdog(self.procs["airflow"], self.env, logs, spawn=_spawn,
+                                 airflow=str(BIN / "airflow"), free_port=free_port)
 
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -249,6 +306,10 @@ class Stack:
                 health = self._http.get(f"{self.airflow_url}/api/v2/monitor/health").json()
                 parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
                 if all((health.get(p) or {}).get("status") == "healthy" for p in parts):
+                    if self.watchdog is not None:  # healthy: every component runs (the api-server answered)
+                        from devstack.watchdog import COMPONENTS
+
+                        self.watchdog.start(COMPONENTS)
                     return
                 last = json.dumps(health)
             except (httpx.HTTPError, ValueError) as e:
@@ -262,20 +323,31 @@ class Stack:
                 raise RuntimeError(f"{name} exited: {_tail(self.workdir / 'logs' / f'{name}.log')}")
 
     def _stop_airflow(self) -> None:
-        """SIGINT: ``airflow standalone`` shuts its components down."""
+        """SIGINT: ``airflow standalone`` shuts its components down; components the watchdog restarted get
+        SIGTERM, as the Helm chart's pods do."""
+        restarted = self.watchdog.stop() if self.watchdog is not None else []
         _stop_all([self.procs.get("airflow")], signal.SIGINT)
+        _stop_all(restarted, signal.SIGTERM)
 
     def stop(self) -> None:
-        """Stop Airflow first, then the sink and kubesim."""
-        self._stop_airflow()
-        _stop_all([self.procs.get("smtp"), self.procs.get("kubesim")], signal.SIGTERM)
-        for proc in self.procs.values():  # anything a component left behind in its session
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        self.procs.clear()
-        self._http.close()
+        """Stop Airflow first, then the sink and kubesim, then the metadata DB."""
+        try:
+            self._stop_airflow()
+            _stop_all([self.procs.get(n) for n in ("smtp", "kubesim", "statsd-bridge", "prometheus")],
+                      signal.SIGTERM)
+            for proc in self.procs.values():  # anything a component left behind in its session
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            self.procs.clear()
+            self._http.close()
+        finally:
+            if self.pg is not None:
+                self.pg.stop()
+                import shutil
+
+                shutil.rmtree(self.services_dir, ignore_errors=True)
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -1,4 +1,4 @@
-"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--tls] [--kueue] [--faults RATE --seed N]`: kubesim as a process.
+"""`python -m kubesim --port PORT --kubeconfig PATH [--nodes FILE] [--authz rbac] [--tls] [--token-auth-file CSV] [--kueue] [--faults RATE --seed N]`: kubesim as a process.
 
 Prints exactly one line `kubesim ready <url>` once it accepts requests; exits 0 on SIGINT/SIGTERM.
 """
@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tls", action="store_true",
                         help="serve HTTPS (self-signed, its certificate in the kubeconfig): kubectl sends the "
                              "kubeconfig's token only over TLS, so use it with --authz rbac")
+    parser.add_argument("--token-auth-file", default=None,
+                        help="people's bearer tokens, kube-apiserver's CSV format (token,user,uid[,\"groups\"])")
     parser.add_argument("--history", type=int, default=10000, help="watch events kept for resuming")
     parser.add_argument("--faults", type=float, default=0.0,
                         help="fraction of API requests that fail (500/503/429/reset/slow) and resumed watches"
@@ -37,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sim = KubeSim(nodes=args.nodes, history=args.history, port=args.port, authz=args.authz,
                       kueue=args.kueue, tls=args.tls).start()
+        if args.token_auth_file:
+            sim.access.load_token_auth_file(args.token_auth_file)
         if args.faults:
             try:
                 sim.set_faults(args.faults, args.seed, cut_every=args.cut_every)

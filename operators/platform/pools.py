@@ -9,6 +9,7 @@ A pool the file no longer lists is reported as orphaned, never deleted (it may h
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from operators import settings
 from operators.platform.model import POOL_PREFIX
 
 DEFAULT_API_CONN_ID = settings.default("airflow_api_conn_id")
+LOGIN_WAIT_S = 300.0  # how long a login waits for an api-server that is starting or busy
+log = logging.getLogger(__name__)
 
 
 def send_retrying_database_errors(send):
@@ -68,11 +71,30 @@ class AirflowPools:
         self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
 
     @classmethod
-    def login(cls, base_url: str, username: str, password: str) -> AirflowPools:
+    def login(cls, base_url: str, username: str, password: str, *, wait_s: float = LOGIN_WAIT_S) -> AirflowPools:
+        """A token for ``username``. An api-server that is not listening yet or too busy to answer (a
+        stack's start: platform_sync is due at once, issue 29's ``ReadTimeout`` on ``POST /auth/token``) is
+        waited for, up to ``wait_s`` in all; a refusal (401, 403) is final at once."""
         import httpx
 
-        r = httpx.post(f"{base_url.rstrip('/')}/auth/token", json={"username": username, "password": password},
-                       timeout=30.0)
+        url = f"{base_url.rstrip('/')}/auth/token"
+        deadline = time.monotonic() + wait_s
+        delay = 1.0
+        while True:
+            try:
+                r = httpx.post(url, json={"username": username, "password": password}, timeout=30.0)
+                if r.status_code < 500 or time.monotonic() >= deadline:
+                    break
+                why = f"HTTP {r.status_code}"
+            except httpx.TransportError as exc:  # connection refused, ReadTimeout, ...
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"Airflow API login as {username!r} at {base_url}: no answer within "
+                                       f"{wait_s:.0f} s ({type(exc).__name__})") from exc
+                why = type(exc).__name__
+            log.info("Airflow API at %s not answering the login yet (%s); trying again in %.0f s", base_url, why,
+                     delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
         if r.status_code not in (200, 201):
             raise RuntimeError(f"Airflow API login as {username!r} at {base_url} failed: HTTP {r.status_code}")
         return cls(base_url, r.json()["access_token"])

@@ -35,6 +35,15 @@ def has_only_owner(obj: dict, owner: dict) -> bool:
     return len(refs) == 1 and all(refs[0].get(k) == v for k, v in owner.items())
 
 
+def first_pass(cr: dict) -> bool:
+    """Whether this CR's children were never made: no pass recorded a status yet, or every pass so far made no
+    child (``active``/``succeeded`` 0: its Model or Dataset was missing, its spec invalid). Such a CR's missing
+    children are first creations (Event reason ``Created``), not heals (``Recreated``, "deleted by hand or
+    lost"): issue 29 saw ``Recreated`` for children created the first time, after a pass that had failed."""
+    status = cr.get("status") or {}
+    return not status.get("startTime") or not (status.get("active") or status.get("succeeded"))
+
+
 def plan_children(desired: Desired, actual: dict[str, list[dict]], *, first_pass: bool,
                   finished: bool = False, in_place: frozenset[str] = frozenset()) -> list[Action]:
     """Actions that bring ``actual`` (kind -> this CR's observed children, found by uid label) to ``desired``.

@@ -53,6 +53,7 @@ from operators.sedna.kinds import SOURCE_RESOURCES, KindSpec, Sources, kind_spec
 from operators.sedna.plan import (
     Action,
     action_events,
+    first_pass,
     is_terminating,
     plan_children,
     status_event,
@@ -233,7 +234,7 @@ class _Pass:
         if desired.error:
             self.summary.add("invalid")
         actions = [] if desired.error else plan_children(
-            desired, actual, first_pass=not (cr.get("status") or {}).get("startTime"), finished=finished,
+            desired, actual, first_pass=first_pass(cr), finished=finished,
             in_place=self.spec.in_place)
         for a in actions:
             if a.child is not None:

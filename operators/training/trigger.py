@@ -73,7 +73,7 @@ class TrainingJobTrigger(BaseTrigger):
         # worker's defer-exit, which Airflow 3.3 then treats as "state changed externally" and fails the try
         # (apache/airflow#67287, #71580, #72716). Holding such an early event a few seconds avoids it.
         if self.not_before and (hold := self.not_before - time.time()) > 0:
-            self.log.info("Job finished early; resuming the task in %.1fs (Airflow defer-race guard)", hold)
+            self.log.debug("Job finished early; resuming the task in %.1fs (Airflow defer-race guard)", hold)
             await asyncio.sleep(hold)
         # The triggerer closes this trigger's log file as soon as it learns the trigger finished, and that news
         # can overtake log lines still queued on its log socket (they then go to the triggerer's own log): a

@@ -16,7 +16,8 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from operators.ui import actions, heap, instances, sources
+from operators.core.checks import short_repr
+from operators.ui import actions, heap, instances, sources, views
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
@@ -70,9 +71,11 @@ def create_app() -> FastAPI:
 
         teams = await _off_loop(instances.teams_of, caller)
         paused = await _off_loop(actions.paused, instances.LIFECYCLE_DAGS.values())
+        # may_trigger reads the metadata DB (the DAG's team): never on the api-server's event loop, which every
+        # request of this worker shares (Airflow's own trigger included, which the page's create calls)
+        allowed = await _off_loop(lambda: {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()})
         return {"user": caller.name, "admin": caller.admin, "teams": teams, "ui_root": API_ROOT_PATH,
-                "may_trigger": {a: may_trigger(caller, dag) for a, dag in instances.LIFECYCLE_DAGS.items()},
-                "paused": sorted(paused)}
+                "may_trigger": allowed, "paused": sorted(paused)}
 
     @app.get("/api/quota")
     async def quota(caller: CallerDep) -> dict:
@@ -85,9 +88,17 @@ def create_app() -> FastAPI:
         return await _off_loop(instances.gpu_hours, caller)
 
     @app.get("/api/training")
-    async def training(caller: CallerDep) -> dict:
+    async def training(caller: CallerDep, scope: str = "teams") -> dict:
+        """The caller's teams' training by default; ``scope=all``: every DAG Airflow lets them read (Airflow's
+        rule, wider: the simple auth manager lets every user read every DAG)."""
+        if scope not in ("teams", "all"):
+            raise HTTPException(400, f"scope={short_repr(scope)}: expected 'teams' or 'all'")
         dag_ids = await _off_loop(readable_dag_ids, caller)
-        return {"tasks": await _off_loop(sources.training, sources.kube(), dag_ids)}
+        rows = await _off_loop(sources.training, sources.kube(), dag_ids)
+        teams = None if caller.admin else await _off_loop(instances.teams_of, caller)
+        mine, others = views.split_by_team(rows, teams)
+        return {"tasks": mine if scope == "teams" else rows, "scope": scope, "teams": teams,
+                "other_teams": len(others)}
 
     @app.get("/api/sedna")
     async def sedna(_: CallerDep) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from operators.core.checks import bounded, short_repr
+from operators.devinstances.spec import MAX_EXTRA_PORTS
 from operators.ui import actions, idle_times, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
 from operators.ui.auth import Caller, may_trigger
@@ -112,6 +113,7 @@ def form_options(caller: Caller) -> dict:
                                if v.team == t.name and (m := platform.volume_access(caller.name, t.name, v.name))]}
                   for t in teams],
         "may_create": may_trigger(caller, LIFECYCLE_DAGS["create"]),
+        "max_extra_ports": MAX_EXTRA_PORTS,  # declared once, in operators.devinstances.spec (the DAG's too)
     }
 
 
@@ -120,9 +122,10 @@ FORM_FIELDS = ("name", "team", "image", "cpu", "memory", "gpu", "mounts", "extra
 
 def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
     """The create DAG's conf from the form, checked as the DAG checks it plus free quota and the 3-per-user
-    limit; a 400 naming the field and the value otherwise."""
+    limit; a 400 naming the field and the value otherwise, a 409 for a name the caller already has in the team
+    (the DAG would find it and change nothing)."""
     from operators.devinstances import admission
-    from operators.devinstances.lifecycle import count_instances
+    from operators.devinstances.lifecycle import count_instances, read_instance
     from operators.devinstances.operator import request_from_params
     from operators.devinstances.settings import Settings
 
@@ -145,6 +148,9 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
         raise HTTPException(400, f"{field}={short_repr(body.get(field))}: {decided.reason}")
     settings = Settings.from_config()
     existing = count_instances(k, caller.name)
+    if read_instance(k, caller.name, req.namespace, req.name) is not None:  # the DAG would change nothing
+        raise HTTPException(409, f"name={req.name!r}: you already have an instance with this name in team "
+                                 f"{req.namespace!r}; start it from its row, or choose another name")
     if len(existing) >= settings.max_per_owner:
         raise HTTPException(400, f"name={req.name!r}: {caller.name} already has {len(existing)} instances "
                                  f"({', '.join(existing)}), the most allowed is {settings.max_per_owner}")

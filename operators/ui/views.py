@@ -216,3 +216,13 @@ def sedna_row(cr: Mapping, desired_children: Iterable[tuple[str, str]] | None, a
         "events": [{"type": e.get("type"), "reason": e.get("reason"), "message": e.get("message") or e.get("note"),
                     "time": e.get("lastTimestamp") or e.get("eventTime")} for e in recent[-max_events:]][::-1],
     }
+
+
+def split_by_team(rows: list[dict], teams: list[str] | None) -> tuple[list[dict], list[dict]]:
+    """Training rows of the caller's teams (``teams``: namespaces; ``None``: an Airflow admin, every team) and the
+    others Airflow lets them read. A row with no team known yet (no Job: waiting for an Airflow pool slot) is
+    the caller's to see: it names no other team's work."""
+    if teams is None:
+        return list(rows), []
+    mine = [r for r in rows if r.get("team") is None or r.get("team") in teams]
+    return mine, [r for r in rows if not (r.get("team") is None or r.get("team") in teams)]

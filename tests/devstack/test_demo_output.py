@@ -28,3 +28,71 @@ def test_say_survives_a_reader_that_is_gone(tmp_path):
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert marker.read_text() == "went on"
     assert b"BrokenPipeError" not in done.stderr
+
+
+TTY_SCRIPT = """
+from devstack.__main__ import say
+say("first line, to a pipe nobody reads")
+say("stopped every process the demo started.")
+"""
+
+
+def test_with_the_reader_gone_the_last_lines_reach_the_terminal(tmp_path):
+    """`make demo | tee log`, Ctrl-C: tee is dead, the "stopped" line still reaches the user's terminal."""
+    import fcntl
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+
+    def controlling_tty():  # a session of its own whose controlling terminal is the pty (a terminal's job)
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    try:
+        done = subprocess.run([sys.executable, "-c", TTY_SCRIPT], cwd=REPO, stdout=write_end, stderr=subprocess.PIPE,
+                              preexec_fn=controlling_tty, timeout=120)
+        os.set_blocking(master, False)
+        seen = b""
+        try:
+            while chunk := os.read(master, 4096):
+                seen += chunk
+        except (BlockingIOError, OSError):
+            pass
+    finally:
+        for fd in (write_end, slave, master):
+            os.close(fd)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"[demo] first line, to a pipe nobody reads" in seen  # the line whose write found the pipe broken
+    assert b"[demo] stopped every process the demo started." in seen
+
+
+def test_ctrl_c_is_a_clean_end_exit_0_after_the_stack_stopped(monkeypatch, tmp_path, capsys):
+    """`make demo` printed "Error 130" after a clean Ctrl-C: the demo's exit status is 0 once it stopped."""
+    import devstack.__main__ as demo
+
+    stopped = []
+
+    class InterruptedStack:
+        def __init__(self, *a, **kw):
+            pass
+
+        def start(self, timeout):
+            raise KeyboardInterrupt
+
+        def stop(self):
+            stopped.append(True)
+
+    import signal
+
+    monkeypatch.setenv("SKIFF_DEMO_DIR", str(tmp_path))
+    monkeypatch.setattr(demo, "Stack", InterruptedStack)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # the demo ignores both at the end
+    try:
+        assert demo.demo(exit_after=True) == 0
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert stopped == [True] and "stopped every process the demo started." in capsys.readouterr().out

@@ -141,3 +141,13 @@ def test_gpu_hours_sum_a_users_rows_of_the_callers_teams_only():
     every = views.gpu_hours_by_user(report, None)["users"]
     assert [(r["user"], r["gpu_hours"]) for r in every] == [("carol", 7.0), ("bob", 4.0), ("alice", 3.5)]
     assert views.gpu_hours_by_user(None, None) == {"users": [], "generated": None, "since": None, "until": None}
+
+
+def test_split_by_team_keeps_the_callers_teams_and_rows_of_no_team_yet():
+    from operators.ui.views import split_by_team
+
+    rows = [{"task_id": "a", "team": "recsys"}, {"task_id": "b", "team": "nlp"}, {"task_id": "c", "team": None}]
+    mine, others = split_by_team(rows, ["nlp"])
+    assert [r["task_id"] for r in mine] == ["b", "c"] and [r["task_id"] for r in others] == ["a"]
+    assert split_by_team(rows, None) == (rows, [])  # an Airflow admin: every team
+    assert split_by_team(rows, []) == ([rows[2]], rows[:2])  # in no team

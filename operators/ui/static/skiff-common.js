@@ -104,7 +104,8 @@ export function confirmDialog(text, yesLabel) {
 export async function load(id) {
   const page = S;
   try {
-    const body = await api(id);
+    const query = (page.query || {})[id];  // e.g. training: "scope=all"
+    const body = await api(query ? `${id}?${query}` : id);
     if (S !== page || page.stopped) return true;
     page.data[id] = body;
     RENDER[id](body);

@@ -59,7 +59,9 @@ export function renderInstances(body) {
     if (S.lastState.has(key) && S.lastState.get(key) !== i.state) S.passwords.delete(key);
     S.lastState.set(key, i.state);
   }
-  if (!rows.length) return replace("instances", h("div", { class: "empty" }, t("inst.none")));
+  // never point at a button the caller cannot use (a viewer: Airflow refuses them the create DAG)
+  const mayCreate = !S.me || (S.me.may_trigger.create && !S.me.paused.includes("dev_instance_create"));
+  if (!rows.length) return replace("instances", h("div", { class: "empty" }, t(mayCreate ? "inst.none" : "inst.none_viewer")));
   const showOwner = rows.some((i) => !i.mine);
   const [shown, pager] = paged("instances", rows);
   const heads = ["inst.name", "inst.state", showOwner ? "inst.owner" : undefined, "inst.image", "inst.resources",
@@ -95,6 +97,10 @@ export function fillForm() {
   f.elements.team.replaceChildren(...teamOptions().map((tm) => data("option", { value: tm.team }, tm.team)));
   f.elements.image.replaceChildren(...opts.images.map((i) => data("option", { value: i.name, selected: i.default },
     i.name + (i.gpu ? `  (${t("form.gpu_image")})` : "") + (i.description ? " — " + i.description : ""))));
+  // how many extra ports: the one number the create DAG and operators.devinstances.spec declare (MAX_EXTRA_PORTS)
+  const ports = f.elements.extra_ports, most = opts.max_extra_ports;
+  ports.pattern = `\\s*(\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*){0,${most - 1}})?`;
+  ports.placeholder = t("form.ports_hint", { n: most });
   applyTeam();
 }
 

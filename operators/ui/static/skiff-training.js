@@ -1,22 +1,43 @@
 // The training card: training task instances joined with their Jobs and pods, filtered by state.
 import { t } from "./skiff-i18n.js";
-import { S, ago, data, h, paged, pill, replace, time } from "./skiff-common.js";
+import { S, ago, data, h, load, paged, pill, replace, time } from "./skiff-common.js";
 
 const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad", success: "ok" };
 const FILTERS = { all: () => true, failed: (r) => r.state === "failed", success: (r) => r.state === "success",
   active: (r) => r.state !== "failed" && r.state !== "success" };
 
+function setScope(scope) {
+  S.query = { ...(S.query || {}), training: scope === "all" ? "scope=all" : "" };
+  S.pages.training = 0;
+  load("training");
+}
+
+// whose training is shown: the caller's teams by default; Airflow's own rule lets them read more (say so)
+function scopeNote(body) {
+  if (body.teams === null || body.teams === undefined) return null;  // an Airflow admin: every team
+  if (body.scope === "all") {
+    return h("div", { class: "sub scope-note" }, t("train.scope_all"), " ",
+      h("a", { href: "#", class: "scope-toggle", onclick: (ev) => { ev.preventDefault(); setScope("teams"); } }, t("train.scope_mine")));
+  }
+  return h("div", { class: "sub scope-note" }, t("train.scope_teams", { teams: body.teams.join(", ") || "–" }),
+    body.other_teams ? [" ", t("train.scope_more", { n: body.other_teams }), " ",
+      h("a", { href: "#", class: "scope-toggle", onclick: (ev) => { ev.preventDefault(); setScope("all"); } }, t("train.scope_show"))] : "");
+}
+
 export function renderTraining(body) {
   const all = body.tasks || [];
   const rows = all.filter(FILTERS[S.filter] || FILTERS.all);
-  if (!rows.length) return replace("training", h("div", { class: "empty" }, t(all.length ? "train.none_filtered" : "train.none")));
+  const note = scopeNote(body);
+  if (!rows.length) return replace("training", note, h("div", { class: "empty" }, t(all.length ? "train.none_filtered" : "train.none")));
   const root = (S.me && S.me.ui_root) || "/";
   const [shown, pager] = paged("training", rows);
   const heads = ["train.task", "train.state", "train.team", "train.node", "train.gpu", "train.started", "train.ended", "train.reason", null];
-  replace("training", h("div", { class: "scroll" }, h("table", { id: "training-table" },
+  replace("training", note, h("div", { class: "scroll" }, h("table", { id: "training-table" },
     h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, k ? t(k) : "")))),
     h("tbody", {}, shown.map((r) => h("tr", { "data-task": `${r.dag_id}.${r.task_id}`, "data-state": r.state, "data-run": r.run_id },
-      h("td", {}, data("b", {}, `${r.dag_id}.${r.task_id}`), h("div", { class: "sub" }, data("span", { class: "mono" }, r.run_id),
+      h("td", {}, h("a", { href: `${root}dags/${encodeURIComponent(r.dag_id)}`, class: "dag-link" }, data("b", {}, r.dag_id)),
+        data("b", {}, `.${r.task_id}`),
+        h("div", { class: "sub" }, h("a", { href: `${root}dags/${encodeURIComponent(r.dag_id)}/runs/${encodeURIComponent(r.run_id)}`, class: "run-link mono" }, data("span", {}, r.run_id)),
         r.try_number > 1 ? " · " + t("train.try", { n: r.try_number }) : "")),
       h("td", {}, pill(t("ti." + (r.state === "deferred" ? "running" : r.state)), TI_KIND[r.state]),
         r.waiting_for ? h("div", { class: "sub" }, t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null,

@@ -69,7 +69,7 @@ const SKELETON = `
         <label><span data-i18n="form.cpu"></span><input name="cpu" type="number" min="1" step="1" value="2" required><small data-free="cpu"></small></label>
         <label><span data-i18n="form.memory"></span><input name="memory" type="number" min="1" step="1" value="4" required><small data-free="memory"></small></label>
         <label><span data-i18n="form.gpu"></span><input name="gpu" type="number" min="0" step="1" value="0" required><small data-free="gpu"></small></label>
-        <label class="grow"><span data-i18n="form.ports"></span><input name="extra_ports" pattern="\\s*(\\d{1,5}\\s*(,\\s*\\d{1,5}\\s*){0,2})?" data-i18n-placeholder="form.ports_hint"></label>
+        <label class="grow"><span data-i18n="form.ports"></span><input name="extra_ports"></label>
       </div>
       <fieldset class="mounts"><legend data-i18n="form.volumes"></legend><div id="mounts"></div></fieldset>
       <div class="row end">

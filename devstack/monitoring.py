@@ -1,0 +1,90 @@
+"""Metrics on for a local stack (``make demo``): Airflow's StatsD to the statsd bridge (``devstack.statsd_bridge``,
+the chart's statsd-exporter's mappings), Skiff's endpoint behind a token, and Debian's Prometheus on loopback
+loaded with the shipped ``deploy/monitoring/scrape.yaml`` (targets and token file pointed at this stack) and
+``alerts.yaml``. docs/operations.md "Metrics and alerts" is the production form (Helm).
+
+``airflow_settings`` and ``prometheus_config`` are pure; ``Monitoring`` starts and stops the two processes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "deploy" / "monitoring"
+PROMETHEUS = Path("/usr/bin/prometheus")
+INTERVAL = "10s"  # the demo's scrape and rule interval: data within seconds of an event, not the shipped 30 s
+
+
+def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:
+    """What deploy/monitoring/helm-values.yaml sets, for a stack: StatsD with InfluxDB tags, the endpoint token."""
+    return {
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(statsd_port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+        "AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED": "True",
+        "AIRFLOW__SKIFF__METRICS_TOKEN": token,
+        "AIRFLOW__SKIFF__METRICS_CACHE_SECONDS": "5",
+    }
+
+
+def prometheus_config(scrape: dict, *, skiff_target: str, token_file: Path, statsd_target: str,
+                      rules: Path) -> dict:
+    """The shipped scrape jobs with this stack's targets and token file, the shipped rules, short intervals."""
+    jobs = []
+    for job in yaml.safe_load(yaml.safe_dump(scrape))["scrape_configs"]:
+        job["scrape_interval"] = INTERVAL
+        if job["job_name"] == "skiff":
+            job["authorization"]["credentials_file"] = str(token_file)
+            job["static_configs"] = [{"targets": [skiff_target]}]
+        elif job["job_name"] == "airflow-statsd":
+            job["static_configs"] = [{"targets": [statsd_target]}]
+        jobs.append(job)
+    return {"global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
+            "rule_files": [str(rules)], "scrape_configs": jobs}
+
+
+class Monitoring:
+    """The statsd bridge (started before Airflow) and Prometheus (once Airflow answers) under ``workdir``."""
+
+    def __init__(self, workdir: Path, *, free_port, spawn, python: str):
+        self.workdir, self.spawn, self.python = workdir, spawn, python
+        self.token = secrets.token_urlsafe(24)
+        self.statsd_port, self.bridge_port, self.port = free_port(), free_port(), free_port()
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def settings(self) -> dict[str, str]:
+        return airflow_settings(self.statsd_port, self.token)
+
+    def start_bridge(self, logs: Path) -> subprocess.Popen:
+        self.procs["statsd-bridge"] = self.spawn(
+            [self.python, "-m", "devstack.statsd_bridge", "--udp-port", str(self.statsd_port),
+             "--http-port", str(self.bridge_port)], logs / "statsd-bridge.log", {"PYTHONUNBUFFERED": "1"})
+        return self.procs["statsd-bridge"]
+
+    def start_prometheus(self, airflow_hostport: str, logs: Path) -> subprocess.Popen:
+        if not PROMETHEUS.exists():
+            raise RuntimeError("/usr/bin/prometheus missing: run `make monitoring` (apt-get install prometheus)")
+        work = self.workdir / "prometheus"
+        work.mkdir(parents=True, exist_ok=True)
+        token_file = work / "skiff-metrics-token"
+        token_file.write_text(self.token)
+        token_file.chmod(0o600)
+        config = prometheus_config(yaml.safe_load((SHIPPED / "scrape.yaml").read_text()),
+                                   skiff_target=airflow_hostport, token_file=token_file,
+                                   statsd_target=f"127.0.0.1:{self.bridge_port}", rules=SHIPPED / "alerts.yaml")
+        (work / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        self.procs["prometheus"] = self.spawn(
+            [str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"], logs / "prometheus.log",
+            {"PATH": "/usr/bin:/bin"})
+        return self.procs["prometheus"]

@@ -1,0 +1,68 @@
+"""The demo's metrics path (issue 29 item 3): Airflow's StatsD lines -> the statsd bridge (the chart's
+statsd-exporter mappings) -> Prometheus, loaded with the shipped scrape jobs and rules. The bridge's rules
+follow statsd_exporter (pkg/line's InfluxDB tags, pkg/mapper's globs, a counter series made at its first event)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devstack.monitoring import SHIPPED, airflow_settings, prometheus_config
+from devstack.statsd_bridge import Bridge, load_mappings, map_name, parse_line
+
+
+def test_parse_line_reads_influxdb_tags_counters_and_timers():
+    assert parse_line("airflow.skiff.training.failed,team=recsys,reason=OOMKilled:1|c") == (
+        "airflow.skiff.training.failed", {"team": "recsys", "reason": "OOMKilled"}, 1.0, "counter")
+    assert parse_line("airflow.skiff.training.queue_wait,team=nlp:1500|ms") == (
+        "airflow.skiff.training.queue_wait", {"team": "nlp"}, 1500.0, "observer")
+    assert parse_line("airflow.scheduler_heartbeat:1|c") == ("airflow.scheduler_heartbeat", {}, 1.0, "counter")
+    assert parse_line("not a sample") is None
+
+
+def test_map_name_is_the_charts_mapping():
+    mappings = load_mappings()
+    assert map_name(mappings, "airflow.skiff.platform_sync.runs", "counter")["name"] == "skiff_platform_sync_runs_total"
+    assert map_name(mappings, "airflow.skiff.training.queue_wait", "observer")["name"] == \
+        "skiff_training_queue_wait_seconds"
+    assert map_name(mappings, "airflow.scheduler_heartbeat", "counter") is None
+
+
+def _samples(bridge: Bridge) -> dict[tuple, float]:
+    out = {}
+    for family in text_string_to_metric_families(generate_latest(bridge.registry).decode()):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_a_counter_series_appears_at_its_first_event_and_counts_every_one():
+    bridge = Bridge(load_mappings())
+    assert ("skiff_training_failed_total", (("reason", "OOMKilled"), ("team", "recsys"))) not in _samples(bridge)
+    for line in ["airflow.skiff.training.failed,team=recsys,reason=OOMKilled:1|c"] * 3 + [
+            "airflow.skiff.training.queue_wait,team=recsys:2500|ms", "airflow.scheduler_heartbeat:1|c", "junk"]:
+        bridge.handle(line)
+    got = _samples(bridge)
+    assert got[("skiff_training_failed_total", (("reason", "OOMKilled"), ("team", "recsys")))] == 3
+    assert got[("skiff_training_queue_wait_seconds_sum", (("team", "recsys"),))] == 2.5  # ms -> s
+    assert got[("skiff_training_queue_wait_seconds_bucket", (("le", "5.0"), ("team", "recsys")))] == 1
+    assert got[("statsd_exporter_samples_total", ())] == 5  # every sample, Airflow's own included; not junk
+
+
+def test_prometheus_gets_the_shipped_jobs_pointed_at_the_stack_and_the_shipped_rules(tmp_path):
+    scrape = yaml.safe_load((SHIPPED / "scrape.yaml").read_text())
+    cfg = prometheus_config(scrape, skiff_target="localhost:8080", token_file=tmp_path / "t",
+                            statsd_target="127.0.0.1:9102", rules=SHIPPED / "alerts.yaml")
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    assert set(jobs) == {j["job_name"] for j in scrape["scrape_configs"]}
+    assert jobs["skiff"]["metrics_path"] == "/skiff-metrics/metrics"  # shipped, kept
+    assert jobs["skiff"]["static_configs"] == [{"targets": ["localhost:8080"]}]
+    assert jobs["skiff"]["authorization"] == {"type": "Bearer", "credentials_file": str(tmp_path / "t")}
+    assert jobs["airflow-statsd"]["static_configs"] == [{"targets": ["127.0.0.1:9102"]}]
+    assert cfg["rule_files"] == [str(Path(SHIPPED / "alerts.yaml"))]
+    settings = airflow_settings(9125, "tok")
+    assert settings["AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED"] == "True"  # else Airflow drops every tag
+    assert settings["AIRFLOW__METRICS__STATSD_PORT"] == "9125" and settings["AIRFLOW__SKIFF__METRICS_TOKEN"] == "tok"
