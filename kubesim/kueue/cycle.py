@@ -76,7 +76,9 @@ def _cluster_queue_of(wl, lqs, cqs, namespaces) -> tuple[str | None, tuple[str, 
 
 
 def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], workloads: list[dict],
-        namespaces: dict[str, dict]) -> Decisions:
+        namespaces: dict[str, dict], hashes: PodSetHashes | None = None) -> Decisions:
+    """One level-triggered pass. `hashes`: the caller's pod-set hash cache (one per cluster, so uids cannot
+    collide across simulations); None hashes afresh."""
     out = Decisions()
     nodes = quota.build(list(cqs.values()))
     admitted: list[preemption.Admitted] = []
@@ -101,7 +103,7 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
         pending.setdefault(cq_name, []).append(wl)
     for wls in pending.values():
         wls.sort(key=order_key)
-    state = _Pass(cqs, nodes, flavors, admitted, pending, out)
+    state = _Pass(cqs, nodes, flavors, admitted, pending, out, hashes if hashes is not None else PodSetHashes())
     for _ in range(sum(len(v) for v in pending.values()) + 1):
         heads = state.heads()
         if not heads:
@@ -112,19 +114,26 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
     return out
 
 
-_HASHES: dict[tuple, str] = {}      # (uid, generation) -> pod sets' hash: a Workload's spec is hashed once
+class PodSetHashes:
+    """What scheduling looks at in a Workload's pod sets (counts and pod specs: requests, tolerations,
+    selectors), hashed once per (uid, generation). Owned by one cluster (kubesim's Kueue Scheduler holds one)
+    or by one `run`: a uid is unique within a cluster only, so a module-wide cache let a second simulation
+    read the first one's pod sets for a reused uid (issue 28)."""
 
+    LIMIT = 50000
 
-def _pod_sets_hash(wl: dict) -> str:
-    """What scheduling looks at in the pod sets (counts and pod specs: requests, tolerations, selectors)."""
-    k = (wl["metadata"].get("uid"), wl["metadata"].get("generation"))
-    found = _HASHES.get(k)
-    if found is None:
-        if len(_HASHES) > 50000:
-            _HASHES.clear()
-        found = _HASHES[k] = json.dumps([(ps.get("count"), (ps.get("template") or {}).get("spec"))
-                                         for ps in wl["spec"].get("podSets") or []], sort_keys=True)
-    return found
+    def __init__(self):
+        self._by_key: dict[tuple, str] = {}
+
+    def __call__(self, wl: dict) -> str:
+        k = (wl["metadata"].get("uid"), wl["metadata"].get("generation"))
+        found = self._by_key.get(k)
+        if found is None:
+            if len(self._by_key) > self.LIMIT:
+                self._by_key.clear()
+            found = self._by_key[k] = json.dumps([(ps.get("count"), (ps.get("template") or {}).get("spec"))
+                                                  for ps in wl["spec"].get("podSets") or []], sort_keys=True)
+        return found
 
 
 class _Pass:
@@ -134,9 +143,10 @@ class _Pass:
     `lastAssignmentOutdated`): Workloads of one ClusterQueue with the same priority and pod sets get the same
     assignment until usage changes, so a thousand identical queued Jobs cost one evaluation, not a thousand."""
 
-    def __init__(self, cqs, nodes, flavors, admitted, pending, out):
+    def __init__(self, cqs, nodes, flavors, admitted, pending, out, hashes):
         self.cqs, self.nodes, self.flavors, self.admitted, self.pending, self.out = (
             cqs, nodes, flavors, admitted, pending, out)
+        self.hashes = hashes
         self.evicting: set[tuple] = {a.key for a in admitted if a.evicted}
         self.set_aside: set[tuple] = set()
         self.next = {cq: 0 for cq in pending}      # index of each queue's first Workload not set aside
@@ -164,7 +174,7 @@ class _Pass:
         k = key(wl)
         sig = self.signatures.get(k)
         if sig is None:
-            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0), _pod_sets_hash(wl))
+            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0), self.hashes(wl))
         found = self.memo.get(sig)
         if found is not None:
             return found
