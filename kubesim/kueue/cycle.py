@@ -8,12 +8,18 @@ Follows kubernetes-sigs/kueue `pkg/scheduler/scheduler.go` (v0.19) `schedule` / 
   `StrictFIFO` it blocks its ClusterQueue;
 - a head whose LocalQueue or ClusterQueue is missing, or whose namespace the ClusterQueue's
   `namespaceSelector` does not select, is inadmissible with Kueue's message;
-- the cycle's entries are processed non-borrowing first, then higher priority, then FIFO
-  (`makeClassicalIterator`); each is re-checked against the usage the earlier entries of the cycle
-  took ("Workload no longer fits after processing another workload");
-- Fit: quota reserved (admitted: no admission checks are simulated); Preempt: the preemption targets are
-  evicted and the head waits (`. Pending the preemption of N workload(s)`), its usage held for the rest
-  of the cycle; NoFit: pending with the flavor assigner's message.
+- every head is nominated first (flavors and, for Preempt, targets against the cycle's starting state:
+  `nominate` / `getAssignments`); the entries are processed by borrowing level (lower first), then higher
+  priority, then FIFO (`makeClassicalIterator`), each as `processEntry` does: NoFit pending with the
+  flavor assigner's message; Preempt without candidates pending, holding its share of its quota for this
+  cycle unless its ClusterQueue can always reclaim (`reserveCapacityForUnreclaimablePreempt`); targets
+  another entry already took: "Workload has overlapping preemption targets with another workload"; then
+  `fits` (the usage against the quota with this cycle's preempted Workloads removed), else "Workload no
+  longer fits after processing another workload" (scheduler.go:477); Fit: quota reserved (admitted: no
+  admission checks are simulated); Preempt: the targets are evicted and the head waits (`. Pending the
+  preemption of N workload(s)`), its usage held for the rest of the pass;
+- the QuotaReserved reason is `Pending`, as v0.19's default gates write it (`requeueAndUpdate`:
+  UnadmittedWorkloadReasonWithFallback; UnadmittedWorkloadsObservability is off by default).
 
 Kueue runs cycles forever; here `run` repeats them until a cycle admits nothing, from the state as it is,
 so it is level-triggered: called after every change, it reaches the same decisions (decisions already in
@@ -71,12 +77,15 @@ def _cluster_queue_of(wl, lqs, cqs, namespaces) -> tuple[str | None, tuple[str, 
         return None, ("Inadmissible", f"ClusterQueue {cq_name} doesn't exist")
     selector = (cq.get("spec") or {}).get("namespaceSelector")
     if selector is None or not label_selector_from_dict(selector).matches(namespaces.get(ns, {})):
-        return None, ("Inadmissible", "Workload namespace doesn't match ClusterQueue selector")
+        return None, ("Pending", "workload namespace doesn't match ClusterQueue selector")    # pkg/workload/resources.go ErrNamespaceMismatch
     return cq_name, None
 
 
 def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], workloads: list[dict],
-        namespaces: dict[str, dict]) -> Decisions:
+        namespaces: dict[str, dict], hashes: PodSetHashes | None = None, cycles: int | None = None) -> Decisions:
+    """One level-triggered pass. `hashes`: the caller's pod-set hash cache (one per cluster, so uids cannot
+    collide across simulations); None hashes afresh. `cycles`: stop after that many scheduling cycles (a
+    table of Kueue's scheduler_test.go is one `schedule` call)."""
     out = Decisions()
     nodes = quota.build(list(cqs.values()))
     admitted: list[preemption.Admitted] = []
@@ -101,8 +110,8 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
         pending.setdefault(cq_name, []).append(wl)
     for wls in pending.values():
         wls.sort(key=order_key)
-    state = _Pass(cqs, nodes, flavors, admitted, pending, out)
-    for _ in range(sum(len(v) for v in pending.values()) + 1):
+    state = _Pass(cqs, nodes, flavors, admitted, pending, out, hashes if hashes is not None else PodSetHashes())
+    for _ in range(cycles or sum(len(v) for v in pending.values()) + 1):
         heads = state.heads()
         if not heads:
             break
@@ -112,19 +121,26 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
     return out
 
 
-_HASHES: dict[tuple, str] = {}      # (uid, generation) -> pod sets' hash: a Workload's spec is hashed once
+class PodSetHashes:
+    """What scheduling looks at in a Workload's pod sets (counts and pod specs: requests, tolerations,
+    selectors), hashed once per (uid, generation). Owned by one cluster (kubesim's Kueue Scheduler holds one)
+    or by one `run`: a uid is unique within a cluster only, so a module-wide cache let a second simulation
+    read the first one's pod sets for a reused uid (issue 28)."""
 
+    LIMIT = 50000
 
-def _pod_sets_hash(wl: dict) -> str:
-    """What scheduling looks at in the pod sets (counts and pod specs: requests, tolerations, selectors)."""
-    k = (wl["metadata"].get("uid"), wl["metadata"].get("generation"))
-    found = _HASHES.get(k)
-    if found is None:
-        if len(_HASHES) > 50000:
-            _HASHES.clear()
-        found = _HASHES[k] = json.dumps([(ps.get("count"), (ps.get("template") or {}).get("spec"))
-                                         for ps in wl["spec"].get("podSets") or []], sort_keys=True)
-    return found
+    def __init__(self):
+        self._by_key: dict[tuple, str] = {}
+
+    def __call__(self, wl: dict) -> str:
+        k = (wl["metadata"].get("uid"), wl["metadata"].get("generation"))
+        found = self._by_key.get(k)
+        if found is None:
+            if len(self._by_key) > self.LIMIT:
+                self._by_key.clear()
+            found = self._by_key[k] = json.dumps([(ps.get("count"), (ps.get("template") or {}).get("spec"))
+                                                  for ps in wl["spec"].get("podSets") or []], sort_keys=True)
+        return found
 
 
 class _Pass:
@@ -134,9 +150,11 @@ class _Pass:
     `lastAssignmentOutdated`): Workloads of one ClusterQueue with the same priority and pod sets get the same
     assignment until usage changes, so a thousand identical queued Jobs cost one evaluation, not a thousand."""
 
-    def __init__(self, cqs, nodes, flavors, admitted, pending, out):
+    def __init__(self, cqs, nodes, flavors, admitted, pending, out, hashes):
         self.cqs, self.nodes, self.flavors, self.admitted, self.pending, self.out = (
             cqs, nodes, flavors, admitted, pending, out)
+        self.hashes = hashes
+        self.held: list[tuple] = []
         self.evicting: set[tuple] = {a.key for a in admitted if a.evicted}
         self.set_aside: set[tuple] = set()
         self.next = {cq: 0 for cq in pending}      # index of each queue's first Workload not set aside
@@ -164,61 +182,99 @@ class _Pass:
         k = key(wl)
         sig = self.signatures.get(k)
         if sig is None:
-            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0), _pod_sets_hash(wl))
+            sig = self.signatures[k] = (cq_name, int(wl["spec"].get("priority") or 0), self.hashes(wl))
         found = self.memo.get(sig)
         if found is not None:
             return found
         cq_obj, node = self.cqs[cq_name], self.nodes[cq_name]
         prio, created = sig[1], wl["metadata"].get("creationTimestamp") or ""
 
-        def oracle(usage):
-            return bool(preemption.targets(cq_obj, self.nodes, usage, prio, created, self.admitted))
+        def oracle(fr, amount):
+            return preemption.simulate(cq_obj, self.nodes, fr, amount, prio, created, self.admitted)
         a = self.memo[sig] = fa.assign(cq_obj, node, self.flavors, podsets(wl), oracle)
         return a
 
+    def nominate(self, cq_name: str, wl: dict) -> tuple[fa.Assignment, list]:
+        """scheduler.go `getAssignments`: the flavors and, for Preempt, the targets, as the cycle starts."""
+        a = self.assignment(cq_name, wl)
+        if a.mode != fa.PREEMPT:
+            return a, []
+        prio, created = int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or ""
+        return a, preemption.targets(self.cqs[cq_name], self.nodes, a.usage, prio, created, self.admitted)
+
+    def fits(self, node, usage, without) -> bool:
+        """scheduler.go `fits`: the usage fits with this cycle's preempted Workloads and the targets gone."""
+        with preemption.removed(self.nodes, without):
+            return all(v <= quota.available(node, fr) for fr, v in usage.items())
+
+    def reserve_unreclaimable(self, cq_name: str, a: fa.Assignment) -> None:
+        """scheduler.go `reserveCapacityForUnreclaimablePreempt` / `quotaResourcesToReserve`: a head that
+        needs preemption but has no candidates holds what it could use of its quota from borrowers in this
+        cycle, unless its ClusterQueue can always reclaim (`policy.go` CanAlwaysReclaim: reclaimWithinCohort
+        Any)."""
+        if ((self.cqs[cq_name].get("spec") or {}).get("preemption") or {}).get("reclaimWithinCohort") == "Any":
+            return
+        node, hold = self.nodes[cq_name], {}
+        for fr, v in a.usage.items():
+            rq = node.quotas.get(fr, quota.ResourceQuota(quota.ZERO))
+            used = node.usage.get(fr, quota.ZERO)
+            if a.borrows:
+                hold[fr] = v if rq.borrowing_limit is None else min(v, rq.nominal + rq.borrowing_limit - used)
+            else:
+                hold[fr] = max(quota.ZERO, min(v, rq.nominal - used))
+        self.take(node, hold)
+        self.held.append((node, hold))
+
     def cycle(self, heads) -> bool:
-        entries = [(cq_name, wl, self.assignment(cq_name, wl)) for cq_name, wl in heads]
+        """scheduler.go `schedule`: nominate every head, then `processEntry` in `makeClassicalIterator`'s order."""
+        entries = [(cq_name, wl, *self.nominate(cq_name, wl)) for cq_name, wl in heads]
         entries.sort(key=lambda e: (e[2].borrows, order_key(e[1])))
         admitted_any = False
-        preempted_this_cycle: set[tuple] = set()
-        for cq_name, wl, first in entries:
-            k, out = key(wl), self.out
-            a = self.assignment(cq_name, wl)
-            node = self.nodes[cq_name]
-            if a.mode == fa.NOFIT and first.mode != fa.NOFIT:
-                out.pending[k] = ("Pending", "Workload no longer fits after processing another workload")
-                continue
+        preempted: dict[tuple, preemption.Admitted] = {}      # PreemptedWorkloads of this cycle
+        self.held = []                                         # quota held for this cycle only (its snapshot)
+        for cq_name, wl, a, targets in entries:
+            k, out, node = key(wl), self.out, self.nodes[cq_name]
             if a.mode == fa.NOFIT:
                 out.pending[k] = ("Pending", a.message())
                 self.set_aside.add(k)
                 continue
-            if a.mode == fa.PREEMPT:
-                prio, created = int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or ""
-                targets = preemption.targets(self.cqs[cq_name], self.nodes, a.usage, prio, created, self.admitted)
+            if a.mode == fa.PREEMPT and not targets:
+                out.pending[k] = ("Pending", a.message())
                 self.set_aside.add(k)
-                if not targets:
-                    out.pending[k] = ("Pending", a.message())
-                    continue
-                if preempted_this_cycle & {t.key for t, _ in targets}:
-                    out.pending[k] = ("Pending", "Workload has overlapping preemption targets with another workload")
-                    continue
-                preempted_this_cycle |= {t.key for t, _ in targets}
-                self.take(node, a.usage)
-                for t, reason in targets:
-                    if t.key in self.evicting:
-                        continue
-                    msg = preemption.message(wl["metadata"].get("uid", ""),
-                                             (wl["metadata"].get("labels") or {}).get(wlib.JOB_UID_LABEL, ""), reason,
-                                             preemption.cq_path(node), preemption.cq_path(self.nodes[t.cluster_queue]))
-                    out.evict.append((t.key, "Preempted", reason, msg))
-                    self.evicting.add(t.key)
+                self.reserve_unreclaimable(cq_name, a)
+                continue
+            if a.mode == fa.PREEMPT:
+                self.set_aside.add(k)
+            if set(preempted) & {t.key for t, _ in targets}:
+                out.pending[k] = ("Pending", "Workload has overlapping preemption targets with another workload")
+                continue
+            if not self.fits(node, a.usage, list(preempted.values()) + [t for t, _ in targets]):
+                out.pending[k] = ("Pending", "Workload no longer fits after processing another workload")
+                continue
+            preempted.update((t.key, t) for t, _ in targets)
+            self.take(node, a.usage)
+            if a.mode == fa.PREEMPT:
+                self.issue_preemptions(wl, node, targets)
                 out.pending[k] = ("Pending", f"{a.message()}. Pending the preemption of {len(targets)} workload(s)")
                 continue
             admission = {"clusterQueue": cq_name, "podSetAssignments": a.to_api(podsets(wl))}
-            self.take(node, a.usage)
             self.admitted.append(_admitted_record({**wl, "status": {"admission": admission}}, cq_name))
             out.admit.append((wl, admission))
             self.pending[cq_name].remove(wl)
             out.pending.pop(k, None)
             admitted_any = True
+        for node, hold in self.held:
+            for fr, v in hold.items():
+                quota.remove_usage(node, fr, v)
+        self.memo.clear()
         return admitted_any
+
+    def issue_preemptions(self, wl: dict, node, targets) -> None:
+        for t, reason in targets:
+            if t.key in self.evicting:
+                continue
+            msg = preemption.message(wl["metadata"].get("uid", ""),
+                                     (wl["metadata"].get("labels") or {}).get(wlib.JOB_UID_LABEL, ""), reason,
+                                     preemption.cq_path(node), preemption.cq_path(self.nodes[t.cluster_queue]))
+            self.out.evict.append((t.key, "Preempted", reason, msg))
+            self.evicting.add(t.key)

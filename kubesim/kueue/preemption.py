@@ -13,15 +13,19 @@ Follows kubernetes-sigs/kueue `pkg/scheduler/preemption/` (v0.19):
   first; a cohort candidate stops being one once its ClusterQueue is back within nominal quota;
 - targets (`preemption.go` classicalPreemptions): remove candidates in that order until the preemptor
   fits, then add back, in reverse order, every one it still fits without (`fillBackWorkloads`): a
-  minimal set. Reasons: `InClusterQueue`, `InCohortReclamation`; message `preemptionMessage`.
+  minimal set. Reasons: `InClusterQueue`, `InCohortReclamation`; message `preemptionMessage`;
+- the flavor assigner's oracle (`preemption_oracle.go` SimulatePreemption): `simulate`.
 
 Pure: works on `quota.Node`s (already holding the usage of every admitted Workload) and plain records.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 
+from kubesim.kueue import flavors as fa
 from kubesim.kueue import quota as q
 
 IN_CLUSTER_QUEUE, IN_COHORT_RECLAMATION = "InClusterQueue", "InCohortReclamation"
@@ -135,6 +139,31 @@ def targets(cq_obj: dict, nodes: dict[str, q.Node], usage: dict[q.FR, Decimal], 
         for w2, _ in chosen:
             _add(nodes, w2)
     return []
+
+
+@contextmanager
+def removed(nodes: dict[str, q.Node], workloads) -> Iterator[None]:
+    """`Snapshot.SimulateWorkloadUsageRemoval`: the nodes without these Workloads' usage, then restored."""
+    for w in workloads:
+        _remove(nodes, w)
+    try:
+        yield
+    finally:
+        for w in workloads:
+            _add(nodes, w)
+
+
+def simulate(cq_obj: dict, nodes: dict[str, q.Node], fr: q.FR, amount: Decimal, priority: int, created: str,
+             admitted: list[Admitted]) -> tuple[int, int]:
+    """preemption_oracle.go `SimulatePreemption`: (NO_CANDIDATES, PREEMPT_IN_CQ when a target is in the
+    preemptor's ClusterQueue, else RECLAIM; the borrowing level once the targets are gone)."""
+    cq = nodes[cq_obj["metadata"]["name"]]
+    found = targets(cq_obj, nodes, {fr: amount}, priority, created, admitted)
+    if not found:
+        return fa.NO_CANDIDATES, fa.borrowing_level(cq, fr, amount)
+    with removed(nodes, [w for w, _ in found]):
+        borrow = fa.borrowing_level(cq, fr, amount)
+    return (fa.PREEMPT_IN_CQ if any(w.cluster_queue == cq.name for w, _ in found) else fa.RECLAIM), borrow
 
 
 def _fill_back(nodes, cq, usage, chosen, borrow):

@@ -11,7 +11,10 @@ samples of ``catalogue``'s gauges. A team's label is its namespace (the name the
 * instances: ``stopped`` (scaled to 0), ``running`` (a ready replica), else ``starting``. Idle ones are
   not a state here: telling idle from busy costs one request per instance (the culler's read), so the
   culler's stops are counted instead (``skiff_instances_culled_total``);
-* Sedna CRs by ``status.phase`` (FederatedLearningJob), else by their Failed/Running conditions.
+* Sedna CRs by ``status.phase`` (FederatedLearningJob), else by their Failed/Running conditions;
+* with ``queueing: kueue``: Skiff's ClusterQueues per flavor and resource (nominal, usage, borrowed, lent:
+  ``operators.platform.kueue.queue_cells``) and the unfinished Workloads per LocalQueue, priority class and
+  state; the team gauges then come from the team's ClusterQueues, since its ResourceQuota holds storage only.
 """
 
 from __future__ import annotations
@@ -104,10 +107,61 @@ def sedna_samples(crs_by_kind: Mapping[str, Iterable[Mapping]]) -> list[Sample]:
     return [Sample(c.SEDNA_CRS, (("team", t), ("kind", k), ("phase", p)), n) for (t, k, p), n in sorted(found.items())]
 
 
+_CELL_GAUGES = (("nominal", c.KUEUE_NOMINAL), ("used", c.KUEUE_USAGE), ("borrowed", c.KUEUE_BORROWED),
+                ("lent", c.KUEUE_LENT))
+
+
+def kueue_samples(cluster_queues: Iterable[Mapping], workloads: Iterable[Mapping],
+                  gpu_resource: str = GPU_RESOURCE) -> list[Sample]:
+    """Skiff's ClusterQueues per flavor and resource (nominal, usage, borrowed, lent) and the unfinished
+    Workloads per LocalQueue and priority class; also each team's quota gauges from its ClusterQueues (summed
+    over flavors and its two queues), which ``gauges`` uses where the ResourceQuota no longer limits pods."""
+    from operators.platform.kueue import queue_cells, team_of
+
+    cqs = [dict(q) for q in cluster_queues]
+    teams = {q["metadata"]["name"]: team_of(q) for q in cqs}
+    out, per_team = [], {}
+    for (name, flavor, res), cell in sorted(queue_cells(cqs).items()):
+        team = teams.get(name)
+        if team is None:
+            continue
+        labels = (("team", team), ("cluster_queue", name), ("flavor", flavor), ("resource", res))
+        out += [Sample(metric, labels, cell[k]) for k, metric in _CELL_GAUGES]
+        tot = per_team.setdefault((team, res), [0.0, 0.0])
+        tot[0], tot[1] = tot[0] + cell["nominal"], tot[1] + cell["used"]
+    for (team, res), (nominal, used) in sorted(per_team.items()):
+        pair = {gpu_resource: (c.TEAM_GPU_QUOTA, c.TEAM_GPU_REQUESTS), "cpu": (c.TEAM_CPU_QUOTA, c.TEAM_CPU_REQUESTS),
+                "memory": (c.TEAM_MEMORY_QUOTA, c.TEAM_MEMORY_REQUESTS)}.get(res)
+        if pair:
+            out += [Sample(pair[0], (("team", team),), nominal), Sample(pair[1], (("team", team),), used)]
+    found: dict[tuple[str, str, str, str], int] = {}
+    for wl in workloads:
+        status, spec = wl.get("status") or {}, wl.get("spec") or {}
+        if any(x.get("type") == "Finished" and x.get("status") == "True" for x in status.get("conditions") or []):
+            continue
+        key = (_ns(wl), spec.get("queueName") or "", (spec.get("priorityClassRef") or {}).get("name") or "",
+               "admitted" if status.get("admission") else "pending")
+        found[key] = found.get(key, 0) + 1
+    out += [Sample(c.KUEUE_WORKLOADS, (("team", t), ("local_queue", q), ("priority_class", p), ("state", s)), n)
+            for (t, q, p, s), n in sorted(found.items())]
+    return out
+
+
 def gauges(quotas: list[Mapping], jobs: list[Mapping], statefulsets: list[Mapping],
-           crs_by_kind: Mapping[str, list[Mapping]], gpu_resource: str = GPU_RESOURCE) -> list[Sample]:
+           crs_by_kind: Mapping[str, list[Mapping]], gpu_resource: str = GPU_RESOURCE,
+           kueue: list[Sample] = ()) -> list[Sample]:
     """Every cluster-state sample; every team with a quota gets its training and instance counts (zeros
-    included), so a dashboard shows "0 queued" rather than no line."""
+    included), so a dashboard shows "0 queued" rather than no line. ``kueue``: ``kueue_samples`` (with
+    ``queueing: kueue``); a team gauge the ResourceQuota (storage only, then) does not give comes from there,
+    so the quota panels, the ``$team`` variable and SkiffTeamGpuAtQuota work in both modes."""
     teams = {_ns(q) for q in quotas}
-    return (quota_samples(quotas, gpu_resource) + training_samples(jobs, teams)
+    from_quota = quota_samples(quotas, gpu_resource)
+    have = {(s.metric, s.labels) for s in from_quota}
+    from_queues = [s for s in kueue if s.metric not in _TEAM_GAUGES or (s.metric, s.labels) not in have]
+    teams |= {dict(s.labels)["team"] for s in from_queues if s.metric in _TEAM_GAUGES}
+    return (from_quota + from_queues + training_samples(jobs, teams)
             + instance_samples(statefulsets, teams) + sedna_samples(crs_by_kind))
+
+
+_TEAM_GAUGES = frozenset({c.TEAM_GPU_QUOTA, c.TEAM_GPU_REQUESTS, c.TEAM_CPU_QUOTA, c.TEAM_CPU_REQUESTS,
+                          c.TEAM_MEMORY_QUOTA, c.TEAM_MEMORY_REQUESTS})

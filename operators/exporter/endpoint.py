@@ -14,8 +14,8 @@ login only.
 
 Cost: a scrape reads the cache; when the cache is older than ``[skiff] metrics_cache_seconds`` (15 s) the
 scrape that notices refreshes it first with five cluster-wide lists (quotas, training Jobs, instance
-StatefulSets, the two Sedna CR kinds), one request each whatever the number of teams and Jobs: at most 5
-requests per scrape, 0 for scrapes within the cache age, and one refresh at a time (concurrent scrapes wait
+StatefulSets, the two Sedna CR kinds; with ``queueing: kueue`` two more: Skiff's ClusterQueues and the
+Workloads), one request each whatever the number of teams and Jobs: at most 5 (7) requests per scrape, 0 for scrapes within the cache age, and one refresh at a time (concurrent scrapes wait
 for it). A failed refresh keeps serving the last good state and counts the error.
 """
 
@@ -59,19 +59,40 @@ def read_cluster(kube) -> list[Sample]:
         except KubeError as exc:
             if exc.status != 404:
                 raise
-    return gauges(quotas, jobs, instances, crs, _gpu_resource())
+    gpu_resource, queueing = _platform_facts()
+    kueue = read_kueue(kube, gpu_resource) if queueing == "kueue" else []
+    return gauges(quotas, jobs, instances, crs, gpu_resource, kueue)
 
 
-def _gpu_resource() -> str:
-    """The platform file's GPU resource name (``node_pools.gpu.resource``), else ``nvidia.com/gpu``."""
+def read_kueue(kube, gpu_resource: str) -> list[Sample]:
+    """With ``queueing: kueue``: two more lists (Skiff's ClusterQueues, every Workload); Kueue not installed
+    (404): none."""
+    from operators.exporter.cluster import kueue_samples
+    from operators.k8s import KubeError
+    from operators.k8s.resource import CLUSTERQUEUES, WORKLOADS
+
+    try:
+        cqs = kube.list(CLUSTERQUEUES, None, label_selector="app.kubernetes.io/managed-by=skiff")
+        workloads = kube.list(WORKLOADS, None)
+    except KubeError as exc:
+        if exc.status != 404:
+            raise
+        return []
+    return kueue_samples(cqs, workloads, gpu_resource)
+
+
+def _platform_facts() -> tuple[str, str]:
+    """The platform file's GPU resource name (``node_pools.gpu.resource``) and ``queueing``; without a
+    platform file ``nvidia.com/gpu`` and quotas."""
     from operators.core.nodepools import GPU_RESOURCE
 
     try:
         from operators.platform import load_platform
 
-        return load_platform().node_pools.gpu_resource
-    except Exception:  # noqa: BLE001 - no platform file: the default name
-        return GPU_RESOURCE
+        platform = load_platform()
+        return platform.node_pools.gpu_resource, platform.queueing
+    except Exception:  # noqa: BLE001 - no platform file: the defaults
+        return GPU_RESOURCE, "quota"
 
 
 class ClusterCache:

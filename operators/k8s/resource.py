@@ -66,3 +66,4 @@ HPAS = Resource("autoscaling/v2", "horizontalpodautoscalers")
 # Kueue (kubernetes-sigs/kueue, API kueue.x-k8s.io/v1beta2): a queued Job's Workload and the team's LocalQueues
 WORKLOADS = Resource("kueue.x-k8s.io/v1beta2", "workloads")
 LOCALQUEUES = Resource("kueue.x-k8s.io/v1beta2", "localqueues")
+CLUSTERQUEUES = Resource("kueue.x-k8s.io/v1beta2", "clusterqueues")

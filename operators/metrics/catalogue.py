@@ -72,8 +72,9 @@ def _gauge(prom: str, labels: tuple[str, ...], help_: str) -> Metric:
 
 
 TEAM_GPU_REQUESTS = _gauge("skiff_team_gpu_requests", ("team",), "GPUs requested by the team's pods "
-                           "(its ResourceQuota's status.used)")
-TEAM_GPU_QUOTA = _gauge("skiff_team_gpu_quota", ("team",), "GPUs the team may request (status.hard)")
+                           "(its ResourceQuota's status.used; with Kueue: its ClusterQueues' usage)")
+TEAM_GPU_QUOTA = _gauge("skiff_team_gpu_quota", ("team",), "GPUs the team may request (status.hard; with "
+                        "Kueue: its ClusterQueues' nominal quota)")
 TEAM_CPU_REQUESTS = _gauge("skiff_team_cpu_requests_cores", ("team",), "CPU cores requested (status.used)")
 TEAM_CPU_QUOTA = _gauge("skiff_team_cpu_quota_cores", ("team",), "CPU cores the team may request (status.hard)")
 TEAM_MEMORY_REQUESTS = _gauge("skiff_team_memory_requests_bytes", ("team",), "memory requested (status.used)")
@@ -83,6 +84,15 @@ TRAINING_JOBS = _gauge("skiff_training_jobs", ("team", "state"),
 INSTANCES = _gauge("skiff_instances", ("team", "state"),
                    "development instances: running (ready) | starting | stopped")
 SEDNA_CRS = _gauge("skiff_sedna_crs", ("team", "kind", "phase"), "Sedna CRs by phase")
+# queueing: kueue - Skiff's ClusterQueues (status.flavorsUsage) and Workloads, per flavor and resource
+_CQ = ("team", "cluster_queue", "flavor", "resource")
+KUEUE_NOMINAL = _gauge("skiff_kueue_nominal_quota", _CQ, "a ClusterQueue's nominal quota (spec), base units")
+KUEUE_USAGE = _gauge("skiff_kueue_usage", _CQ, "quota its admitted Workloads use (status.flavorsUsage total)")
+KUEUE_BORROWED = _gauge("skiff_kueue_borrowed", _CQ, "usage over its nominal quota, from the cohort (borrowed)")
+KUEUE_LENT = _gauge("skiff_kueue_lent", _CQ, "its idle nominal quota other queues of the cohort use (their "
+                    "borrowing spread over the lenders' idle quota in proportion)")
+KUEUE_WORKLOADS = _gauge("skiff_kueue_workloads", ("team", "local_queue", "priority_class", "state"),
+                         "unfinished Workloads: pending (no quota reserved) | admitted")
 EXPORTER_LAST_REFRESH = _gauge("skiff_exporter_last_refresh_timestamp_seconds", (),
                                "when the endpoint's cache was last read from the cluster (unix time)")
 EXPORTER_REFRESH_SECONDS = _gauge("skiff_exporter_refresh_duration_seconds", (),
@@ -93,6 +103,7 @@ EXPORTER_REQUESTS = Metric("", "skiff_exporter_cluster_requests_total", COUNTER,
                            "requests the endpoint sent to the Kubernetes API")
 
 TRAINING_STATES = ("running", "queued")
+WORKLOAD_STATES = ("pending", "admitted")
 INSTANCE_STATES = ("running", "starting", "stopped")
 
 

@@ -102,12 +102,11 @@ def queue_labels(dev: bool, priority: str) -> tuple[tuple[str, str], ...]:
     return ((QUEUE_NAME_LABEL, DEV_LOCAL_QUEUE if dev else LOCAL_QUEUE), (PRIORITY_CLASS_LABEL, priority))
 
 
-def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
-    """Per ClusterQueue (a team's ``<team>``, its instances' ``<team>-dev``) and resource, summed over flavors:
-    ``nominal``, ``used``, ``borrowed`` (used over nominal, from the cohort) and ``lent`` (idle nominal quota
-    other queues of the cohort are using). Kueue does not say whose quota a borrower uses: per flavor, the
-    cohort's borrowing is spread over the other queues' idle quota in proportion.
-    Input: ClusterQueue objects with Kueue's ``status.flavorsUsage`` (``total``, ``borrowed``)."""
+def queue_cells(cluster_queues: list[dict]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """Per (ClusterQueue, flavor, resource): ``nominal``, ``used``, ``borrowed`` (used over nominal, from the
+    cohort) and ``lent`` (idle nominal quota other queues of the cohort are using). Kueue does not say whose
+    quota a borrower uses: per flavor, the cohort's borrowing is spread over the other queues' idle quota in
+    proportion. Input: ClusterQueue objects with Kueue's ``status.flavorsUsage`` (``total``, ``borrowed``)."""
     from operators.core.quantity import parse_quantity
 
     def amount(v) -> float:
@@ -133,9 +132,21 @@ def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, fl
         others_borrowed = sum(c["borrowed"] for c in peers)
         idle = free + sum(max(0.0, c["nominal"] - c["used"]) for c in peers)
         cell["lent"] = min(free, others_borrowed * free / idle) if free and others_borrowed else 0.0
+    return cells
+
+
+def queue_shares(cluster_queues: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
+    """``queue_cells`` summed over flavors: per ClusterQueue (a team's ``<team>``, its instances'
+    ``<team>-dev``) and resource, ``nominal``, ``used``, ``borrowed`` and ``lent``."""
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    for (name, _flavor, res), cell in cells.items():
+    for (name, _flavor, res), cell in queue_cells(cluster_queues).items():
         out = rows.setdefault(name, {}).setdefault(res, {"nominal": 0.0, "used": 0.0, "borrowed": 0.0, "lent": 0.0})
         for k, v in cell.items():
             out[k] += v
     return rows
+
+
+def team_of(cluster_queue: dict) -> str | None:
+    """The namespace a Skiff ClusterQueue serves (its ``namespaceSelector``), None for another's queue."""
+    return (((cluster_queue.get("spec") or {}).get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+        "kubernetes.io/metadata.name")

@@ -81,9 +81,11 @@ def test_flavors_follow_taints_and_start_merges_node_labels(kq):
                               if p.spec.node_name])
     assert pod[0].spec.node_name.startswith("online-")
     kq.job(NS, "plain2", "q", cpu=1)
+    # the taint as flavorassigner.go checkFlavorForPodSets prints it (`%s` of a corev1.Taint), as in Kueue
+    # v0.19.2 flavorassigner_test.go: "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"
     assert kq.wait_pending(NS, "plain2") == (
         "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more "
-        f"needed, untolerated taint {ONLINE}=online:NoSchedule in flavor online")
+        f"needed, untolerated taint {{{ONLINE} online NoSchedule <nil>}} in flavor online")
 
 
 def test_preemption_takes_a_minimal_set(kq):
