@@ -27,11 +27,11 @@ import aiohttp
 
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import EVENTS, JOBS, LOCALQUEUES, PODS, WORKLOADS
-from operators.k8s.rest import AsyncKube, lines
+from operators.k8s.rest import MERGE_PATCH, AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.metrics.events import job_times
-from operators.training import failure, queued
+from operators.training import checkpoint, failure, queued
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
@@ -188,6 +188,17 @@ async def _job_events(kube: AsyncKube, namespace: str, name: str) -> list[dict]:
     return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 
 
+async def _annotate_template(kube: AsyncKube, namespace: str, name: str, annotations: dict[str, str],
+                             log: Callable[[str], None]) -> None:
+    """Write the preemption count on a suspended Job's pod template (``checkpoint.py``), for its next pod."""
+    body = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
+    try:
+        await kube.request("PATCH", JOBS.path(namespace, name), body=body, content_type=MERGE_PATCH)
+    except KubeError as exc:  # started again already (422), gone: its pod keeps the previous count
+        log(f"Could not record the preemption on Job {namespace}/{name}'s pod template ({exc}): its next pod "
+            f"may start with the previous {checkpoint.ENV_PREEMPTIONS}")
+
+
 async def follow_job(api_client, namespace: str, name: str, settings: FollowSettings,
                      log: Callable[[str], None], uid: str | None = None, informers=None) -> dict:
     """``informers``: an ``operators.k8s.informer.Informers`` to share the Job and pod watches with other
@@ -241,6 +252,9 @@ async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, sett
             return decision
         for line in decision.say:
             log(line)
+        if decision.annotate:
+            await _annotate_template(kube, namespace, name, decision.annotate, log)
+            continue
         if decision.list_events or decision.read_job:
             try:
                 if decision.list_events:
