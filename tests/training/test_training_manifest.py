@@ -38,7 +38,7 @@ def test_reference_shape_and_schema():
     assert job["spec"]["ttlSecondsAfterFinished"] == 600
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["name"] == "jupyter-job"
+    assert container["name"] == "train"
     assert container["resources"]["requests"] == container["resources"]["limits"] == {
         "cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "2"}
     assert container["command"][:3] == ["/bin/bash", "-ic", SCRIPT]
