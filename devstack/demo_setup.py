@@ -4,6 +4,8 @@ Airflow connection ``skiff_airflow_api`` through which the ``platform_sync`` DAG
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from operators.k8s import Kube
 from operators.platform import example_path, load_platform
 from operators.platform.desired import desired_pools
@@ -25,7 +27,8 @@ def setup_demo(stack) -> dict:
         "port": stack.airflow_port, "login": "admin", "password": stack.admin_password,
     }, ok=(200, 201, 409))
     pools = AirflowPools.login(stack.airflow_url, "admin", stack.admin_password).sync(desired_pools(platform))
-    return {"cluster": report.as_dict(), "pools": pools}
+    home = install_demo_home(stack.k8s())
+    return {"cluster": report.as_dict(), "pools": pools, "home": home}
 
 
 # The demo user's development instance, created through dev_instance_create as alice would from the UI's form.
@@ -48,3 +51,45 @@ def demo_instance_lines(kube, owner: str = DEMO_INSTANCE_OWNER) -> list[str]:
         if v.ssh:
             lines.append(f"  {'ssh':<12} {v.ssh}")
     return lines
+
+
+# alice's example training scripts (preprocess, train, evaluate: numpy only), what the example pipeline runs from
+# her home volume as /root/recsys/*.py. They reach the volume the way they would on any cluster: a ConfigMap and a
+# pod that copies them in (k8s_templates/training/home-files.yaml.j2), not a write into kubesim's PV directory.
+DEMO_HOME_FILES = Path(__file__).with_name("demo_home") / "recsys"
+DEMO_HOME_TARGET = "/root/recsys"
+
+
+def install_demo_home(api_client, owner: str = DEMO_INSTANCE_OWNER, team: str = DEMO_TEAM,
+                      timeout: float = 120) -> str:
+    """Copy the demo's training scripts into ``owner``'s home volume; the copy pod's phase (Succeeded)."""
+    from kubernetes import client
+
+    from kubesim.testing import wait_until
+    from operators.core.volumes import home_pvc
+    from operators.templating import render
+
+    name = f"skiff-demo-files-{owner}"
+    configmap, pod = render("training/home-files.yaml.j2", name=name, namespace=team, pvc=home_pvc(owner),
+                            image="registry.local/recsys/preprocess:1.4", target=DEMO_HOME_TARGET,
+                            labels={"app.kubernetes.io/managed-by": "skiff-demo"},
+                            files={f.name: f.read_text() for f in sorted(DEMO_HOME_FILES.glob("*.py"))})
+    core = client.CoreV1Api(api_client)
+    for delete in (core.delete_namespaced_pod, core.delete_namespaced_config_map):  # a stack started again
+        try:
+            delete(name, team, grace_period_seconds=0)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+    wait_until(lambda: not core.list_namespaced_pod(team, field_selector=f"metadata.name={name}").items,
+               timeout, what=f"the old {name} pod gone")
+    core.create_namespaced_config_map(team, configmap)
+    core.create_namespaced_pod(team, pod)
+    phase = wait_until(lambda: core.read_namespaced_pod(name, team).status.phase in ("Succeeded", "Failed")
+                       and core.read_namespaced_pod(name, team).status.phase, timeout,
+                       what=f"{name} copying the demo's training scripts into {home_pvc(owner)}")
+    if phase != "Succeeded":
+        log = core.read_namespaced_pod_log(name, team)
+        raise RuntimeError(f"copying the demo's training scripts into {home_pvc(owner)} failed: {log[-2000:]}")
+    return phase
+

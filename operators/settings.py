@@ -63,6 +63,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("defer_resume_guard_seconds", "float", "10",
            "A deferred training task holds a result that arrives sooner than this after deferring (Airflow 3.3 "
            "can fail a try whose deferral resumes within seconds)."),
+    Option("training_grace_seconds", "integer", "60",
+           "Seconds a training step's process has between SIGTERM (preemption, deletion, timeout) and SIGKILL to "
+           "save a checkpoint (the pod's terminationGracePeriodSeconds), unless the operator's "
+           "termination_grace_period says; Kubernetes' own default is 30."),
     # ---- Sedna reconcile
     Option("sedna_namespaces", "string", "",
            "Comma-separated namespaces whose Sedna CRs are watched and reconciled. Empty: all.", "default,team-a"),

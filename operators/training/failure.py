@@ -3,7 +3,8 @@
 ``job_state(job)``       -> "succeeded" | "failed" | "active"
 ``blocking_problem(...)``-> a problem that keeps an *active* Job from ever progressing on its own
                             (image pull, container config, unschedulable pod, quota refusal), or None
-``failure_reason(...)``  -> one line naming the cause of a failed Job, for the task error and the alert
+``failure_reason(...)``  -> one line naming the cause of a failed Job, for the task error and the alert: a pod's
+                            (OOMKilled, exit code) before the Job's own condition; when its pods are gone, says so
 """
 
 from __future__ import annotations
@@ -146,6 +147,19 @@ def failure_reason(job: dict, pods: Iterable[dict], events: Iterable[dict]) -> s
             return msg
     if problem := blocking_problem(pods, events):
         return problem.message
+    gone = "" if pods else _pods_gone(job, events)
     if failed:
-        return f"{failed.get('reason') or 'Failed'}: {failed.get('message') or 'the Job failed'}"
-    return "the Job failed without a recorded reason"
+        return f"{failed.get('reason') or 'Failed'}: {failed.get('message') or 'the Job failed'}{gone}"
+    return f"the Job failed without a recorded reason{gone}"
+
+
+def _pods_gone(job: dict, events: Iterable[dict]) -> str:
+    """What is known of a failed Job whose pods are gone (deleted, garbage-collected): which pods it made (its
+    ``SuccessfulCreate`` events, ``pkg/controller/job/job_controller.go``) and that their cause cannot be read."""
+    created = sorted({_event_text(e).removeprefix("Created pod: ") for e in events
+                      if e.get("reason") == "SuccessfulCreate" and _event_text(e).startswith("Created pod: ")})
+    failed = (job.get("status") or {}).get("failed")
+    which = f"its pod {', '.join(created)} is" if len(created) == 1 else (
+        f"its pods {', '.join(created)} are" if created else "its pods are")
+    return (f" ({which} gone, so the container's exit code and reason, e.g. OOMKilled, can no longer be read"
+            + (f"; {failed} pod{'s' if failed != 1 else ''} failed" if failed else "") + ")")

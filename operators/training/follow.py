@@ -27,18 +27,25 @@ import aiohttp
 
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import EVENTS, JOBS, LOCALQUEUES, PODS, WORKLOADS
-from operators.k8s.rest import AsyncKube, lines
+from operators.k8s.rest import MERGE_PATCH, AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.metrics.events import job_times
-from operators.training import failure, queued
+from operators.training import checkpoint, failure, queued
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
 
 __all__ = ["FollowSettings", "follow_job"]
 
-CONTAINER = "jupyter-job"
+CONTAINER = "train"             # the training container (k8s_templates/training/job.yaml.j2)
+OLD_CONTAINERS = ("jupyter-job",)  # its name before issue 29: a Job made then and still running is followed too
+
+
+def container_name(pod: dict) -> str:
+    """The pod's training container, read from the pod (a Job created under the old name keeps it)."""
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    return next((n for n in (CONTAINER, *OLD_CONTAINERS) if n in names), names[0] if names else CONTAINER)
 LOG_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30, sock_read=None)
 
 
@@ -159,8 +166,8 @@ async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace:
 
 
 async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
-                       log: Callable[[str], None]) -> None:
-    query = [("container", CONTAINER), ("follow", "true")]
+                       log: Callable[[str], None], container: str = CONTAINER) -> None:
+    query = [("container", container), ("follow", "true")]
     for attempt in range(3):
         try:
             resp = await kube.open("GET", PODS.path(namespace, pod, "log"), query=query, timeout=LOG_TIMEOUT)
@@ -188,6 +195,35 @@ async def _job_events(kube: AsyncKube, namespace: str, name: str) -> list[dict]:
     return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 
 
+async def explain_failure(kube: AsyncKube, namespace: str, name: str, job: dict, seen_pods: list[dict]) -> str:
+    """Why the failed Job failed, the same however late the watch started (issue 29 item 4): the cause is a pod's
+    (OOMKilled, exit code), not the Job's ``BackoffLimitExceeded``. A follower that subscribed after the Job
+    failed can see the Job before its pods (two watches, or a shared pod cache filled later), so when the pods
+    it saw explain nothing they are listed now; a pod already gone is said as such, with what the Job and the
+    events still know (``failure.failure_reason``)."""
+    pods = seen_pods
+    if not any(failure.terminated_reason(p) for p in pods):
+        try:
+            listed = await kube.list(PODS, namespace, label_selector=f"{LABEL_JOB}={name}")
+        except KubeError as exc:
+            if classify(exc.status) != RETRY:
+                raise
+            listed = []
+        pods = listed or pods
+    return failure.failure_reason(job, pods, await _job_events(kube, namespace, name))
+
+
+async def _annotate_template(kube: AsyncKube, namespace: str, name: str, annotations: dict[str, str],
+                             log: Callable[[str], None]) -> None:
+    """Write the preemption count on a suspended Job's pod template (``checkpoint.py``), for its next pod."""
+    body = {"spec": {"template": {"metadata": {"annotations": annotations}}}}
+    try:
+        await kube.request("PATCH", JOBS.path(namespace, name), body=body, content_type=MERGE_PATCH)
+    except KubeError as exc:  # started again already (422), gone: its pod keeps the previous count
+        log(f"Could not record the preemption on Job {namespace}/{name}'s pod template ({exc}): its next pod "
+            f"may start with the previous {checkpoint.ENV_PREEMPTIONS}")
+
+
 async def follow_job(api_client, namespace: str, name: str, settings: FollowSettings,
                      log: Callable[[str], None], uid: str | None = None, informers=None) -> dict:
     """``informers``: an ``operators.k8s.informer.Informers`` to share the Job and pod watches with other
@@ -205,7 +241,7 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
         pod_name = pod["metadata"]["name"]
         if pod_name not in streams and pod_name in obs.pods and started(pod):
             streams[pod_name] = own_context.run(
-                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log))
+                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log, container_name(pod)))
 
     async with contextlib.AsyncExitStack() as stack:
         try:
@@ -216,8 +252,7 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
                 await asyncio.wait(list(streams.values()), timeout=5)
             reason = outcome.reason
             if outcome.status == "failed" and reason is None:
-                events = await _job_events(kube, namespace, name)
-                reason = failure.failure_reason(obs.job or {}, list(obs.pods.values()), events)
+                reason = await explain_failure(kube, namespace, name, obs.job or {}, list(obs.pods.values()))
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
                     "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
@@ -241,6 +276,9 @@ async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, sett
             return decision
         for line in decision.say:
             log(line)
+        if decision.annotate:
+            await _annotate_template(kube, namespace, name, decision.annotate, log)
+            continue
         if decision.list_events or decision.read_job:
             try:
                 if decision.list_events:

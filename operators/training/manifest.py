@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from operators.core.names import is_label_value
 from operators.templating import render
+from operators.training import checkpoint
 from operators.training.naming import TaskInstanceKey, job_annotations, job_labels, job_name
 from operators.training.spec import TrainingJobSpec, label_key
 
@@ -44,6 +45,7 @@ def job_manifest(
     execution_timeout: timedelta | None = None,
     ttl_seconds_after_finished: int | None = None,
     queue_labels: Mapping[str, str] | None = None,
+    grace_seconds: int = 30,
 ) -> dict:
     """``queue_labels``: the platform's Kueue labels (``Decision.queue_labels``); with them the Job is created
     suspended for Kueue to start."""
@@ -63,10 +65,13 @@ def job_manifest(
         job_labels={**ours, **(queue_labels or {})},
         queued=bool(queue_labels),
         annotations=job_annotations(key),
-        pod_annotations={**string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key)},
+        pod_annotations={**string_map("pod_annotations", pod_annotations, label_values=False), **job_annotations(key),
+                         **checkpoint.initial_annotations(key.try_number)},
         image=spec.image,
         command=spec.command,
-        env=spec.env,
+        env={**spec.env, **(checkpoint.env_values(spec.checkpoint_dir, key.try_number) if spec.checkpoint_dir else {})},
+        annotation_env=checkpoint.ANNOTATION_ENV if spec.checkpoint_dir else {},
+        grace_seconds=grace_seconds,
         cpu=spec.cpu,
         memory_gi=spec.memory_gi,
         gpu=spec.gpu,

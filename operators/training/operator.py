@@ -44,7 +44,7 @@ from operators.core.checks import invalid
 from operators.metrics import emit as metrics
 from operators.platform import kueue
 from operators.platform.admission import Decision
-from operators.training import admission
+from operators.training import admission, checkpoint
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
@@ -133,6 +133,14 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         starts it; ignored without Kueue.
     :param queue_wait: with Kueue, how long the Job may wait for Kueue to admit it before the task deletes it
         and fails with Kueue's message; default ``None``: as long as the task may run (``execution_timeout``).
+    :param termination_grace_period: time between SIGTERM (preemption, deletion, the deadline) and SIGKILL for
+        the process to save (``terminationGracePeriodSeconds``); default ``[skiff] training_grace_seconds``.
+    :param keep_checkpoint: keep the step's checkpoint directory (on the owner's home volume) after it
+        succeeded; by default the container removes it once the program exits 0.
+
+    Every step's container gets the checkpoint directory (``/root/.skiff/checkpoints/<dag>/<task>/<run>``, the
+    same for every try and preemption), the try number, whether it resumes (a later try, or after a preemption)
+    and how often Kueue preempted it, as environment variables: ``checkpoint.py`` names them.
 
     ``execution_timeout`` becomes the Job's ``activeDeadlineSeconds``; ``backoffLimit`` is 0 because retries
     (with exponential back-off) are Airflow's.
@@ -174,6 +182,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         unschedulable_timeout: timedelta | float | None = timedelta(minutes=30),
         priority_class: str | None = None,
         queue_wait: timedelta | float | None = None,
+        termination_grace_period: timedelta | float | None = None,
+        keep_checkpoint: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -208,6 +218,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             raise invalid("priority_class", priority_class, f"must be one of {', '.join(kueue.PRIORITY_NAMES)} "
                           "(Skiff's Kueue WorkloadPriorityClasses), or None")
         self.priority_class = priority_class
+        # None: the setting, read when the Job is built (parsing a DAG reads no configuration)
+        self.termination_grace_period = (None if termination_grace_period is None
+                                          else checkpoint.grace_seconds(termination_grace_period))
+        if not isinstance(keep_checkpoint, bool):
+            raise invalid("keep_checkpoint", keep_checkpoint, "must be true or false")
+        self.keep_checkpoint = keep_checkpoint
         self._job_ref: dict | None = None
         if not _has_jinja(self):
             self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
@@ -215,10 +231,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             string_map("pod_annotations", self.pod_annotations, label_values=False)
 
     # ---- pure: inputs -> desired Job ---------------------------------------------------------------------
-    def build_spec(self, admitted: Decision | None = None) -> TrainingJobSpec:
+    def build_spec(self, admitted: Decision | None = None, key: TaskInstanceKey | None = None) -> TrainingJobSpec:
         """The validated spec of these inputs; ``admitted``: the platform's decision to apply (the volumes it
-        granted, its node pools), None without a platform file ([skiff] online_pool_key/value then)."""
+        granted, its node pools), None without a platform file ([skiff] online_pool_key/value then); ``key``:
+        the task instance, whose checkpoint directory the command creates (None: not known yet)."""
         pools = admitted.node_pools if admitted else None
+        ckpt = checkpoint.checkpoint_dir(key.dag_id, key.task_id, key.run_id, key.map_index) if key else ""
         return build_spec(
             image=self.image, namespace=self.namespace, work_dir=self.work_dir, exec_command=self.exec_command,
             entry_path=self.entry_path, run_args=self.run_args, env=self.env, cpu=self.cpu, memory=self.memory,
@@ -226,14 +244,17 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             volumes_=admitted.volumes if admitted else self.volumes, online=self.online,
             pool_key=self.online_pool_key or (pools.online_key if pools else settings.get("online_pool_key")),
             pool_value=self.online_pool_value or (pools.online_value if pools else settings.get("online_pool_value")),
-            node_pools=pools,
+            node_pools=pools, checkpoint_dir=ckpt, keep_checkpoint=self.keep_checkpoint,
         )
 
     def build_manifest(self, key: TaskInstanceKey, admitted: Decision | None = None) -> dict:
-        return job_manifest(self.build_spec(admitted), key, labels=self.labels, pod_annotations=self.pod_annotations,
-                            execution_timeout=self.execution_timeout,
+        grace = self.termination_grace_period
+        if grace is None:
+            grace = checkpoint.grace_seconds(settings.get_int("training_grace_seconds"))
+        return job_manifest(self.build_spec(admitted, key), key, labels=self.labels,
+                            pod_annotations=self.pod_annotations, execution_timeout=self.execution_timeout,
                             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-                            queue_labels=dict(admitted.queue_labels) if admitted else None)
+                            queue_labels=dict(admitted.queue_labels) if admitted else None, grace_seconds=grace)
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):

@@ -6,12 +6,22 @@ anything is written to the cluster.
 The command is injection-proof by construction.  SPEC §1's
 ``/bin/bash -ic "cd ${workDir} && ${execCommand} /root/${entryPath} ${runArgs}"`` becomes the argv list::
 
-    ["/bin/bash", "-ic", 'cd -- "$1" && shift && exec "$@"', "skiff", work_dir, *exec_command,
+    ["/bin/bash", "-ic", SCRIPT, "skiff", work_dir, checkpoint_dir, "keep" | "remove", *exec_command,
      "/root/" + entry_path, *run_args]
 
 The bash script is a constant; user values only ever arrive as positional parameters and are expanded
 quoted (``"$1"``, ``"$@"``), which bash never re-parses, so no value can inject shell.  ``-i`` is kept from
 the reference so the user's ``/root/.bashrc`` (on their PVC: conda, PATH...) is still loaded.
+
+The script (``SCRIPT``) enters ``work_dir``, creates the step's checkpoint directory (``checkpoint.py``; empty:
+none), runs the program as its child and waits for it, passing SIGTERM on: the kubelet signals only a
+container's PID 1 (``pkg/kubelet/kuberuntime/kuberuntime_container.go`` ``killContainer``: StopContainer with
+the grace period), and a program that *is* PID 1 without its own handler ignores SIGTERM (the kernel delivers
+no default action to a namespace's init), so without the script a plain ``python train.py`` would only end at
+SIGKILL. It exits with the program's status (128 + signal if a signal ended it: 137 for the OOM killer's
+SIGKILL), and after an exit 0 that no SIGTERM preceded (a finished step, not a stopped one) removes the
+checkpoint directory when told ``remove``. Bash's own messages (``cd`` failing, a program not found) go to
+the container's stderr as before.
 ``exec_command`` is the program (and options) that runs the entry file: a list of argv words, or a string
 split ONCE with ``shlex.split`` (``"python -u"`` -> ``["python", "-u"]``); it is never evaluated by a shell.
 """
@@ -30,9 +40,21 @@ from operators.core.names import is_dns_label, is_dns_subdomain, is_label_key, i
 from operators.core.nodepools import NodePools
 from operators.core.quantity import cpu_quantity, gpu_count, memory_gi
 from operators.core.volumes import ROOT_MOUNT, Volume, home_pvc, volumes
+from operators.training.checkpoint import CHECKPOINT_ROOT, RESERVED_ENV
 
 SHELL = "/bin/bash"
-SCRIPT = 'cd -- "$1" && shift && exec "$@"'
+SCRIPT = (
+    'cd -- "$1" || exit; c=$2; k=$3; shift 3; '
+    'trap \'t=1; kill -TERM "$p" 2>/dev/null\' TERM; '
+    '[ -z "$c" ] || mkdir -p -- "$c" || exit; '
+    # an interactive bash announces a background job ("[1] 42") on its stderr: hidden, the program's stderr kept
+    'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&- & p=$!; exec 2>&3 3>&-; [ -z "$t" ] || kill -TERM "$p"; '
+    # a trap interrupts wait (status > 128) while the program still runs: wait on until it has ended
+    'while :; do wait "$p"; r=$?; [ "$r" -gt 128 ] && kill -0 "$p" 2>/dev/null || break; done; '
+    'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ]; then '
+    'case $c in */../*|*/..) ;; */.skiff/checkpoints/?*) rm -rf -- "$c";; esac; fi; '
+    '(exit "$r")'
+)
 ARGV0 = "skiff"  # $0 of the script, shows in bash error messages
 
 # a C identifier: what every shell and ``os.environ`` user can read back ($NAME); Kubernetes allows more
@@ -60,6 +82,7 @@ class TrainingJobSpec:
     pool_value: str
     # the GPU resource and taint, the online pool's taint effect: the platform file's node_pools
     node_pools: NodePools = NodePools()
+    checkpoint_dir: str = ""  # SKIFF_CHECKPOINT_DIR (checkpoint.py); "" until the task instance is known
 
 
 def exec_argv(value: Any) -> list[str]:
@@ -79,8 +102,10 @@ def exec_argv(value: Any) -> list[str]:
     return words
 
 
-def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: Any) -> list[str]:
-    """The container argv (see module docstring): user values are positional parameters, never code."""
+def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: Any, checkpoint_dir: str = "",
+                  keep_checkpoint: bool = True) -> list[str]:
+    """The container argv (see module docstring): user values are positional parameters, never code.
+    ``checkpoint_dir``: built by ``checkpoint.checkpoint_dir`` (never user text as given), "" for none."""
     work = _text("work_dir", work_dir)
     argv = exec_argv(exec_command)
     if entry_path is not None:
@@ -92,7 +117,9 @@ def build_command(work_dir: Any, exec_command: Any, entry_path: Any, run_args: A
     if isinstance(run_args, str | bytes) or not isinstance(run_args, Sequence):
         raise invalid("run_args", run_args, "must be a list of arguments, e.g. ['--epochs', '3']")
     argv.extend(_text(f"run_args[{i}]", a, allow_empty=True) for i, a in enumerate(run_args))
-    command = [SHELL, "-ic", SCRIPT, ARGV0, work, *argv]
+    if checkpoint_dir and (not checkpoint_dir.startswith(CHECKPOINT_ROOT + "/") or ".." in checkpoint_dir.split("/")):
+        raise invalid("checkpoint_dir", checkpoint_dir, f"must be under {CHECKPOINT_ROOT}")
+    command = [SHELL, "-ic", SCRIPT, ARGV0, work, checkpoint_dir, "keep" if keep_checkpoint else "remove", *argv]
     total = sum(len(a.encode("utf-8", "surrogatepass")) + 1 for a in command)
     if total > MAX_ARGV_BYTES:
         raise invalid("run_args", f"{len(run_args)} arguments", f"the command is {total} bytes; at most "
@@ -110,6 +137,9 @@ def env_vars(env: Any) -> dict[str, str]:
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise invalid("env", name, "is not a valid environment variable name (letters, digits and '_', "
                                     "not starting with a digit)")
+        if name in RESERVED_ENV:
+            raise invalid("env", name, "is set by Skiff for every training step (the checkpoint directory, the try, "
+                                       "resume and preemptions): choose another name")
         if value is None:
             raise invalid(f"env[{name}]", value, "must be a string")
         out[name] = _text(f"env[{name}]", value, allow_empty=True)
@@ -156,6 +186,8 @@ def build_spec(
     pool_key: Any,
     pool_value: Any,
     node_pools: NodePools | None = None,
+    checkpoint_dir: str = "",
+    keep_checkpoint: bool = True,
 ) -> TrainingJobSpec:
     if not is_dns_label(namespace):
         raise invalid("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
@@ -168,7 +200,8 @@ def build_spec(
     return TrainingJobSpec(
         image=image_ref(image),
         namespace=namespace,
-        command=build_command(work_dir, exec_command, entry_path, run_args),
+        command=build_command(work_dir, exec_command, entry_path, run_args, checkpoint_dir, keep_checkpoint),
+        checkpoint_dir=checkpoint_dir,
         env=env_vars(env),
         cpu=cpu_quantity(cpu),
         memory_gi=memory_gi(memory),

@@ -18,14 +18,17 @@ waiting policy is tested without a cluster:
   (Kueue evicts the Workload, then suspends the Job): said once per preemption (told apart by the Workload's
   Preempted message, which names the preemptor) with that message and time, even if the follower never saw the
   Job run, kept in ``Timers.preemptions`` for the task log and the e-mail, and followed on - it is
-  not a failure. The pod-discovery clock starts when Kueue starts the Job.
+  not a failure. The pod-discovery clock starts when Kueue starts the Job. While a preempted Job is suspended
+  the decision asks for the count to be written on its pod template (``Wait.annotate``,
+  ``checkpoint.preemption_annotations``), so the next pod starts knowing it resumes and how often it was
+  preempted; when Kueue starts it again the log says it resumed.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from operators.training import failure, queued
+from operators.training import checkpoint, failure, queued
 
 JOB_UNSEEN_GRACE = 10.0
 
@@ -66,6 +69,7 @@ class Timers:
     ran: bool = False                      # Kueue: the Job has run (unsuspended) at least once
     said: str | None = None                # Kueue: the last queue message said
     preemptions: tuple[str, ...] = ()      # Kueue: "<time>: <message>" of each preemption
+    annotated: int = 0                     # Kueue: the preemption count last asked to be written on the template
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Wait:
     list_events: bool = False  # the caller should list the Job's events, then decide again
     read_job: bool = False  # the caller should read the Job (absent: gone), then decide again
     say: tuple[str, ...] = ()  # lines for the task log (Kueue's words while queued)
+    annotate: dict[str, str] | None = None  # the caller should write these on the Job's pod template, then decide
 
 
 def decide(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
@@ -102,12 +107,20 @@ def _in_queue(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
         lines.append(f"Job {ref} was preempted by Kueue at {note} - its pods were stopped and it waits in the "
                      "queue to run again (a preemption is not a failed try)")
         timers = replace(timers, preemptions=timers.preemptions + (note,))
+    count = checkpoint.preemption_count(seen.workload, job, len(timers.preemptions))
     if not queued.suspended(job):
         if timers.queued_since is not None or not timers.ran:   # just started (again): discovery from now
+            if count and timers.queued_since is not None:
+                lines.append(f"Job {ref} resumed: Kueue admitted it again after {count} preemption(s); its new pod "
+                             f"starts with {checkpoint.ENV_RESUME}=1, {checkpoint.ENV_PREEMPTIONS}="
+                             f"{checkpoint.written_preemptions(job)} and the same {checkpoint.ENV_DIR}")
             timers = replace(timers, queued_since=None, ran=True, said=None, start=now)
         return (Wait(say=tuple(lines)) if lines else None), timers
     if timers.queued_since is None:
         timers = replace(timers, queued_since=now)
+    annotate = checkpoint.preemption_annotations(job, count)
+    if annotate and timers.annotated != count:   # asked once per count; a refusal is said, not retried
+        return Wait(say=tuple(lines), annotate=annotate), replace(timers, annotated=count)
     message = queued.waiting_message(seen.workload, seen.queue, queued.queue_name(job))
     if message != timers.said:
         lines.append(f"Job {ref} is queued in Kueue: {message}")

@@ -63,7 +63,9 @@ def test_training_argument(case: Case):
     job = op.build_manifest(TaskInstanceKey("d", "t", "r", 1))
     container = job["spec"]["template"]["spec"]["containers"][0]
     argv, env = container["command"], {e["name"]: e.get("value") for e in container.get("env", [])}
-    assert argv[:3] == ["/bin/bash", "-ic", 'cd -- "$1" && shift && exec "$@"']  # a constant script
+    from operators.training.spec import SCRIPT
+
+    assert argv[:3] == ["/bin/bash", "-ic", SCRIPT]  # a constant script
     for arg in case.args.get("run_args", []):
         assert arg in argv  # verbatim, a positional parameter
     if "run_args" in case.args:

@@ -15,9 +15,9 @@ def _ctx(exc):
 
 
 def test_subject_names_reason_and_body_escapes_log_lines():
-    exc = TrainingJobFailed("exit code 2: container jupyter-job in pod p", ["<script>{{ 7*7 }}</script>"], "ns/j")
+    exc = TrainingJobFailed("exit code 2: container train in pod p", ["<script>{{ 7*7 }}</script>"], "ns/j")
     subject, body = compose(_ctx(exc))
-    assert subject == "[Skiff] d.t failed: exit code 2: container jupyter-job in pod p"
+    assert subject == "[Skiff] d.t failed: exit code 2: container train in pod p"
     assert "&lt;script&gt;{{ 7*7 }}&lt;/script&gt;" in body  # shown verbatim: never HTML, never a template
     assert "Try</th><td>3" in body and "http://ui/dags/d/runs/manual__x/tasks/t?try_number=3" in body
 

@@ -75,5 +75,5 @@ def test_hostile_work_dir_never_executes(sandbox, work_dir):
 
 
 def test_exec_command_string_is_split_once_not_evaluated():
-    assert build_command("/w", "python -u", "t.py", [])[5:] == ["python", "-u", "/root/t.py"]
-    assert build_command("/w", "python '$(id)'", None, [])[5:] == ["python", "$(id)"]
+    assert build_command("/w", "python -u", "t.py", [])[7:] == ["python", "-u", "/root/t.py"]
+    assert build_command("/w", "python '$(id)'", None, [])[7:] == ["python", "$(id)"]

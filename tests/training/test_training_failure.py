@@ -10,9 +10,9 @@ JOB_FAILED = {"spec": {"backoffLimit": 0, "activeDeadlineSeconds": 60},
 def pod(name="p-1", *, terminated=None, waiting=None, conditions=None, memory="4Gi"):
     state = {"terminated": terminated} if terminated else {"waiting": waiting} if waiting else {}
     return {"metadata": {"name": name, "creationTimestamp": "2026-11-29T11:00:00Z"},
-            "spec": {"containers": [{"name": "jupyter-job", "resources": {"limits": {"memory": memory}}}]},
+            "spec": {"containers": [{"name": "train", "resources": {"limits": {"memory": memory}}}]},
             "status": {"conditions": conditions or [],
-                       "containerStatuses": [{"name": "jupyter-job", "image": "img:1", "state": state}]}}
+                       "containerStatuses": [{"name": "train", "image": "img:1", "state": state}]}}
 
 
 def test_job_state():

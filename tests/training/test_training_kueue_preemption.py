@@ -77,3 +77,11 @@ def test_an_online_step_reclaims_borrowed_gpus_and_the_preempted_step_finishes_l
     job = batch.read_namespaced_job(name, "nlp")
     assert job.spec.backoff_limit == 0 and not job.status.failed and job.status.succeeded == 1
     assert victim_lines.has(f"Job nlp/{name} succeeded after 1 preemption(s) by Kueue")
+    # issue 28: the readmitted Job's pod learns it resumes (downward API from the template the follower wrote
+    # while the Job was suspended), and the log says when it resumed
+    assert victim_lines.has(f"Job nlp/{name} resumed: Kueue admitted it again after 1 preemption(s); its new pod "
+                            "starts with SKIFF_RESUME=1, SKIFF_PREEMPTIONS=1")
+    (pod,) = client.CoreV1Api(api).list_namespaced_pod("nlp", label_selector=f"skiff.io/job-name={name}").items
+    assert (pod.metadata.annotations["skiff.io/resume"], pod.metadata.annotations["skiff.io/preemptions"]) == ("1", "1")
+    other = next(r["result"]["name"] for t, (_, _, r) in steps.items() if t != preempted[0])
+    assert batch.read_namespaced_job(other, "nlp").spec.template.metadata.annotations["skiff.io/preemptions"] == "0"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from operators.core.names import is_dns_label, is_label_value
 from operators.training.manifest import job_manifest
 from operators.training.naming import TaskInstanceKey, job_name
-from operators.training.spec import Volume, build_spec
+from operators.training.spec import SCRIPT, Volume, build_spec
 
 POOL = ("node.netease.com/node-pool", "online")
 KEY = TaskInstanceKey("training_recommendation_daily", "train_model", "scheduled__2026-11-29T00:00:00+00:00", 1)
@@ -38,11 +38,12 @@ def test_reference_shape_and_schema():
     assert job["spec"]["ttlSecondsAfterFinished"] == 600
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["name"] == "jupyter-job"
+    assert container["name"] == "train"
     assert container["resources"]["requests"] == container["resources"]["limits"] == {
         "cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "2"}
-    assert container["command"][:3] == ["/bin/bash", "-ic", 'cd -- "$1" && shift && exec "$@"']
-    assert container["command"][4:] == ["/root/recsys", "python", "-u", "/root/train.py", "--epochs", "3"]
+    assert container["command"][:3] == ["/bin/bash", "-ic", SCRIPT]
+    # no task instance yet (parse time): no checkpoint directory ("") and nothing to remove ("keep")
+    assert container["command"][4:] == ["/root/recsys", "", "keep", "python", "-u", "/root/train.py", "--epochs", "3"]
     assert container["env"] == [{"name": "ENV_TEST", "value": "1"}]
     assert container["volumeMounts"] == [
         {"name": "root-dir", "mountPath": "/root"},

@@ -20,7 +20,7 @@ def job(*conditions: str, **status) -> dict:
 def pod(name="p1", *, waiting: str | None = None, unschedulable: str | None = None, deleting=False) -> dict:
     status: dict = {"phase": "Pending"}
     if waiting:
-        status["containerStatuses"] = [{"name": "jupyter-job", "image": "img:1",
+        status["containerStatuses"] = [{"name": "train", "image": "img:1",
                                         "state": {"waiting": {"reason": waiting, "message": "no such image"}}}]
     if unschedulable:
         status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
@@ -68,7 +68,7 @@ def test_the_jobs_end(the_job, outcome):
 
 def test_image_pull_error_fails_at_once():
     decision, _ = decide(Seen(job(), (pod(waiting="ErrImagePull"),)), Timers(start=0), 0.5, SETTINGS, REF)
-    assert decision.kind == "fatal" and decision.reason.startswith("ErrImagePull: container jupyter-job")
+    assert decision.kind == "fatal" and decision.reason.startswith("ErrImagePull: container train")
 
 
 def test_no_pod_within_discovery_timeout_and_events_listed_every_poll_interval():

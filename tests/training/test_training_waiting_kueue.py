@@ -14,9 +14,11 @@ PREEMPTED = ("Preempted to accommodate a workload (UID: u-a, JobUID: j-a) due to
              "preemptor path: /skiff/recsys; preemptee path: /skiff/nlp")
 
 
-def job(suspend: bool, *conditions: str) -> dict:
+def job(suspend: bool, *conditions: str, preemptions: int | None = None) -> dict:
+    template = {"metadata": {"annotations": {"skiff.io/resume": "1" if preemptions else "0",
+                                             "skiff.io/preemptions": str(preemptions)}}} if preemptions is not None else {}
     return {"metadata": {"name": "train-x", "uid": "u1", "labels": {"kueue.x-k8s.io/queue-name": "skiff"}},
-            "spec": {"backoffLimit": 0, "suspend": suspend},
+            "spec": {"backoffLimit": 0, "suspend": suspend, "template": template},
             "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
 
 
@@ -79,12 +81,17 @@ def test_a_preemption_is_said_once_with_its_message_and_time_and_the_job_is_foll
     note = f"2026-12-01T10:00:00Z: {PREEMPTED}"
     assert wait.say[0].startswith(f"Job {REF} was preempted by Kueue at {note}")
     assert "not a failed try" in wait.say[0]
+    # the suspended Job's next pod must learn it resumes: the count goes on its template (downward API)
+    assert wait.annotate == {"skiff.io/resume": "1", "skiff.io/preemptions": "1"}
     again, timers = decide(Seen(job(True), workload=evicted), timers, 4.0, QUEUED, REF)
-    assert again == Wait()                                          # said once
+    assert again.annotate is None and not any("preempted" in line for line in again.say)   # said once, written once
     readmitted = workload(("QuotaReserved", "True", "Quota reserved in ClusterQueue nlp", "t5"),
                           ("Preempted", "False", "Previously: " + PREEMPTED, "t5"))
-    wait, timers = decide(Seen(job(False), workload=readmitted, pods=(running_pod(),)), timers, 5.0, QUEUED, REF)
-    assert wait == Wait()
+    wait, timers = decide(Seen(job(False, preemptions=1), workload=readmitted, pods=(running_pod(),)), timers, 5.0,
+                          QUEUED, REF)
+    assert wait.say == (f"Job {REF} resumed: Kueue admitted it again after 1 preemption(s); its new pod starts with "
+                        "SKIFF_RESUME=1, SKIFF_PREEMPTIONS=1 and the same SKIFF_CHECKPOINT_DIR",)
+    assert decide(Seen(job(False), workload=readmitted, pods=(running_pod(),)), timers, 6.0, QUEUED, REF)[0] == Wait()
     done, _ = decide(Seen(job(False, "Complete"), workload=readmitted), timers, 9.0, QUEUED, REF)
     assert done == Outcome("success", preemptions=(note,))
 
@@ -106,7 +113,27 @@ def test_a_preemption_is_told_from_the_workload_even_if_the_job_was_never_seen_r
     assert wait.say[0].startswith(f"Job {REF} was preempted by Kueue at 2026-12-01T10:00:00Z: {PREEMPTED}")
     reset = workload(("Preempted", "False", "Previously: " + PREEMPTED, "2026-12-01T10:05:00Z"))
     wait, timers = decide(Seen(job(False), workload=reset, pods=(running_pod(),)), timers, 1.0, QUEUED, REF)
-    assert wait == Wait() and len(timers.preemptions) == 1       # the reset condition is the same preemption
+    assert len(timers.preemptions) == 1                          # the reset condition is the same preemption
+    assert len(wait.say) == 1 and "resumed: Kueue admitted it again after 1 preemption(s)" in wait.say[0]
+
+
+def test_the_preemption_count_is_what_kubernetes_and_kueue_hold_not_the_followers_memory():
+    """A follower started afresh (triggerer restart) reads the count back from the Job's template and Kueue's
+    schedulingStats; it never writes a smaller one, and never touches a started Job's template."""
+    stats = {"evictions": [{"reason": "Preempted", "underlyingCause": "InCohortReclamation", "count": 2},
+                           {"reason": "Preempted", "underlyingCause": "InClusterQueue", "count": 1},
+                           {"reason": "PodsReadyTimeout", "underlyingCause": "", "count": 5}]}
+    evicted = workload(("Preempted", "True", PREEMPTED, "2026-12-01T10:00:00Z"))
+    evicted["status"]["schedulingStats"] = stats
+    wait, _ = decide(Seen(job(True, preemptions=1), workload=evicted), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert wait.annotate == {"skiff.io/resume": "1", "skiff.io/preemptions": "3"}   # Kueue's count: 2 + 1
+    plain = workload(("Preempted", "True", PREEMPTED, "2026-12-01T10:00:00Z"))
+    wait, _ = decide(Seen(job(True, preemptions=4), workload=plain), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert wait.annotate is None                                 # 4 already written: more than this follower saw
+    started = job(True, preemptions=0)
+    started["status"]["startTime"] = "2026-12-01T10:00:00Z"      # the API server refuses template changes then
+    wait, _ = decide(Seen(started, workload=plain), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert wait.annotate is None and wait.say
 
 
 def test_a_job_not_queued_is_judged_as_before():
