@@ -10,6 +10,11 @@ kubesim runs no containers, so what a pod's server answers is scripted, like pod
 the pod: ``kubesim.io/http`` = JSON ``{"<container port>/<path>": <answer>}`` where ``<answer>`` is the body
 (text, served 200 ``text/plain``) or ``{"status": 200, "body": "...", "contentType": "..."}``. A port/path the
 annotation does not list has nothing listening: 503 "connection refused", as when the process is down.
+An answer ``{"forward": "http://127.0.0.1:<port>"}`` stands for a program that really serves: the request goes to
+that local HTTP server (loopback only) and its status, content type and body are streamed back as they come, a
+chunk at a time, as kube-apiserver's proxy does (``staging/src/k8s.io/apimachinery/pkg/util/proxy/upgradeaware.go``,
+``UpgradeAwareHandler.ServeHTTP``: an ``httputil.ReverseProxy`` copying the backend's body as it is read, so an
+endless or dripping body reaches the client endless or dripping, and kubesim holds one chunk of it at a time).
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ def add_proxy_route(api) -> None:
     """Register the service proxy on an ``ApiServer`` (its ``routes``: behind the same middleware)."""
     store = api.store
 
-    async def handle(request: web.Request, match: re.Match) -> web.Response:
-        return service_proxy(store, match["namespace"], match["service"], match["path"] or "")
+    async def handle(request: web.Request, match: re.Match) -> web.StreamResponse:
+        answer = service_proxy(store, match["namespace"], match["service"], match["path"] or "")
+        if isinstance(answer, str):
+            return await _forward(request, answer, match["path"] or "")
+        return answer
 
     api.routes.append((PATH, handle))
 
@@ -83,5 +91,37 @@ def service_proxy(store, ns: str, ref: str, path: str) -> web.Response:
                            "connect: connection refused")
     if isinstance(answer, str):
         answer = {"body": answer}
+    if isinstance(answer, dict) and isinstance(answer.get("forward"), str):
+        return _loopback(answer["forward"])
     return web.Response(status=int(answer.get("status", 200)), text=str(answer.get("body", "")),
                         content_type=answer.get("contentType", "text/plain"))
+
+
+def _loopback(url: str) -> str:
+    """A ``forward`` target: ``http://127.0.0.1:<port>`` only (kubesim is a test cluster on loopback)."""
+    if not re.fullmatch(r"http://127\.0\.0\.1:\d{1,5}", url):
+        raise _unavailable(f"error trying to reach service: forward target {url[:80]!r} is not http://127.0.0.1:<port>")
+    return url
+
+
+async def _forward(request: web.Request, base: str, path: str) -> web.StreamResponse:
+    """Stream the local server's answer to ``path`` back to the client, chunk by chunk, until either side ends."""
+    import aiohttp
+
+    url = f"{base}/{path.lstrip('/')}" + (f"?{request.query_string}" if request.query_string else "")
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5)) as session:
+        try:
+            backend = await session.get(url)
+        except (aiohttp.ClientError, OSError) as exc:
+            raise _unavailable(f"error trying to reach service: {exc}") from None
+        async with backend:
+            out = web.StreamResponse(status=backend.status)
+            out.content_type = backend.content_type or "text/plain"
+            await out.prepare(request)
+            try:
+                async for chunk in backend.content.iter_any():
+                    await out.write(chunk)
+            except (ConnectionResetError, aiohttp.ClientError, OSError):
+                return out  # the client went away (or the backend broke off): stop copying
+            await out.write_eof()
+            return out
