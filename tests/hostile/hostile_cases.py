@@ -113,6 +113,14 @@ CASES: list[Case] = [
          field="ttl_seconds_after_finished", value="inf"),
     Case("train-ttl-negative", T, "ttl_seconds_after_finished = -5", {"ttl_seconds_after_finished": -5},
          field="ttl_seconds_after_finished", value="-5"),
+    Case("train-label-kueue-queue", T, "label 'kueue.x-k8s.io/queue-name' (a queue of the user's choosing; under "
+         "`queueing: quota` a Job left suspended)", {"labels": {"kueue.x-k8s.io/queue-name": "skiff"}},
+         field="labels", value="kueue.x-k8s.io/queue-name"),
+    Case("train-annotation-kueue-prebuilt", T, "pod annotation 'kueue.x-k8s.io/prebuilt-workload-name'",
+         {"pod_annotations": {"kueue.x-k8s.io/prebuilt-workload-name": "other"}}, field="pod_annotations",
+         value="prebuilt-workload-name"),
+    Case("train-label-kueue-subdomain", T, "label 'x.kueue.x-k8s.io/y' (a subdomain of Kueue's)",
+         {"labels": {"x.kueue.x-k8s.io/y": "z"}}, field="labels", value="x.kueue.x-k8s.io/y"),
     # ---- development-instance parameters (the create DAG's params form; same checks as the UI) ----
     Case("dev-port-0", D, "extra port 0", {"extra_ports": [0]}, field="extra_ports[0]", value="0"),
     Case("dev-port-65536", D, "extra port 65536", {"extra_ports": [65536]}, field="extra_ports[0]", value="65536"),

@@ -21,8 +21,7 @@ from kubernetes import client
 from operators.devinstances import lifecycle, naming
 from operators.devinstances.culler import cull
 from operators.devinstances.settings import Settings
-from operators.k8s import Kube
-from operators.k8s import rest
+from operators.k8s import Kube, rest
 from operators.k8s.resource import SERVICES
 from tests.devinstances.devinstance_support import NS, make_request, script_activity, sts_of, wait_ready
 
