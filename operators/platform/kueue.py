@@ -90,11 +90,18 @@ def _flavor_entries(platform: Platform, quotas: tuple[FlavorQuota, ...], covered
     return out
 
 
+def queue_names(team: str) -> tuple[str, str]:
+    """The team's ClusterQueues (cluster-scoped): its training queue and its development instances' queue. The
+    loader refuses a file where two teams derive the same name (team ``ml``'s ``ml-dev`` and team ``ml-dev``)."""
+    return team, f"{team}-dev"
+
+
 def _queues(team: Team) -> list[tuple[str, str, tuple[FlavorQuota, ...], str]]:
     """The team's two ClusterQueues: (name, LocalQueue, every flavor it lists, withinClusterQueue)."""
     out = []
-    for name, local, quotas, within in ((team.name, LOCAL_QUEUE, team.kueue_flavors, "LowerPriority"),
-                                        (f"{team.name}-dev", DEV_LOCAL_QUEUE, team.kueue_dev, "Never")):
+    training, dev = queue_names(team.name)
+    for name, local, quotas, within in ((training, LOCAL_QUEUE, team.kueue_flavors, "LowerPriority"),
+                                        (dev, DEV_LOCAL_QUEUE, team.kueue_dev, "Never")):
         # a queue needs every flavor its team's pods may get, even at 0 quota, to borrow in it
         allowed = {q.flavor for q in team.kueue_flavors} | {q.flavor for q in quotas}
         present = {q.flavor for q in quotas}

@@ -211,6 +211,12 @@ CASES: list[Case] = [
          {"unset": True}, field="[skiff] platform_file", value="AIRFLOW__SKIFF__PLATFORM_FILE"),
     Case("platform-home-pvc-collision", P, "user 'Bob' and user '<slug-and-hash-of-Bob>' (same home volume name)",
          {"collide": True}, field="user", value="Bob"),
+    Case("platform-derived-queue-collision", P, "teams 'recsys' and 'recsys-dev' (both derive ClusterQueue "
+         "'recsys-dev': one team's instances never admitted)", {"replace": ("name: nlp", "name: recsys-dev")},
+         field="teams[1].name", value="ClusterQueue 'recsys-dev'"),
+    Case("platform-derived-queue-collision-first", P, "team 'nlp-dev' listed before team 'nlp'",
+         {"replace": [("name: recsys\n", "name: nlp-dev\n")]}, field="teams[1].name",
+         value="teams[0] ('nlp-dev')"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
     Case("sedna-hpa-min-over-max", S, "JointInferenceService hpa minReplicas 5 > maxReplicas 2",
          {"hpa": {"minReplicas": 5, "maxReplicas": 2}}, field="spec.cloudWorker.hpa.minReplicas", value="5"),

@@ -96,3 +96,34 @@ def test_a_queued_job_borrowing_up_to_the_ceiling_still_runs(synced):
         "spec": {"template": template}})
     wait_until(lambda: not batch.read_namespaced_job("big", "nlp").spec.suspend, what="big admitted")
     wait_until(lambda: core.list_namespaced_pod("nlp", label_selector="job-name=big").items, what="big's pod")
+
+
+def test_a_file_with_teams_ml_and_ml_dev_is_refused_before_anything_is_applied(kubesim_kueue, tmp_path,
+                                                                               monkeypatch):
+    """Issue 30, class 3, through ``platform_sync``'s own task: team ``ml``'s instances' ClusterQueue ``ml-dev``
+    is team ``ml-dev``'s training queue. The file is refused naming file, line and both teams; the cluster is
+    untouched (kubesim saw no request at all, every object as before)."""
+    from operators.platform import PlatformError
+    from operators.platform.dags import run_platform_sync
+
+    text = PLATFORM.replace("name: recsys", "name: ml").replace("name: nlp", "name: ml-dev")
+    path = tmp_path / "platform.yaml"
+    path.write_text(text)
+    monkeypatch.setenv("AIRFLOW__SKIFF__PLATFORM_FILE", str(path))
+    kubeconfig = kubesim_kueue.write_kubeconfig(tmp_path / "kubeconfig")
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
+                       f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')
+    api = sync_api_client(kubesim_kueue.url)
+    core, co = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    before = (listing(core), [n.metadata.name for n in core.list_namespace().items],
+              co.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues")["items"])
+    kubesim_kueue.reset_stats()
+    with pytest.raises(PlatformError) as info:
+        run_platform_sync()
+    message = str(info.value)
+    assert f"{path}:" in message and "teams[1].name" in message, message
+    assert "ClusterQueue 'ml-dev'" in message and "teams[0] ('ml')" in message, message
+    assert kubesim_kueue.stats()["total"] == 0
+    assert (listing(core), [n.metadata.name for n in core.list_namespace().items],
+            co.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues")["items"]) == before
+    api.close()
