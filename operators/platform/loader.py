@@ -367,14 +367,36 @@ def _default_flavors(quota: Quota, allow_online: bool) -> dict[str, dict]:
 
 
 def _check_kueue(data: dict, errors: _Errors) -> None:
+    """The ``kueue`` blocks, with the rules Kueue's admission applies to the ClusterQueues they become, so a
+    value Kueue would refuse is refused here, naming file and line, instead of failing ``platform_sync`` with a
+    422 that names neither (issue 30, class 4):
+
+    * ``lending_limit`` at most the flavor's nominal quota: Kueue's ClusterQueue webhook,
+      ``pkg/webhooks/clusterqueue_webhook.go`` ``validateLendingLimit`` ("must be less than or equal to the
+      nominalQuota");
+    * at least one flavor in ``kueue.flavors``: the ClusterQueue CRD's ``resourceGroups[].flavors``
+      ``minItems: 1`` (``config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml``);
+    * no negative quantity (``validateResourceQuantity``) and a DNS-label cohort (``validateNameReference``):
+      the schema's ``quantity`` and ``dns_label`` formats already hold them.
+    """
     kueue_mode = data.get("queueing") == "kueue"
     for i, t in enumerate(data.get("teams") or []):
         block = t.get("kueue")
         if block is not None and not kueue_mode:
             errors.add(("teams", i, "kueue"), "only with queueing: kueue")
+        if (block or {}).get("flavors") == {}:
+            errors.add(("teams", i, "kueue", "flavors"), "{} names no flavor: a ClusterQueue needs at least one "
+                       "(Kueue's CRD: resourceGroups[].flavors minItems 1); leave it out for the default split")
         for part in ("flavors", "dev"):
             if "online" in ((block or {}).get(part) or {}) and not t.get("allow_online", False):
                 errors.add(("teams", i, "kueue", part, "online"), "the online pool needs allow_online: true")
+            for flavor, quota in ((block or {}).get(part) or {}).items():
+                for resource, lend in (quota.get("lending_limit") or {}).items():
+                    nominal = quota.get(resource, 0)
+                    if parse_quantity(lend) > parse_quantity(nominal):
+                        errors.add(("teams", i, "kueue", part, flavor, "lending_limit", resource),
+                                   f"{short_repr(lend)} must be less than or equal to the nominalQuota "
+                                   f"({short_repr(nominal)}): Kueue's ClusterQueue webhook refuses more")
 
 
 def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:

@@ -217,6 +217,18 @@ CASES: list[Case] = [
     Case("platform-derived-queue-collision-first", P, "team 'nlp-dev' listed before team 'nlp'",
          {"replace": [("name: recsys\n", "name: nlp-dev\n")]}, field="teams[1].name",
          value="teams[0] ('nlp-dev')"),
+    Case("platform-kueue-lending-over-nominal", P, "kueue lending_limit 9 CPUs of a flavor with 3 (Kueue's webhook "
+         "refuses it; was a 422 from platform_sync naming no file or line)",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue:\n      flavors:\n        default: {cpu: \"3\", memory: 8Gi, lending_limit: {cpu: \"9\"}}\n"},
+         field="teams[0].kueue.flavors.default.lending_limit.cpu", value="less than or equal to the nominalQuota"),
+    Case("platform-kueue-lending-no-nominal", P, "kueue lending_limit of a resource the flavor gives no quota",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue:\n      dev:\n        default: {cpu: \"1\", lending_limit: {memory: 1Gi}}\n"},
+         field="teams[0].kueue.dev.default.lending_limit.memory", value="'1Gi'"),
+    Case("platform-kueue-flavors-empty", P, "kueue.flavors: {} (a ClusterQueue with no flavor: Kueue's CRD refuses it)",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue: {flavors: {}}\n"}, field="teams[0].kueue.flavors", value="at least one"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
     Case("sedna-hpa-min-over-max", S, "JointInferenceService hpa minReplicas 5 > maxReplicas 2",
          {"hpa": {"minReplicas": 5, "maxReplicas": 2}}, field="spec.cloudWorker.hpa.minReplicas", value="5"),
