@@ -59,14 +59,17 @@ def decide(last: datetime | None, now: datetime, idle_seconds: float, error: str
 
 
 def read_last_activity(kube: Kube, namespace: str, service: str) -> tuple[datetime | None, str | None]:
-    """(last activity, None) or (None, why it could not be read), through the API server's service proxy
-    (one request, 10 s at most: an instance that does not answer is reported, not waited for)."""
+    """(last activity, None) or (None, why it could not be read), through the API server's service proxy.
+    What answers is the owner's program: one request, read within the access layer's bound for user content
+    (``operators.k8s.rest.USER_CONTENT``: 256 KiB, 10 s from sending it), so an instance that floods, drips or
+    does not answer is reported, not waited for; the reason is cut short (it may quote what the pod said)."""
+    from operators.core.checks import bounded
     from operators.k8s import KubeError
     from operators.k8s.resource import SERVICES
 
     try:
-        text = kube.get_text(SERVICES, namespace, f"{service}:{JUPYTER_PORT}", f"proxy/{PROXY_PATH}", timeout=10)
+        text = kube.get_text(SERVICES, namespace, f"{service}:{JUPYTER_PORT}", f"proxy/{PROXY_PATH}")
     except KubeError as exc:
-        return None, str(exc)
+        return None, bounded(str(exc), 200)
     last = last_activity(text)
     return (last, None) if last else (None, f"no {METRIC} in /metrics")

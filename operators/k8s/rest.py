@@ -23,6 +23,7 @@ import random
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from operators.k8s.errors import KubeError
@@ -36,6 +37,21 @@ REQUEST_TIMEOUT = (10.0, 120.0)
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass(frozen=True)
+class ReadBound:
+    """The most of an answer a read of user-controlled content takes: ``max_bytes`` of body and ``seconds`` from
+    sending the request to the body's last byte (urllib3's read timeout bounds each socket read only: one byte
+    every 2 s would keep the read open for ever)."""
+
+    max_bytes: int
+    seconds: float
+
+
+# what the page and the culler read from a user's pod (Jupyter's /metrics is a few KiB)
+USER_CONTENT = ReadBound(max_bytes=256 * 1024, seconds=10.0)
+_CHUNK = 64 * 1024
 
 
 def _query(label_selector: str | None = None, field_selector: str | None = None, **params) -> list:
@@ -119,11 +135,14 @@ class Kube(_Counted):
             return result
 
     def _send(self, method: str, path: str, query: list | None, body: object, content_type: str, *,
-              raw: bool = False, timeout: float | tuple[float, float] | None = None) -> dict | bytes | None:
+              raw: bool = False, timeout: float | tuple[float, float] | None = None,
+              bound: ReadBound | None = None) -> dict | bytes | None:
         """One HTTP exchange on the ``ApiClient``'s own configuration, credentials and connection pool, as its
         ``call_api`` makes it (same URL, headers, token, JSON body, timeouts), without its generic
         parameter handling: the body is serialised once, by ``json.dumps`` (the client's serialiser only for
-        what JSON does not know, e.g. a model object), and the answer is read as JSON (``raw``: as bytes)."""
+        what JSON does not know, e.g. a model object), and the answer is read as JSON (``raw``: as bytes).
+        ``bound``: the answer is content a user controls, read within its bytes and total time
+        (``read_bounded``), error answers included."""
         import urllib3
 
         api = self.api
@@ -135,11 +154,13 @@ class Kube(_Counted):
         api.update_params_for_auth(headers, query, ["BearerToken"])  # refreshes an expiring token, as call_api
         url = api.configuration.host + path + (f"?{urlencode(query)}" if query else "")
         data = None if body is None else json.dumps(body, default=api.sanitize_for_serialization).encode()
+        started = time.monotonic()
         try:
             resp = api.rest_client.pool_manager.request(method, url, body=data, headers=headers,
                                                         timeout=_urllib3_timeout(timeout or self.timeout),
                                                         preload_content=False)
-            answer = resp.data  # read here: a connection dropped in the middle of the body is no answer too
+            # read here: a connection dropped in the middle of the body is no answer too
+            answer = read_bounded(resp, bound, started) if bound else resp.data
         except urllib3.exceptions.SSLError as exc:  # what the client's REST layer makes of it: status 0
             raise KubeError(None, "", f"{type(exc).__name__}\n{exc}") from exc
         except urllib3.exceptions.HTTPError as exc:  # no answer: refused, timed out, dropped
@@ -151,13 +172,17 @@ class Kube(_Counted):
         return json.loads(answer) if answer else None
 
     def get_text(self, res: Resource, namespace: str | None, name: str, sub: str,
-                 timeout: float | tuple[float, float] | None = None) -> str:
+                 bound: ReadBound | None = None) -> str:
         """One GET of a subresource answering text, e.g. a pod's ``/metrics`` through the service proxy
         (``sub="proxy/metrics"``). Sent once, never again: a 503 there is the proxied program not answering
-        (or no endpoints), which is the answer, not the API server failing."""
+        (or no endpoints), which is the answer, not the API server failing. What answers is a user's program,
+        so the answer is read within ``bound`` (default ``USER_CONTENT``; bytes and total time, ``read_bounded``): a ``KubeError``
+        beyond it, never a process grown by an endless answer or a read held open by a dripping one."""
         self.count(f"get/{sub.split('/', 1)[0]}", res)
+        bound = bound or USER_CONTENT
+        connect = min(REQUEST_TIMEOUT[0], bound.seconds)
         return self._send("GET", res.path(namespace, name, sub), None, None, JSON, raw=True,
-                          timeout=timeout).decode("utf-8", "replace")
+                          timeout=(connect, bound.seconds), bound=bound).decode("utf-8", "replace")
 
     def list(self, res: Resource, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
@@ -292,6 +317,47 @@ async def lines(resp):
             pending = [rest]
     if any(pending):
         yield b"".join(pending)
+
+
+def read_bounded(resp, bound: ReadBound, started: float) -> bytes:
+    """The body of a urllib3 response (``preload_content=False``) within ``bound``, or ``KubeError`` (status
+    None: no usable answer) once it is over ``bound.max_bytes`` or unfinished ``bound.seconds`` after
+    ``started`` (``time.monotonic()`` when the request was sent; the headers were waited for within the
+    read timeout, itself ``bound.seconds``: an API server's proxy sends the headers once it has them all).
+    A watchdog shuts the response down at the deadline (``HTTPResponse.shutdown``, urllib3 2.3: it interrupts
+    a read blocked in another thread), so a drip cannot hold the read past it; either way the connection is
+    closed, never drained (draining a flood is the unbounded read) nor returned to the pool mid-body."""
+    chunks: list[bytes] = []
+    size, late = 0, threading.Event()
+
+    def cut() -> None:
+        late.set()
+        resp.shutdown()
+
+    timer = threading.Timer(max(0.0, bound.seconds - (time.monotonic() - started)), cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        while chunk := resp.read1(_CHUNK):
+            size += len(chunk)
+            if size > bound.max_bytes:
+                raise KubeError(None, "AnswerTooLarge",
+                                f"the answer is over {bound.max_bytes} bytes: not read further")
+            chunks.append(chunk)
+    except Exception as exc:
+        if isinstance(exc, KubeError):
+            raise
+        if not late.is_set():
+            raise
+        raise KubeError(None, "Timeout", f"the answer did not end within {bound.seconds:g} s "
+                                         f"({size} bytes read): not read further") from None
+    finally:
+        timer.cancel()
+        if size > bound.max_bytes or late.is_set():
+            resp.close()
+    if late.is_set():  # the deadline struck just as the body ended: the same verdict as a moment later
+        raise KubeError(None, "Timeout", f"the answer did not end within {bound.seconds:g} s: not read further")
+    return b"".join(chunks)
 
 
 def _urllib3_timeout(t):

@@ -40,13 +40,25 @@ def quota_hard(platform: Platform, team: Team) -> dict[str, str]:
     q = team.quota
     hard = {"limits.cpu": q.cpu, "requests.cpu": q.cpu, "limits.memory": q.memory, "requests.memory": q.memory,
             f"requests.{platform.node_pools.gpu_resource}": q.gpu, "requests.storage": q.storage}
-    if platform.queueing == "kueue":     # Kueue's ClusterQueues cap pod requests (and may lend): storage stays here
-        hard = {"requests.storage": q.storage}
+    if platform.queueing == "kueue":  # Kueue's ClusterQueues decide (and may lend); the API server caps at the
+        # team's ceiling (nominal + what it may borrow): a pod without Kueue's queue label is not Kueue's to stop
+        most = kueue.ceiling(platform, team)
+        hard = {"requests.cpu": _quantity(most["cpu"]), "requests.memory": _quantity(most["memory"]),
+                f"requests.{platform.node_pools.gpu_resource}": _quantity(most["gpu"]), "requests.storage": q.storage}
     if q.pods is not None:
         hard["pods"] = str(q.pods)
     if q.jobs is not None:
         hard["count/jobs.batch"] = str(q.jobs)
     return hard
+
+
+def _quantity(amount) -> str:
+    """A sum of quantities as a manifest's text: ``30``, ``0.5``, ``114Gi``, ``1536Mi``."""
+    for unit, size in (("Gi", 2**30), ("Mi", 2**20)):
+        if amount >= size and amount % size == 0:
+            return f"{int(amount // size)}{unit}"
+    text = f"{amount.normalize():f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def content_hash(doc: dict) -> str:

@@ -14,9 +14,13 @@
   that borrow, so an instance within the dev queue's own quota is never taken; one running on borrowed
   (idle) quota is reclaimed - before any scheduled Job that runs within its team's quota, which no one
   may reclaim. With no ``dev`` quota in the file every instance runs on idle quota.
-Kueue counts pod requests only: storage stays in the team's ResourceQuota (``desired.quota_hard``).
+Kueue counts pod requests only: storage stays in the team's ResourceQuota (``desired.quota_hard``), and so does a
+hard cap on pod requests at the team's ``ceiling`` (what its queues may ever hold, borrowing included): Kueue
+manages only what carries its queue label, the API server's quota holds everything else.
 """
 from __future__ import annotations
+
+from decimal import Decimal
 
 from operators.platform.model import FlavorQuota, Platform, Team
 from operators.templating import render
@@ -30,6 +34,17 @@ LOCAL_QUEUE, DEV_LOCAL_QUEUE = "skiff", "skiff-dev"
 # QueueLabel, WorkloadPriorityClassLabel)
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+KUEUE_DOMAIN = "kueue.x-k8s.io"
+
+
+def is_kueue_key(key: str) -> bool:
+    """A label or annotation key in Kueue's domain (``kueue.x-k8s.io/...``, ``*.kueue.x-k8s.io/...``): only Skiff
+    sets them. A user's would pick a queue or a prebuilt Workload (``prebuilt-workload-name``) behind Skiff's back,
+    or, under ``queueing: quota``, leave a Job suspended for a Kueue that is not there."""
+    prefix, slash, _name = key.partition("/")
+    return bool(slash) and (prefix == KUEUE_DOMAIN or prefix.endswith("." + KUEUE_DOMAIN))
+
+
 FLAVOR_ORDER = ("online", "gpu", "default")      # a pod gets the first flavor whose taints it tolerates
 
 
@@ -75,16 +90,61 @@ def _flavor_entries(platform: Platform, quotas: tuple[FlavorQuota, ...], covered
     return out
 
 
+def queue_names(team: str) -> tuple[str, str]:
+    """The team's ClusterQueues (cluster-scoped): its training queue and its development instances' queue. The
+    loader refuses a file where two teams derive the same name (team ``ml``'s ``ml-dev`` and team ``ml-dev``)."""
+    return team, f"{team}-dev"
+
+
+def _queues(team: Team) -> list[tuple[str, str, tuple[FlavorQuota, ...], str]]:
+    """The team's two ClusterQueues: (name, LocalQueue, every flavor it lists, withinClusterQueue)."""
+    out = []
+    training, dev = queue_names(team.name)
+    for name, local, quotas, within in ((training, LOCAL_QUEUE, team.kueue_flavors, "LowerPriority"),
+                                        (dev, DEV_LOCAL_QUEUE, team.kueue_dev, "Never")):
+        # a queue needs every flavor its team's pods may get, even at 0 quota, to borrow in it
+        allowed = {q.flavor for q in team.kueue_flavors} | {q.flavor for q in quotas}
+        present = {q.flavor for q in quotas}
+        out.append((name, local, quotas + tuple(FlavorQuota(f, ()) for f in FLAVOR_ORDER
+                                                if f in allowed and f not in present), within))
+    return out
+
+
+def ceiling(platform: Platform, team: Team) -> dict[str, Decimal]:
+    """The most the team's ClusterQueues can ever have admitted at once, per ``cpu``/``memory``/``gpu``: in each
+    flavor its queues' nominal quota plus their borrowing limits, no more than the cohort's whole nominal quota
+    there (a queue without a borrowing limit may borrow all of it: Kueue's resource_node.go). The team's
+    ResourceQuota holds the namespace's pod requests to it, so a pod or Job created without Kueue's queue label
+    (which Kueue does not manage, and any DAG's code may create as Skiff's ServiceAccount) still meets a hard cap
+    in the API server (issue 30, class 2)."""
+    from operators.core.quantity import parse_quantity
+
+    cohort: dict[tuple[str, str], Decimal] = {}
+    for other in platform.teams:
+        for _name, _local, quotas, _within in _queues(other):
+            for q in quotas:
+                for key, value in q.nominal:
+                    cohort[(q.flavor, key)] = cohort.get((q.flavor, key), Decimal(0)) + parse_quantity(value)
+    reach: dict[tuple[str, str], Decimal | None] = {}  # None: no borrowing limit in some queue of the team
+    for _name, _local, quotas, _within in _queues(team):
+        for q in quotas:
+            nominal, borrow = dict(q.nominal), dict(q.borrowing_limit)
+            for key in ("cpu", "memory", "gpu"):
+                had = reach.get((q.flavor, key), Decimal(0))
+                reach[(q.flavor, key)] = None if had is None or key not in borrow else (
+                    had + parse_quantity(nominal.get(key, "0")) + parse_quantity(borrow[key]))
+    out = {"cpu": Decimal(0), "memory": Decimal(0), "gpu": Decimal(0)}
+    for (flavor, key), most in reach.items():
+        whole = cohort.get((flavor, key), Decimal(0))
+        out[key] += whole if most is None else min(most, whole)
+    return out
+
+
 def team_objects(platform: Platform, team: Team, labels: dict) -> list[dict]:
     """The team's two ClusterQueues with their LocalQueues: [CQ, LQ, dev CQ, dev LQ]."""
     covered = ["cpu", "memory", platform.node_pools.gpu_resource]
     docs = []
-    for name, local, quotas, within in ((team.name, LOCAL_QUEUE, team.kueue_flavors, "LowerPriority"),
-                                        (f"{team.name}-dev", DEV_LOCAL_QUEUE, team.kueue_dev, "Never")):
-        # a queue needs every flavor its team's pods may get, even at 0 quota, to borrow in it
-        allowed = {q.flavor for q in team.kueue_flavors} | {q.flavor for q in quotas}
-        present = {q.flavor for q in quotas}
-        full = quotas + tuple(FlavorQuota(f, ()) for f in FLAVOR_ORDER if f in allowed and f not in present)
+    for name, local, full, within in _queues(team):
         docs += render("kueue/clusterqueue.yaml.j2", name=name, local_queue=local, cohort=platform.cohort,
                        namespace=team.namespace, labels=labels, annotations={}, covered=covered,
                        flavors=_flavor_entries(platform, full, covered), within=within, reclaim="Any")

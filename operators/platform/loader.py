@@ -33,7 +33,9 @@ from operators.core.names import (
     is_label_value,
 )
 from operators.core.quantity import human, is_quantity, parse_quantity, quantity_text
+from operators.platform.kueue import queue_names
 from operators.platform.model import (
+    POOL_PREFIX,
     TEAM_PREFIX,
     FlavorQuota,
     Image,
@@ -252,6 +254,30 @@ def _check_namespaces(data: dict, errors: _Errors) -> None:
                        "a team's name may not be another team's namespace")
 
 
+def _derived_names(team: dict) -> list[tuple[str, str, str]]:
+    """(kind, name, what it is) of every cluster-wide name a team derives, besides its namespace (checked by
+    ``_check_names``): its ClusterQueues and its Airflow pool. Names inside its namespace cannot meet another
+    team's (no two teams share a namespace)."""
+    training, dev = queue_names(team["name"])
+    return [("ClusterQueue", training, "its training queue"), ("ClusterQueue", dev, "its instances' queue"),
+            ("Airflow pool", POOL_PREFIX + team["name"], "its pool")]
+
+
+def _check_derived_names(data: dict, errors: _Errors) -> None:
+    """Every derived name unique across the file: team ``ml``'s instances' ClusterQueue ``ml-dev`` is also team
+    ``ml-dev``'s training queue; both would be rendered, one overwriting the other (issue 30, class 3). The later
+    team is refused, naming the earlier one (in every queueing mode: a file must stay valid when it switches)."""
+    owner: dict[tuple[str, str], tuple[int, str]] = {}
+    for i, team in enumerate(data.get("teams") or []):
+        for kind, name, what in _derived_names(team):
+            first = owner.setdefault((kind, name), (i, what))
+            if first[0] != i:
+                earlier = (data["teams"][first[0]])["name"]
+                errors.add(("teams", i, "name"), f"team {short_repr(team['name'])} derives {kind} {short_repr(name)} "
+                           f"({what}), which teams[{first[0]}] ({short_repr(earlier)}) already derives "
+                           f"({first[1]}); rename one of them")
+
+
 def _check_values(data: dict, errors: _Errors) -> None:
     """Values the schema admits that nothing should accept."""
     resource = ((data.get("node_pools") or {}).get("gpu") or {}).get("resource")
@@ -341,14 +367,36 @@ def _default_flavors(quota: Quota, allow_online: bool) -> dict[str, dict]:
 
 
 def _check_kueue(data: dict, errors: _Errors) -> None:
+    """The ``kueue`` blocks, with the rules Kueue's admission applies to the ClusterQueues they become, so a
+    value Kueue would refuse is refused here, naming file and line, instead of failing ``platform_sync`` with a
+    422 that names neither (issue 30, class 4):
+
+    * ``lending_limit`` at most the flavor's nominal quota: Kueue's ClusterQueue webhook,
+      ``pkg/webhooks/clusterqueue_webhook.go`` ``validateLendingLimit`` ("must be less than or equal to the
+      nominalQuota");
+    * at least one flavor in ``kueue.flavors``: the ClusterQueue CRD's ``resourceGroups[].flavors``
+      ``minItems: 1`` (``config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml``);
+    * no negative quantity (``validateResourceQuantity``) and a DNS-label cohort (``validateNameReference``):
+      the schema's ``quantity`` and ``dns_label`` formats already hold them.
+    """
     kueue_mode = data.get("queueing") == "kueue"
     for i, t in enumerate(data.get("teams") or []):
         block = t.get("kueue")
         if block is not None and not kueue_mode:
             errors.add(("teams", i, "kueue"), "only with queueing: kueue")
+        if (block or {}).get("flavors") == {}:
+            errors.add(("teams", i, "kueue", "flavors"), "{} names no flavor: a ClusterQueue needs at least one "
+                       "(Kueue's CRD: resourceGroups[].flavors minItems 1); leave it out for the default split")
         for part in ("flavors", "dev"):
             if "online" in ((block or {}).get(part) or {}) and not t.get("allow_online", False):
                 errors.add(("teams", i, "kueue", part, "online"), "the online pool needs allow_online: true")
+            for flavor, quota in ((block or {}).get(part) or {}).items():
+                for resource, lend in (quota.get("lending_limit") or {}).items():
+                    nominal = quota.get(resource, 0)
+                    if parse_quantity(lend) > parse_quantity(nominal):
+                        errors.add(("teams", i, "kueue", part, flavor, "lending_limit", resource),
+                                   f"{short_repr(lend)} must be less than or equal to the nominalQuota "
+                                   f"({short_repr(nominal)}): Kueue's ClusterQueue webhook refuses more")
 
 
 def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
@@ -418,6 +466,7 @@ def parse_platform(text: str, source: str = "platform.yaml", node_defaults: Node
     errors.raise_if_any()
     _check_names(data, errors)
     _check_namespaces(data, errors)
+    _check_derived_names(data, errors)
     _check_values(data, errors)
     _check_storage(data, errors)
     _check_kueue(data, errors)

@@ -14,15 +14,22 @@ from operators.k8s.errors import KubeError
 from operators.k8s.resource import JOBS, PVCS
 from operators.k8s.rest import Kube
 from operators.training import failure
+from operators.training.naming import ANNOTATION_CLEARS
 
 ANNOTATION_REPORTED = "skiff.io/success-reported-by-try"
 
 
-def adoption_state(job: dict) -> str:
-    """``failure.job_state``, except that a success already reported to Airflow is "reported": a later try of
-    the same task instance is then a deliberate re-run (the task was cleared), not a crash to recover from."""
+def adoption_state(job: dict, clear_number: int | None = None) -> str:
+    """``failure.job_state``, except for a success: "superseded" when it belongs to an earlier pass of the run
+    (its ``skiff.io/run-clear-number`` is not the run's ``clear_number``: the run was cleared since, so this is a
+    re-run the user asked for, even if the "reported" record below was never written), "reported" when it was
+    already handed back to Airflow (a later try is then a deliberate re-run, not a crash to recover from)."""
     state = failure.job_state(job)
-    if state == "succeeded" and ANNOTATION_REPORTED in (job["metadata"].get("annotations") or {}):
+    annotations = job["metadata"].get("annotations") or {}
+    if state == "succeeded" and clear_number is not None and annotations.get(ANNOTATION_CLEARS, str(clear_number)) \
+            != str(clear_number):
+        return "superseded"
+    if state == "succeeded" and ANNOTATION_REPORTED in annotations:
         return "reported"
     return state
 
@@ -36,24 +43,46 @@ class TrainingJobs:
     def __init__(self, conn_id: str | None) -> None:
         self.kube = Kube(api_client(conn_id))
 
-    def status(self, ref: dict) -> str:
-        """"gone" (deleted, or replaced by another object of the same name), else ``adoption_state``."""
+    def status(self, ref: dict, clear_number: int | None = None) -> str:
+        """"gone" (deleted, or replaced by another object of the same name), else ``adoption_state``; an active
+        Job is claimed for this pass of the run (``_claim``)."""
         try:
             job = self.kube.get(JOBS, ref["namespace"], ref["name"])
         except KubeError as exc:
             raise AirflowException(f"cannot read Job {ref}: {exc}") from exc
         if job is None or (ref.get("uid") and job["metadata"]["uid"] != ref["uid"]):
             return "gone"
-        return adoption_state(job)
+        state = adoption_state(job, clear_number)
+        if state == "active":
+            self._claim(job, clear_number)
+        return state
 
-    def find_adoptable(self, namespace: str, selector: str) -> dict | None:
-        """The newest of the task instance's Jobs that is active or succeeded (not yet reported), if any."""
+    def find_adoptable(self, namespace: str, selector: str, clear_number: int | None = None) -> dict | None:
+        """The newest of the task instance's Jobs that is active or succeeded in this pass of the run (not yet
+        reported), if any; an active one is claimed for this pass (``_claim``)."""
         jobs = self._list(namespace, selector)
         jobs.sort(key=lambda j: j["metadata"]["creationTimestamp"], reverse=True)  # RFC 3339: sorts as text
         for job in jobs:
-            if not job["metadata"].get("deletionTimestamp") and adoption_state(job) in ("active", "succeeded"):
+            state = adoption_state(job, clear_number)
+            if not job["metadata"].get("deletionTimestamp") and state in ("active", "succeeded"):
+                if state == "active":
+                    self._claim(job, clear_number)
                 return _ref(job)
         return None
+
+    def _claim(self, job: dict, clear_number: int | None) -> None:
+        """Record on an active Job adopted after a clear that its result now belongs to this pass of the run
+        (else its success would look superseded to a retry); the task fails if that record cannot be written
+        (its retry claims again) rather than leave a result no later try could tell apart."""
+        current = (job["metadata"].get("annotations") or {}).get(ANNOTATION_CLEARS)
+        if clear_number is None or current is None or current == str(clear_number):
+            return
+        md = job["metadata"]
+        try:
+            self.kube.merge_patch(JOBS, md["namespace"], md["name"], {"metadata": {
+                "annotations": {ANNOTATION_CLEARS: str(clear_number)}}})
+        except KubeError as exc:
+            raise AirflowException(f"cannot record Job {md['namespace']}/{md['name']} as this run's: {exc}") from exc
 
     def create(self, manifest: dict) -> dict:
         """Check the claims it mounts (ValueError naming the field), then create; a 409 means this very try

@@ -6,7 +6,9 @@ import math
 from collections.abc import Mapping
 from datetime import timedelta
 
+from operators.core.checks import short_repr
 from operators.core.names import is_label_value
+from operators.platform.kueue import is_kueue_key
 from operators.templating import render
 from operators.training import checkpoint
 from operators.training.naming import TaskInstanceKey, job_annotations, job_labels, job_name
@@ -21,6 +23,9 @@ def string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict
         raise ValueError(f"{field}={value!r}: must be a dict of key -> value")
     for key, val in (value or {}).items():
         label_key(field, key)
+        if is_kueue_key(key):
+            raise ValueError(f"{field}[{short_repr(key)}]: Kueue's labels and annotations are Skiff's to set "
+                             "(the platform file's queueing decides the queue and priority)")
         if not isinstance(val, str) or (label_values and not is_label_value(val)):
             raise ValueError(f"{field}[{key!r}]={val!r}: is not a valid {'label' if label_values else 'annotation'} value")
         out[key] = val

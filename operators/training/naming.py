@@ -7,6 +7,11 @@
   to find (and adopt) a Job an earlier try left running.  Truncated/sanitised label values may collide,
   the hash does not.
 * Annotations keep the raw ids (annotations have no charset or length limit that matters here).
+* A Job belongs to one run *instance*, not just its run id: ``run_after`` (set when the run is created, never
+  changed by a clear) is part of the task-instance hash, so a run deleted and created again with the same run
+  id never adopts, nor collides with, the old run's Jobs. ``clear_number`` (the run's count of clears, the same
+  for every retry in between) is recorded on the Job: a Job that succeeded before the run was cleared is never
+  taken for this pass's result (``jobs.adoption_state``), whatever became of the "reported" record (issue 30).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ APP_NAME = "skiff-training"
 LABEL_TI_HASH = "skiff.io/ti-hash"
 LABEL_TRY = "skiff.io/try-number"
 LABEL_JOB = "skiff.io/job-name"
+ANNOTATION_CLEARS = "skiff.io/run-clear-number"  # the run's clear_number this Job's result belongs to
 
 
 @dataclass(frozen=True)
@@ -31,12 +37,15 @@ class TaskInstanceKey:
     run_id: str
     try_number: int
     map_index: int = -1
+    run_after: str = ""  # the DAG run's run_after (ISO 8601): which run of that run id
+    clear_number: int = 0  # the DAG run's clear_number: which pass of that run
 
     @property
     def ti_hash(self) -> str:
-        """Stable across tries: identifies the task instance (not the try)."""
-        raw = "\x00".join((self.dag_id, self.task_id, self.run_id, str(self.map_index)))
-        return hashlib.sha256(raw.encode()).hexdigest()[:10]
+        """Stable across tries and clears: identifies the task instance of one run instance (not the try)."""
+        parts = (self.dag_id, self.task_id, self.run_id, str(self.map_index)) + ((self.run_after,) if self.run_after
+                                                                                else ())
+        return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
 
 
 def job_name(key: TaskInstanceKey) -> str:
@@ -70,6 +79,8 @@ def job_annotations(key: TaskInstanceKey) -> dict[str, str]:
         "skiff.io/run-id": key.run_id,
         "skiff.io/map-index": str(key.map_index),
         "skiff.io/try-number": str(key.try_number),
+        **({"skiff.io/run-after": key.run_after} if key.run_after else {}),
+        ANNOTATION_CLEARS: str(key.clear_number),
     }
 
 

@@ -88,10 +88,12 @@ def clear_on_success() -> bool:
 
 
 def task_instance_key(context: Mapping[str, Any]) -> TaskInstanceKey:
-    ti = context["ti"]
+    ti, run = context["ti"], context.get("dag_run")  # the run instance and its pass: naming.py says why
     map_index = getattr(ti, "map_index", -1)
+    run_after = getattr(run, "run_after", None)
     return TaskInstanceKey(ti.dag_id, ti.task_id, ti.run_id, int(ti.try_number),
-                           -1 if map_index is None else int(map_index))
+                           -1 if map_index is None else int(map_index),
+                           run_after.isoformat() if run_after else "", int(getattr(run, "clear_number", 0) or 0))
 
 
 class TrainingJobOperator(ResumableJobMixin, BaseOperator):
@@ -272,7 +274,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return TrainingJobs(self.kubernetes_conn_id)
 
     def get_job_status(self, external_id, context) -> str:  # asked by the mixin on a retry only
-        if (status := self._jobs().status(external_id)) == "active":
+        if (status := self._jobs().status(external_id, task_instance_key(context).clear_number)) == "active":
             metrics.training_reattached(external_id["namespace"])  # the mixin reconnects to it
         if status == "reported":
             if clear_on_success():  # stored yet reported: the try that reported it died before SUCCESS was stored
@@ -292,7 +294,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
 
     def submit_job(self, context) -> dict:
         jobs = self._jobs()
-        adopted = jobs.find_adoptable(self._manifest["metadata"]["namespace"], ti_selector(task_instance_key(context)))
+        key = task_instance_key(context)
+        adopted = jobs.find_adoptable(self._manifest["metadata"]["namespace"], ti_selector(key), key.clear_number)
         if adopted:
             self.log.info("Adopting Job %s/%s (uid %s) left by an earlier try instead of creating another",
                           adopted["namespace"], adopted["name"], adopted["uid"])

@@ -113,6 +113,14 @@ CASES: list[Case] = [
          field="ttl_seconds_after_finished", value="inf"),
     Case("train-ttl-negative", T, "ttl_seconds_after_finished = -5", {"ttl_seconds_after_finished": -5},
          field="ttl_seconds_after_finished", value="-5"),
+    Case("train-label-kueue-queue", T, "label 'kueue.x-k8s.io/queue-name' (a queue of the user's choosing; under "
+         "`queueing: quota` a Job left suspended)", {"labels": {"kueue.x-k8s.io/queue-name": "skiff"}},
+         field="labels", value="kueue.x-k8s.io/queue-name"),
+    Case("train-annotation-kueue-prebuilt", T, "pod annotation 'kueue.x-k8s.io/prebuilt-workload-name'",
+         {"pod_annotations": {"kueue.x-k8s.io/prebuilt-workload-name": "other"}}, field="pod_annotations",
+         value="prebuilt-workload-name"),
+    Case("train-label-kueue-subdomain", T, "label 'x.kueue.x-k8s.io/y' (a subdomain of Kueue's)",
+         {"labels": {"x.kueue.x-k8s.io/y": "z"}}, field="labels", value="x.kueue.x-k8s.io/y"),
     # ---- development-instance parameters (the create DAG's params form; same checks as the UI) ----
     Case("dev-port-0", D, "extra port 0", {"extra_ports": [0]}, field="extra_ports[0]", value="0"),
     Case("dev-port-65536", D, "extra port 65536", {"extra_ports": [65536]}, field="extra_ports[0]", value="65536"),
@@ -203,6 +211,24 @@ CASES: list[Case] = [
          {"unset": True}, field="[skiff] platform_file", value="AIRFLOW__SKIFF__PLATFORM_FILE"),
     Case("platform-home-pvc-collision", P, "user 'Bob' and user '<slug-and-hash-of-Bob>' (same home volume name)",
          {"collide": True}, field="user", value="Bob"),
+    Case("platform-derived-queue-collision", P, "teams 'recsys' and 'recsys-dev' (both derive ClusterQueue "
+         "'recsys-dev': one team's instances never admitted)", {"replace": ("name: nlp", "name: recsys-dev")},
+         field="teams[1].name", value="ClusterQueue 'recsys-dev'"),
+    Case("platform-derived-queue-collision-first", P, "team 'nlp-dev' listed before team 'nlp'",
+         {"replace": [("name: recsys\n", "name: nlp-dev\n")]}, field="teams[1].name",
+         value="teams[0] ('nlp-dev')"),
+    Case("platform-kueue-lending-over-nominal", P, "kueue lending_limit 9 CPUs of a flavor with 3 (Kueue's webhook "
+         "refuses it; was a 422 from platform_sync naming no file or line)",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue:\n      flavors:\n        default: {cpu: \"3\", memory: 8Gi, lending_limit: {cpu: \"9\"}}\n"},
+         field="teams[0].kueue.flavors.default.lending_limit.cpu", value="less than or equal to the nominalQuota"),
+    Case("platform-kueue-lending-no-nominal", P, "kueue lending_limit of a resource the flavor gives no quota",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue:\n      dev:\n        default: {cpu: \"1\", lending_limit: {memory: 1Gi}}\n"},
+         field="teams[0].kueue.dev.default.lending_limit.memory", value="'1Gi'"),
+    Case("platform-kueue-flavors-empty", P, "kueue.flavors: {} (a ClusterQueue with no flavor: Kueue's CRD refuses it)",
+         {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
+                  "    kueue: {flavors: {}}\n"}, field="teams[0].kueue.flavors", value="at least one"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
     Case("sedna-hpa-min-over-max", S, "JointInferenceService hpa minReplicas 5 > maxReplicas 2",
          {"hpa": {"minReplicas": 5, "maxReplicas": 2}}, field="spec.cloudWorker.hpa.minReplicas", value="5"),

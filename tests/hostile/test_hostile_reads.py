@@ -1,0 +1,164 @@
+"""Issue 30, class 1: what a user's process serves on port 8888 is read within bounds (bytes and total time).
+
+A real local HTTP server plays the user's Jupyter: it floods (64 KiB chunks for ever) or drips (one byte every
+0.2 s for ever); the instance's pod on kubesim forwards its port 8888 there (``kubesim.io/http``
+``{"forward": ...}``: kubesim's service proxy streams the answer as kube-apiserver's does). Before the fix the
+access layer read the whole body (``resp.data``), so the flood grew the reader without end and the drip kept the
+read open for ever, the culler never reaching the instances after it.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+import tracemalloc
+
+import pytest
+from kubernetes import client
+
+from operators.devinstances import lifecycle, naming
+from operators.devinstances.culler import cull
+from operators.devinstances.settings import Settings
+from operators.k8s import Kube, rest
+from operators.k8s.resource import SERVICES
+from tests.devinstances.devinstance_support import NS, make_request, script_activity, sts_of, wait_ready
+
+SETTINGS = Settings(idle_seconds=8 * 3600)
+BOUND = rest.ReadBound(max_bytes=256 * 1024, seconds=3.0)  # USER_CONTENT's bytes, a shorter time for the test
+MB = 1024 * 1024
+
+
+class Backend:
+    """A user's HTTP server on loopback: ``flood`` or ``drip`` for ever, until the reader goes away."""
+
+    def __init__(self, mode: str, probe=None) -> None:
+        self.sent = 0
+        self.started: float | None = None  # when the request came in
+        self.cut_at: float | None = None  # when the reader went away
+        self.probe, self.probed_true_at = probe, None  # drip: when ``probe()`` was first true while dripping
+        backend = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                backend.started = time.monotonic()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.end_headers()
+                chunk = b"x" * 65536 if mode == "flood" else b"#"
+                try:
+                    while True:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                        backend.sent += len(chunk)
+                        if mode == "drip":
+                            if backend.probe and backend.probed_true_at is None and backend.probe():
+                                backend.probed_true_at = time.monotonic()
+                            time.sleep(0.2)  # the drip's pace (the server under test, not a wait in the test)
+                except OSError:
+                    backend.cut_at = time.monotonic()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def team(k8s) -> str:
+    core = client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": NS}})
+    for claim in ("alice-home", "bob-home", "user00-home", "user01-home", "datasets"):
+        core.create_namespaced_persistent_volume_claim(NS, {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    return NS
+
+
+def serve_from(k8s, owner: str, backend: Backend) -> None:
+    """The instance's port 8888 is ``backend`` (kubesim's proxy forwards and streams)."""
+    client.CoreV1Api(k8s).patch_namespaced_pod(naming.pod_name(owner, "nb"), NS, {"metadata": {"annotations": {
+        "kubesim.io/http": json.dumps({"8888/metrics": {"forward": backend.url}})}}})
+
+
+def start(k8s, *owners: str) -> None:
+    for owner in owners:
+        lifecycle.create(Kube(k8s), make_request(owner=owner), SETTINGS)
+    for owner in owners:
+        wait_ready(k8s, owner, "nb")
+
+
+@pytest.mark.parametrize("mode", ["flood", "drip"])
+def test_the_access_layer_cuts_a_flooding_or_dripping_answer(k8s, team, mode):
+    """``Kube.get_text`` (the one read of user content) stops at the bound's bytes or time with a KubeError
+    saying which, holding at most the bound in memory; the backend really flooded (or was still dripping)."""
+    backend = Backend(mode)
+    try:
+        start(k8s, "alice")
+        serve_from(k8s, "alice", backend)
+        tracemalloc.start()
+        try:
+            with pytest.raises(rest.KubeError) as info:
+                Kube(k8s).get_text(SERVICES, NS, "alice--nb:8888", "proxy/metrics", bound=BOUND)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        backend.close()
+    if mode == "flood":
+        assert "over 262144 bytes" in str(info.value), info.value
+        assert backend.sent > BOUND.max_bytes
+    else:
+        assert "did not end within 3 s" in str(info.value), info.value
+        assert backend.sent >= 2  # it was dripping when the read gave up
+    assert peak < 50 * MB, peak
+
+
+def test_one_flooding_and_one_dripping_instance_never_delay_the_culler(k8s, team):
+    """alice's Jupyter floods, bob's drips; user00 and user01 have been idle 9 h. One culler pass stops user00 and
+    user01, keeps alice and bob saying why their signal could not be read, holds at most a few MB, and had
+    stopped both idle instances while bob's read was still within its bound (the pass does not wait for one slow
+    instance before looking at the others: the old pass, one instance after the other in listing order, could
+    reach them only once bob's read had been cut at the bound)."""
+    def idle_ones_stopped() -> bool:
+        return all(sts_of(k8s, o, "nb").spec.replicas == 0 for o in ("user00", "user01"))
+
+    flood, drip = Backend("flood"), Backend("drip", probe=idle_ones_stopped)
+    original = rest.USER_CONTENT
+    try:
+        start(k8s, "alice", "bob", "user00", "user01")
+        serve_from(k8s, "alice", flood)
+        serve_from(k8s, "bob", drip)
+        now = time.time()
+        for owner in ("user00", "user01"):
+            script_activity(k8s, owner, "nb", now - 9 * 3600)
+        rest.USER_CONTENT = BOUND
+        tracemalloc.start()
+        try:
+            summary = cull(Kube(k8s), SETTINGS)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        from kubesim.testing import wait_until
+
+        wait_until(lambda: drip.cut_at is not None, 10, what="the drip's connection closed by the reader")
+    finally:
+        rest.USER_CONTENT = original
+        flood.close()
+        drip.close()
+    assert sorted(line.split(":")[0] for line in summary["stopped"]) == [f"{NS}/user00--nb", f"{NS}/user01--nb"]
+    kept = {line.split(":")[0]: line for line in summary["kept"]}
+    assert "over 262144 bytes" in kept[f"{NS}/alice--nb"] and "left running" in kept[f"{NS}/alice--nb"]
+    assert "did not end within 3 s" in kept[f"{NS}/bob--nb"], kept
+    assert summary["errors"] == []
+    assert drip.probed_true_at is not None, "the idle instances were stopped only after bob's drip was cut"
+    assert drip.probed_true_at - drip.started < BOUND.seconds, "the idle instances waited for bob's read"
+    assert flood.sent > BOUND.max_bytes
+    assert peak < 50 * MB, peak
