@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
-from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError
+from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
 from kubesim.procrt.volumes import VolumeDirs, config_files, refused
 from kubesim.resources import qty
@@ -91,6 +91,7 @@ class ProcessPods:
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
+        self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         if self.runtime.cgroups.problem:
             log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
 
@@ -129,6 +130,15 @@ class ProcessPods:
 
     async def start_pod(self, run: PodRun, pod: dict) -> None:
         """SyncPod for a new pod: volumes, sandbox, init containers in order, then the containers."""
+        try:
+            await self._sync_pod(run, pod)
+        except Exception as e:        # never a silent hang: the pod's Events say what broke
+            log.exception("process pod %s/%s", *run.key)
+            self.kubelet.recorder.record(pod, "Warning", "FailedCreatePodSandBox",
+                                         f"kubesim process runtime: {type(e).__name__}: {str(e)[:300]}",
+                                         host=run.node)
+
+    async def _sync_pod(self, run: PodRun, pod: dict) -> None:
         kl, uid = self.kubelet, run.uid
         procs = self.pods.setdefault(uid, PodProcs())
         allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
@@ -293,7 +303,7 @@ class ProcessPods:
         launch = c.launch
         wd = ["--wd=" + launch.cwd] if launch.cwd else []
         return await asyncio.create_subprocess_exec(
-            "nsenter", f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
+            tool("nsenter"), f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
             env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, preexec_fn=c.group.join)
 
@@ -309,6 +319,11 @@ class ProcessPods:
         if remove:
             await self.remove_pod(run.uid)
 
+    def remove_later(self, uid: str) -> None:
+        task = asyncio.ensure_future(self.remove_pod(uid))
+        self.removals.add(task)
+        task.add_done_callback(self.removals.discard)
+
     async def remove_pod(self, uid: str) -> None:
         procs = self.pods.pop(uid, None)
         if procs is None:
@@ -321,6 +336,7 @@ class ProcessPods:
 
     async def aclose(self) -> None:
         """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
+        await asyncio.gather(*self.removals, return_exceptions=True)
         for uid in list(self.pods):
             procs = self.pods.pop(uid)
             for p in procs.containers.values():
