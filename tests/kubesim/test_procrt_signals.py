@@ -103,3 +103,29 @@ def test_a_reclaim_policy_delete_volume_goes_with_its_claim(core, procsim_server
     core.delete_namespaced_pod("writer", "default")
     core.delete_namespaced_persistent_volume_claim("home", "default")
     wait_until(lambda: not os.path.exists(pv_dir), 10, what="the PV's directory removed with it")
+
+
+def test_suspending_a_job_stops_its_process_with_sigterm_and_resuming_starts_it_again(core, procsim_server):
+    """job_controller.go: a suspended Job's active pods are deleted (gracefully: SIGTERM reaches the
+    process, which writes on the claim's volume); resumed, a new pod starts and finds the file (what Kueue's
+    preemption and re-admission do through `spec.suspend`)."""
+    from kubernetes.client import BatchV1Api
+    batch = BatchV1Api(core.api_client)
+    core.create_namespaced_persistent_volume_claim("default", CLAIM)
+    script = ("cat /root/stopped 2>/dev/null || echo first; "
+              "trap 'echo stopped-by-term > /root/stopped; exit 143' TERM; sleep 60 & wait")
+    tpl = on_home("x", script)
+    tpl["metadata"] = {"labels": {"app": "susp"}}
+    batch.create_namespaced_job("default", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "susp"},
+                                            "spec": {"backoffLimit": 3, "template": tpl}})
+
+    def job_pods():
+        return [p for p in core.list_namespaced_pod("default", label_selector="app=susp").items]
+    first = wait_until(lambda: [p for p in job_pods() if p.status.phase == "Running"], 15)[0].metadata.name
+    wait_until(lambda: log(core, first) == "first\n", 10)
+    batch.patch_namespaced_job("susp", "default", {"spec": {"suspend": True}})
+    wait_until(lambda: not job_pods(), 15, what="the suspended Job's pod stopped and removed")
+    batch.patch_namespaced_job("susp", "default", {"spec": {"suspend": False}})
+    second = wait_until(lambda: [p for p in job_pods() if p.status.phase == "Running"], 15)[0].metadata.name
+    assert second != first
+    wait_until(lambda: log(core, second) == "stopped-by-term\n", 10, what="the new pod reads what TERM wrote")
