@@ -66,7 +66,7 @@ async def run_handler(handler: dict, container: dict, exec_fn, connect_fn, timeo
             _reader, writer = await asyncio.wait_for(connect_fn(_port(handler["tcpSocket"], container)), timeout)
             writer.close()
             return True, ""
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         return False, f"timeout: failed to connect service within {timeout:g}s"
     except (ConnectionError, OSError, LookupError, StopIteration, ValueError) as e:
         return False, f"dial tcp: connect: {e}"

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from kubesim.procrt.cgroups import Cgroups, Group
 from kubesim.procrt.sandbox import Launch, container_args, sandbox_args
 
-
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
