@@ -31,6 +31,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "e2e_watch",
     "soak",
     "metrics",
+    "procrt",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

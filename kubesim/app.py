@@ -19,10 +19,10 @@ from kubesim.access_review import add_review_routes
 from kubesim.authz import Access, add_token_route
 from kubesim.errors import REASONS, ApiError
 from kubesim.proxy import add_proxy_route
-from kubesim.routes_streams import add_stream_routes
 from kubesim.routes_discovery import simple_get
 from kubesim.routes_openapi import add_openapi_routes
 from kubesim.routes_resources import ResourceRoutes
+from kubesim.routes_streams import add_stream_routes
 from kubesim.store import Store
 from kubesim.wire import error, kube_verb, parse_path, response
 

@@ -13,7 +13,7 @@ binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and 
 What it does not simulate (differences from a real cluster): on scripted nodes (the default) no containers
 run (outcomes are scripted by `kubesim.io/*` annotations) and a deleted pod goes at once (with finalizers its
 containers are killed with exit 137); process nodes (`runtime: process`) really run pods (kubesim/procrt) and
-delete them gracefully; no probes (a running container is ready); no metrics server (HPAs
+delete them gracefully and run their probes; no probes on scripted nodes (a running container is ready); no metrics server (HPAs
 only keep their target within bounds); no preemption, pod/node affinity between pods, topology spread,
 DaemonSets, CronJobs, PersistentVolumes or storage classes (a PVC is Bound at once with the capacity it
 asks for); a failed Job pod is replaced at once (no 10 s exponential back-off); nodes never fail or get

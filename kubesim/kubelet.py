@@ -143,7 +143,7 @@ class Kubelet(Controller):
         run.cancel()
         if run.process:
             run.terminating = True
-            asyncio.ensure_future(self.procs.remove_pod(run.uid))
+            self.procs.remove_later(run.uid)
         self._end_streams(run)
         del self.runs[run.key]
         for c in run.containers.values():

@@ -90,6 +90,7 @@ class ContainerRun:
     last_state: dict = field(default_factory=dict)
     attempt: Attempt | None = None
     previous: Attempt | None = None
+    ready: bool | None = None     # a readiness probe's result (None: no probe, ready while running)
 
     @property
     def running(self) -> bool:

@@ -43,7 +43,7 @@ def pod_status(pod: dict, run: PodRun, now: str) -> dict:
     for spec in pod["spec"].get("containers") or []:
         c = run.containers.get(spec["name"])
         if c is not None:
-            statuses.append(_container_status(c, c.running and run.phase == "Running"))
+            statuses.append(_container_status(c, c.running and run.phase == "Running" and c.ready is not False))
     not_ready = [s["name"] for s in statuses if not s["ready"]]
     ready = "False" if not_ready or run.phase != "Running" else "True"
     if run.phase in TERMINAL:

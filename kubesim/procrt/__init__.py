@@ -8,5 +8,8 @@ PID, UTS and network namespaces; memory and CPU limits in cgroups), beside the s
 | `sandbox.py` | bwrap command lines (the image = the host's filesystem read-only), runc's executable lookup |
 | `cgroups.py` | per-container memory/CPU cgroups (v1 or v2), OOM kill counts |
 | `runtime.py` | `ProcessRuntime`: sandboxes and container processes, their output and exits |
+| `probes.py` | exec/httpGet/tcpSocket probes and hooks, the prober's thresholds |
+| `agent.py` | the pod's network agent (stdlib script in the sandbox: a unix socket into the pod's namespace) |
+| `network.py` | `LoopbackServices`: Services and tcp-services entries on the host's loopback |
 | `pods.py` | `ProcessPods`: what the kubelet does for a process pod over the runtime |
 """

@@ -11,7 +11,8 @@ import os
 import sys
 
 
-async def _pipe(reader, writer):
+async def relay(reader, writer):
+    """Copy bytes until EOF, then half-close (the other direction goes on). Also used by network.py."""
     try:
         while True:
             data = await reader.read(65536)
@@ -39,7 +40,7 @@ async def _handle(reader, writer):
         return
     writer.write(b"OK\n")
     await writer.drain()
-    await asyncio.gather(_pipe(reader, w2), _pipe(r2, writer))
+    await asyncio.gather(relay(reader, w2), relay(r2, writer))
     writer.close()
     w2.close()
 

@@ -15,6 +15,7 @@ import itertools
 import logging
 
 from kubesim.controller import Controller
+from kubesim.procrt.agent import relay
 
 log = logging.getLogger("kubesim.procrt.network")
 TCP_SERVICES = "tcp-services"
@@ -138,17 +139,3 @@ class LoopbackServices(Controller):
             server.close()
         self.servers.clear()
 
-
-async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy bytes until EOF, then half-close (the other direction goes on)."""
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        try:
-            writer.write_eof()
-        except (OSError, RuntimeError):
-            writer.close()

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
-from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError
+from kubesim.procrt.probes import Counter, run_handler, settings
+from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
 from kubesim.procrt.volumes import VolumeDirs, config_files, refused
 from kubesim.resources import qty
@@ -34,6 +35,7 @@ IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: hos
 SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
 DEFAULT_GRACE = 30
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
 @dataclass
@@ -91,6 +93,7 @@ class ProcessPods:
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
+        self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         if self.runtime.cgroups.problem:
             log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
 
@@ -129,6 +132,15 @@ class ProcessPods:
 
     async def start_pod(self, run: PodRun, pod: dict) -> None:
         """SyncPod for a new pod: volumes, sandbox, init containers in order, then the containers."""
+        try:
+            await self._sync_pod(run, pod)
+        except Exception as e:        # never a silent hang: the pod's Events say what broke
+            log.exception("process pod %s/%s", *run.key)
+            self.kubelet.recorder.record(pod, "Warning", "FailedCreatePodSandBox",
+                                         f"kubesim process runtime: {type(e).__name__}: {str(e)[:300]}",
+                                         host=run.node)
+
+    async def _sync_pod(self, run: PodRun, pod: dict) -> None:
         kl, uid = self.kubelet, run.uid
         procs = self.pods.setdefault(uid, PodProcs())
         allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
@@ -234,13 +246,51 @@ class ProcessPods:
         kl.recorder.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
         kl.recorder.record(pod, "Normal", "Started", f"Started container {c.name}", host=run.node, field_path=fp)
         c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
+        c.ready = False if spec.get("readinessProbe") and not init else None
         procs.containers[c.name] = proc
         if not init and run.phase == "Pending":
             run.phase = "Running"
         kl._write_status(run)
         proc.finished = asyncio.ensure_future(self._watch(run, c, proc, init))
         procs.tasks.append(proc.finished)
+        if not init and any(spec.get(k) for k in PROBES):
+            procs.tasks.append(asyncio.ensure_future(self._probe(run, pod, c, spec, proc)))
         return proc
+
+    async def _probe(self, run: PodRun, pod: dict, c: ContainerRun, spec: dict, proc: Container) -> None:
+        """prober worker.go for one container: startup first, then readiness and liveness on their periods."""
+        kl, loop = self.kubelet, asyncio.get_running_loop()
+        kinds = [(k, spec[k], settings(spec[k])) for k in PROBES if spec.get(k)]
+        counters = {k: Counter(s["successThreshold"] if k == "readinessProbe" else 1, s["failureThreshold"])
+                    for k, _p, s in kinds}
+        due = {k: loop.time() + s["initialDelaySeconds"] for k, _p, s in kinds}
+        started = "startupProbe" not in spec
+        fp = f"spec.containers{{{c.name}}}"
+        while proc.proc.returncode is None and not run.terminating:
+            for kind, probe, s in kinds:
+                if loop.time() < due[kind] or (kind == "startupProbe") == started:
+                    continue
+                due[kind] = loop.time() + s["periodSeconds"]
+                ok, out = await run_handler(probe, spec, lambda argv: self.exec(run.uid, c.name, argv),
+                                            lambda port: self.connect(run.uid, port), s["timeoutSeconds"])
+                if proc.proc.returncode is not None or run.terminating:
+                    return
+                if not ok:
+                    kl.recorder.record(pod, "Warning", "Unhealthy",
+                                       f"{kind[:-5].capitalize()} probe failed: {out}", host=run.node, field_path=fp)
+                changed = counters[kind].observe(ok)
+                if kind == "readinessProbe" and changed is not None:
+                    c.ready = changed
+                    kl._write_status(run)
+                elif kind == "startupProbe" and changed:
+                    started = True
+                elif changed is False:        # liveness (or startup) failed: killContainer, then a restart
+                    kl.recorder.record(pod, "Normal", "Killing", f"Container {c.name} failed "
+                                       f"{kind[:-5]} probe, will be restarted", host=run.node, field_path=fp)
+                    await proc.stop(grace_seconds(pod))
+                    return
+            pending = [due[k] for k, _p, _s in kinds if (k == "startupProbe") != started]
+            await asyncio.sleep(max(0.01, min(pending, default=loop.time() + 1) - loop.time()))
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet
@@ -293,7 +343,7 @@ class ProcessPods:
         launch = c.launch
         wd = ["--wd=" + launch.cwd] if launch.cwd else []
         return await asyncio.create_subprocess_exec(
-            "nsenter", f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
+            tool("nsenter"), f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
             env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, preexec_fn=c.group.join)
 
@@ -304,10 +354,28 @@ class ProcessPods:
         procs = self.pods.get(run.uid)
         if procs is None:
             return
-        await asyncio.gather(*(p.stop(grace) for p in procs.containers.values()), return_exceptions=True)
+        pod = self.kubelet.cluster.cache.get(self.kubelet.pods_rt, *run.key) or {"spec": {}}
+        specs = {c["name"]: c for c in pod["spec"].get("containers") or []}
+        await asyncio.gather(*(self._stop_one(run.uid, specs.get(n) or {}, p, grace)
+                               for n, p in procs.containers.items()), return_exceptions=True)
         await asyncio.gather(*procs.tasks, return_exceptions=True)
         if remove:
             await self.remove_pod(run.uid)
+
+    def remove_later(self, uid: str) -> None:
+        task = asyncio.ensure_future(self.remove_pod(uid))
+        self.removals.add(task)
+        task.add_done_callback(self.removals.discard)
+
+    async def _stop_one(self, uid: str, spec: dict, proc: Container, grace: float) -> None:
+        """killContainer: the preStop hook within the grace period, then SIGTERM, SIGKILL at its end."""
+        hook = (spec.get("lifecycle") or {}).get("preStop")
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        if hook and proc.proc.returncode is None and grace > 0:
+            await run_handler(hook, spec, lambda argv: self.exec(uid, spec["name"], argv),
+                              lambda port: self.connect(uid, port), grace)
+        await proc.stop(max(0.0, grace - (loop.time() - t0)))
 
     async def remove_pod(self, uid: str) -> None:
         procs = self.pods.pop(uid, None)
@@ -321,6 +389,7 @@ class ProcessPods:
 
     async def aclose(self) -> None:
         """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
+        await asyncio.gather(*self.removals, return_exceptions=True)
         for uid in list(self.pods):
             procs = self.pods.pop(uid)
             for p in procs.containers.values():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -18,6 +19,17 @@ from dataclasses import dataclass
 
 from kubesim.procrt.cgroups import Cgroups, Group
 from kubesim.procrt.sandbox import Launch, container_args, sandbox_args
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def tool(name: str) -> str:
+    """The absolute path of a host tool (bwrap, nsenter), also when kubesim's own PATH lacks /usr/bin."""
+    found = shutil.which(name) or shutil.which(name, path=SYSTEM_PATH)
+    if found is None:
+        raise StartError(f"{name} not found: kubesim's process nodes need it (make demo / make test install "
+                         "bubblewrap and util-linux)")
+    return found
 
 
 class StartError(Exception):
@@ -52,6 +64,7 @@ async def _spawn(argv: list[str], env: dict[str, str], preexec=None) -> tuple[as
     of the sandboxed command (bwrap's `child-pid`), None when bwrap failed before starting it."""
     r, w = os.pipe()
     argv = [str(w) if a == "{info}" else a for a in argv]
+    argv[0] = tool(argv[0])
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
@@ -153,7 +166,7 @@ class ProcessRuntime:
         argv = sandbox_args(hostname, 0, [sys.executable, "-I", agent, os.path.join(run_dir, "agent.sock")],
                             run_dir)
         argv[argv.index("--info-fd") + 1] = "{info}"
-        proc, pid = await _spawn(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        proc, pid = await _spawn(argv, {"PATH": SYSTEM_PATH})
         if pid is None:
             err = (await proc.stderr.read()).decode(errors="replace").strip()
             raise StartError(f"failed to create pod sandbox: {err[:500]}")
@@ -168,6 +181,7 @@ class ProcessRuntime:
         os.chmod(tmp_dir, 0o1777)
         group = self.cgroups.group(group_name, memory_bytes, milli_cpu)
         argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0)]
+        argv[3] = tool("bwrap")
         argv[argv.index("--info-fd") + 1] = "{info}"
         proc, pid = await _spawn(argv, launch.env, preexec=group.join)
         if pid is None:

@@ -190,3 +190,23 @@ def deployment(name: str, replicas: int = 1) -> dict:
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}}}
+
+
+@pytest.fixture(scope="session")
+def procsim_server():
+    """kubesim with process nodes (kubesim/procrt): the test_procrt_* modules' pods really run."""
+    from kubesim import KubeSim
+    from tests.kubesim.procrt_support import PROCESS_NODES
+    sim = KubeSim(nodes=PROCESS_NODES).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def pcore(procsim_server):
+    """A CoreV1Api on a fresh process-node cluster."""
+    from kubernetes.client import CoreV1Api
+    procsim_server.reset()
+    api = sync_api_client(procsim_server.url)
+    yield CoreV1Api(api)
+    api.close()

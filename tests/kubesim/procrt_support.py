@@ -1,34 +1,16 @@
-"""Shared by the test_procrt_* modules: a KubeSim whose nodes are process nodes, and pod helpers."""
+"""Shared by the test_procrt_* modules: the process nodes of their KubeSim (fixtures `procsim_server`, `pcore` in
+conftest.py) and pod helpers."""
 from __future__ import annotations
 
 import sys
 
-import pytest
-from kubernetes.client import CoreV1Api
-
-from kubesim.server import KubeSim
-from kubesim.testing import sync_api_client, wait_until
+from kubesim.testing import wait_until
 
 # the image `skiff/venv` is this test run's virtualenv (numpy and all), any other image the host's /usr/bin
 PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi",
                   "images": {"skiff/venv": sys.prefix}},
                  {"name": "proc-2", "runtime": "process", "cpu": 8, "memory": "32Gi",
                   "images": {"skiff/venv": sys.prefix}}]
-
-
-@pytest.fixture(scope="module")
-def procsim_server():
-    sim = KubeSim(nodes=PROCESS_NODES).start()
-    yield sim
-    sim.stop()
-
-
-@pytest.fixture
-def core(procsim_server):
-    procsim_server.reset()
-    api = sync_api_client(procsim_server.url)
-    yield CoreV1Api(api)
-    api.close()
 
 
 def pod(name: str, command: list[str], restart: str = "Never", **spec) -> dict:

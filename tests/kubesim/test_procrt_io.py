@@ -8,34 +8,34 @@ import threading
 import time
 
 from kubesim.testing import wait_until
-from tests.kubesim.procrt_support import core, events_for, log, phase_is, pod, procsim_server  # noqa: F401
+from tests.kubesim.procrt_support import events_for, log, phase_is, pod
 
 
-def test_env_expansion_value_from_and_argv_exactly_as_the_kubelet_builds_them(core):
+def test_env_expansion_value_from_and_argv_exactly_as_the_kubelet_builds_them(pcore):
     """makeEnvironmentVariables + expand.go: `$(A)` expanded, `$$(A)` kept literal, an undefined `$(NOPE)`
     kept; secretKeyRef / configMapKeyRef / fieldRef / resourceFieldRef resolved; args expanded, no shell."""
-    core.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"mode": "fast"}})
-    core.create_namespaced_secret("default", {"metadata": {"name": "sec"},
+    pcore.create_namespaced_config_map("default", {"metadata": {"name": "cfg"}, "data": {"mode": "fast"}})
+    pcore.create_namespaced_secret("default", {"metadata": {"name": "sec"},
                                               "data": {"token": base64.b64encode(b"s3cret").decode()}})
     env = [{"name": "A", "value": "alpha"}, {"name": "B", "value": "$(A)-beta $$(A) $(NOPE)"},
            {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
            {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}},
            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}}]
-    core.create_namespaced_pod("default", pod(
+    pcore.create_namespaced_pod("default", pod(
         "envs", ["/bin/echo"], container={
             "args": ["$(B)|$(MODE)|$(TOKEN)|$(POD)|$(MEM)|$(A) b|'q'|$HOME"], "env": env,
             "resources": {"limits": {"memory": "256Mi"}}}))
-    phase_is(core, "envs", "Succeeded")
-    assert log(core, "envs") == "alpha-beta $(A) $(NOPE)|fast|s3cret|envs|256|alpha b|'q'|$HOME\n"
+    phase_is(pcore, "envs", "Succeeded")
+    assert log(pcore, "envs") == "alpha-beta $(A) $(NOPE)|fast|s3cret|envs|256|alpha b|'q'|$HOME\n"
 
 
-def test_hostname_is_the_pod_name_and_config_volumes_have_items_and_modes_read_only(core):
-    core.create_namespaced_config_map("default", {"metadata": {"name": "files"}, "data": {"a": "A", "b": "B"}})
+def test_hostname_is_the_pod_name_and_config_volumes_have_items_and_modes_read_only(pcore):
+    pcore.create_namespaced_config_map("default", {"metadata": {"name": "files"}, "data": {"a": "A", "b": "B"}})
     script = ("hostname; cat /cfg/dir/a.txt; echo; stat -c %a /cfg/dir/a.txt; ls /cfg/dir; "
               "{ echo x > /cfg/dir/new; } 2>/dev/null || echo read-only; "
               "echo y > /scratch/f && cat /scratch/f; cat /info/labels; echo; echo t > /tmp/t && cat /tmp/t")
-    core.create_namespaced_pod("default", {
+    pcore.create_namespaced_pod("default", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "vols", "labels": {"app": "demo"}},
         "spec": {"restartPolicy": "Never", "volumes": [
             {"name": "cfg", "configMap": {"name": "files", "items": [{"key": "a", "path": "dir/a.txt", "mode": 0o600}]}},
@@ -44,40 +44,40 @@ def test_hostname_is_the_pod_name_and_config_volumes_have_items_and_modes_read_o
             "containers": [{"name": "main", "image": "debian:12", "command": ["bash", "-c", script], "volumeMounts": [
                 {"name": "cfg", "mountPath": "/cfg"}, {"name": "scratch", "mountPath": "/scratch"},
                 {"name": "info", "mountPath": "/info"}]}]}})
-    phase_is(core, "vols", "Succeeded")
-    assert log(core, "vols").splitlines() == ["vols", "A", "600", "a.txt", "read-only", "y", 'app="demo"', "t"]
+    phase_is(pcore, "vols", "Succeeded")
+    assert log(pcore, "vols").splitlines() == ["vols", "A", "600", "a.txt", "read-only", "y", 'app="demo"', "t"]
 
 
-def test_a_missing_secret_key_is_create_container_config_error(core):
-    core.create_namespaced_secret("default", {"metadata": {"name": "sec"}, "data": {}})
-    core.create_namespaced_pod("default", pod("nokey", ["true"], container={"env": [
+def test_a_missing_secret_key_is_create_container_config_error(pcore):
+    pcore.create_namespaced_secret("default", {"metadata": {"name": "sec"}, "data": {}})
+    pcore.create_namespaced_pod("default", pod("nokey", ["true"], container={"env": [
         {"name": "T", "valueFrom": {"secretKeyRef": {"name": "sec", "key": "token"}}}]}))
 
     def waiting():
-        p = core.read_namespaced_pod("nokey", "default")
+        p = pcore.read_namespaced_pod("nokey", "default")
         cs = (p.status.container_statuses or [None])[0]
         return cs.state.waiting if cs and cs.state.waiting and cs.state.waiting.reason != "ContainerCreating" else None
     w = wait_until(waiting, 10)
     assert (w.reason, w.message) == ("CreateContainerConfigError", "couldn't find key token in Secret default/sec")
 
 
-def test_host_path_volumes_and_privileged_containers_are_refused_with_an_event(core):
-    core.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
-    core.create_namespaced_pod("default", pod("priv", ["true"], container={"securityContext": {"privileged": True}}))
-    assert phase_is(core, "hp", "Failed").status.reason == "HostPathNotAllowed"
-    assert phase_is(core, "priv", "Failed").status.reason == "PrivilegedNotAllowed"
-    assert "hostPath volumes are not allowed" in events_for(core, "hp", "HostPathNotAllowed")[0].message
-    assert events_for(core, "priv", "PrivilegedNotAllowed")
+def test_host_path_volumes_and_privileged_containers_are_refused_with_an_event(pcore):
+    pcore.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
+    pcore.create_namespaced_pod("default", pod("priv", ["true"], container={"securityContext": {"privileged": True}}))
+    assert phase_is(pcore, "hp", "Failed").status.reason == "HostPathNotAllowed"
+    assert phase_is(pcore, "priv", "Failed").status.reason == "PrivilegedNotAllowed"
+    assert "hostPath volumes are not allowed" in events_for(pcore, "hp", "HostPathNotAllowed")[0].message
+    assert events_for(pcore, "priv", "PrivilegedNotAllowed")
 
 
-def test_logs_follow_streams_lines_as_the_process_writes_them(core):
+def test_logs_follow_streams_lines_as_the_process_writes_them(pcore):
     """`kubectl logs -f`: lines arrive while the process runs, in order, and the stream ends with it."""
-    core.create_namespaced_pod("default", pod("talk", ["bash", "-c", "for i in 1 2 3 4; do echo line $i; sleep 0.3; done"]))
-    phase_is(core, "talk", "Running")
+    pcore.create_namespaced_pod("default", pod("talk", ["bash", "-c", "for i in 1 2 3 4; do echo line $i; sleep 0.3; done"]))
+    phase_is(pcore, "talk", "Running")
     got, done = [], threading.Event()
 
     def follow():
-        resp = core.read_namespaced_pod_log("talk", "default", follow=True, _preload_content=False)
+        resp = pcore.read_namespaced_pod_log("talk", "default", follow=True, _preload_content=False)
         for chunk in resp.stream(1):
             got.append((time.monotonic(), chunk.decode()))
         done.set()
@@ -86,18 +86,18 @@ def test_logs_follow_streams_lines_as_the_process_writes_them(core):
     text = "".join(c for _, c in got)
     assert text == "line 1\nline 2\nline 3\nline 4\n"
     assert got[-1][0] - got[0][0] >= 0.5          # streamed over the run, not at the end
-    stamped = log(core, "talk", timestamps=True, tail_lines=1)
+    stamped = log(pcore, "talk", timestamps=True, tail_lines=1)
     assert stamped.endswith(" line 4\n") and stamped[:4].isdigit()
 
 
-def test_two_pods_both_listen_on_8888_in_their_own_network_namespaces(core):
+def test_two_pods_both_listen_on_8888_in_their_own_network_namespaces(pcore):
     serve = ("import socket,time\ns=socket.socket(); s.bind(('0.0.0.0', 8888)); s.listen()\n"
              "print('listening', flush=True); time.sleep(30)")
     for name in ("one", "two"):
-        core.create_namespaced_pod("default", pod(name, ["python3", "-c", serve], restart="Always"))
+        pcore.create_namespaced_pod("default", pod(name, ["python3", "-c", serve], restart="Always"))
     for name in ("one", "two"):
-        wait_until(lambda n=name: log(core, n) == "listening\n" if phase_is(core, n, "Running") else None, 15)
-        assert core.read_namespaced_pod(name, "default").status.container_statuses[0].restart_count == 0
+        wait_until(lambda n=name: log(pcore, n) == "listening\n" if phase_is(pcore, n, "Running") else None, 15)
+        assert pcore.read_namespaced_pod(name, "default").status.container_statuses[0].restart_count == 0
 
 
 SERVE = ("import http.server, socket\n"
@@ -115,19 +115,19 @@ def web_pod(name, app):
     return spec
 
 
-def test_a_services_port_answers_on_its_loopback_twin_and_through_the_service_proxy_and_tcp_services(core, procsim_server):
+def test_a_services_port_answers_on_its_loopback_twin_and_through_the_service_proxy_and_tcp_services(pcore, procsim_server):
     """kube-proxy's part: the Service's clusterIP 10.96.b.c answers on 127.96.b.c:<port> into a ready pod;
     the API server's service proxy reaches the pod's real server; a tcp-services entry on 127.0.0.1."""
     import socket
     import urllib.request
-    core.create_namespaced_pod("default", web_pod("web-a", "a"))
-    core.create_namespaced_pod("default", web_pod("web-b", "b"))
+    pcore.create_namespaced_pod("default", web_pod("web-a", "a"))
+    pcore.create_namespaced_pod("default", web_pod("web-b", "b"))
     for app in ("a", "b"):
-        core.create_namespaced_service("default", {"metadata": {"name": f"svc-{app}"}, "spec": {
+        pcore.create_namespaced_service("default", {"metadata": {"name": f"svc-{app}"}, "spec": {
             "selector": {"app": app}, "ports": [{"name": "http", "port": 8888, "targetPort": 8888}]}})
-    core.create_namespaced_config_map("default", {"metadata": {"name": "tcp-services"},
+    pcore.create_namespaced_config_map("default", {"metadata": {"name": "tcp-services"},
                                                   "data": {"29111": "default/svc-b:8888"}})
-    ip = {app: "127." + ".".join(core.read_namespaced_service(f"svc-{app}", "default").spec.cluster_ip.split(".")[1:])
+    ip = {app: "127." + ".".join(pcore.read_namespaced_service(f"svc-{app}", "default").spec.cluster_ip.split(".")[1:])
           for app in ("a", "b")}
 
     def get(url):
@@ -138,23 +138,23 @@ def test_a_services_port_answers_on_its_loopback_twin_and_through_the_service_pr
     assert wait_until(lambda: get(f"http://{ip['a']}:8888/x"), 15) == "web-a /x"
     assert wait_until(lambda: get(f"http://{ip['b']}:8888/y"), 15) == "web-b /y"
     assert wait_until(lambda: get("http://127.0.0.1:29111/z"), 15) == "web-b /z"
-    body = core.connect_get_namespaced_service_proxy_with_path("svc-a:http", "default", "hello",
+    body = pcore.connect_get_namespaced_service_proxy_with_path("svc-a:http", "default", "hello",
                                                                _preload_content=False).data.decode()
     assert body == "web-a /hello"
-    core.delete_namespaced_pod("web-a", "default", grace_period_seconds=0)
+    pcore.delete_namespaced_pod("web-a", "default", grace_period_seconds=0)
     with socket.create_connection((ip["a"], 8888), timeout=2) as s:     # no ready endpoint: closed at once
         s.settimeout(5)
         wait_until(lambda: get(f"http://{ip['a']}:8888/x") is None, 10)
 
 
-def test_exec_and_port_forward_through_the_python_clients_streams(core):
+def test_exec_and_port_forward_through_the_python_clients_streams(pcore):
     """`stream(connect_get_namespaced_pod_exec)` runs in the container (its files, env, hostname) and reports
     the exit code; `portforward` reaches the pod's port 8888 inside its own network namespace."""
     from kubernetes.stream import portforward, stream
-    core.create_namespaced_pod("default", web_pod("shell", "s"))
-    phase_is(core, "shell", "Running")
-    wait_until(lambda: core.read_namespaced_pod("shell", "default").status.container_statuses[0].ready, 10)
-    out = stream(core.connect_get_namespaced_pod_exec, "shell", "default", command=[
+    pcore.create_namespaced_pod("default", web_pod("shell", "s"))
+    phase_is(pcore, "shell", "Running")
+    wait_until(lambda: pcore.read_namespaced_pod("shell", "default").status.container_statuses[0].ready, 10)
+    out = stream(pcore.connect_get_namespaced_pod_exec, "shell", "default", command=[
         "bash", "-c", "hostname; echo $HOSTNAME; ls -d /tmp; exit 4"], stderr=True, stdin=False, stdout=True,
         tty=False, _preload_content=False)
     out.run_forever(timeout=10)
@@ -162,7 +162,7 @@ def test_exec_and_port_forward_through_the_python_clients_streams(core):
     assert out.returncode == 4
 
     def fetch():
-        pf = portforward(core.connect_get_namespaced_pod_portforward, "shell", "default", ports="8888")
+        pf = portforward(pcore.connect_get_namespaced_pod_portforward, "shell", "default", ports="8888")
         sock = pf.socket(8888)
         sock.setblocking(True)
         sock.sendall(b"GET /pf HTTP/1.0\r\n\r\n")

@@ -2,55 +2,55 @@
 containers, env and volumes, as a kubelet over containerd reports them (kubesim/procrt cites the sources)."""
 from __future__ import annotations
 
-from tests.kubesim.procrt_support import core, events_for, log, phase_is, pod, procsim_server  # noqa: F401
+from tests.kubesim.procrt_support import events_for, log, phase_is, pod
 
 
-def test_a_command_exiting_3_fails_the_pod_with_exit_code_3_and_its_output(core):
+def test_a_command_exiting_3_fails_the_pod_with_exit_code_3_and_its_output(pcore):
     """containerd reports the process's exit status; the kubelet: terminated, reason Error, exitCode 3."""
-    core.create_namespaced_pod("default", pod("three", ["bash", "-c", "echo failing; echo to-stderr >&2; exit 3"]))
-    done = phase_is(core, "three", "Failed")
+    pcore.create_namespaced_pod("default", pod("three", ["bash", "-c", "echo failing; echo to-stderr >&2; exit 3"]))
+    done = phase_is(pcore, "three", "Failed")
     term = done.status.container_statuses[0].state.terminated
     assert (term.exit_code, term.reason) == (3, "Error")
     assert term.started_at and term.finished_at
-    assert log(core, "three") == "failing\nto-stderr\n"
+    assert log(pcore, "three") == "failing\nto-stderr\n"
 
 
-def test_going_over_the_memory_limit_is_a_kernel_oom_kill_reported_as_oomkilled_137(core):
+def test_going_over_the_memory_limit_is_a_kernel_oom_kill_reported_as_oomkilled_137(pcore):
     """The cgroup's limit makes the kernel kill the process (SIGKILL, 137); its OOM event -> OOMKilled."""
     hog = "a = []\nwhile True: a.append(bytearray(10 ** 7))"
-    core.create_namespaced_pod("default", pod("hog", ["python3", "-c", hog],
+    pcore.create_namespaced_pod("default", pod("hog", ["python3", "-c", hog],
                                               container={"resources": {"limits": {"memory": "64Mi"}}}))
-    done = phase_is(core, "hog", "Failed", timeout=30)
+    done = phase_is(pcore, "hog", "Failed", timeout=30)
     term = done.status.container_statuses[0].state.terminated
     assert (term.exit_code, term.reason) == (137, "OOMKilled")
 
 
-def test_a_command_that_does_not_exist_fails_to_start_with_the_runtimes_message(core):
+def test_a_command_that_does_not_exist_fails_to_start_with_the_runtimes_message(pcore):
     """runc's exec lookup fails: containerd's StartError, exit code 128, the message in the status and
     an Event `Error: ...`; the pod (restartPolicy Never) fails instead of hanging."""
-    core.create_namespaced_pod("default", pod("nosuch", ["no-such-command", "--x"]))
-    done = phase_is(core, "nosuch", "Failed")
+    pcore.create_namespaced_pod("default", pod("nosuch", ["no-such-command", "--x"]))
+    done = phase_is(pcore, "nosuch", "Failed")
     term = done.status.container_statuses[0].state.terminated
     assert (term.exit_code, term.reason) == (128, "StartError")
     assert 'exec: "no-such-command": executable file not found in $PATH' in term.message
-    assert any("executable file not found" in e.message for e in events_for(core, "nosuch", "Failed"))
+    assert any("executable file not found" in e.message for e in events_for(pcore, "nosuch", "Failed"))
 
 
-def test_restart_policy_on_failure_restarts_the_process_with_back_off(core):
+def test_restart_policy_on_failure_restarts_the_process_with_back_off(pcore):
     """computePodActions: a failed container restarts; restartCount and lastState.terminated count it."""
-    core.create_namespaced_pod("default", pod("again", ["bash", "-c", "echo try; exit 1"], restart="OnFailure"))
+    pcore.create_namespaced_pod("default", pod("again", ["bash", "-c", "echo try; exit 1"], restart="OnFailure"))
 
     def restarted():
-        p = core.read_namespaced_pod("again", "default")
+        p = pcore.read_namespaced_pod("again", "default")
         cs = (p.status.container_statuses or [None])[0]
         return cs if cs and cs.restart_count >= 2 else None
     from kubesim.testing import wait_until
     cs = wait_until(restarted, 15)
     assert cs.last_state.terminated.exit_code == 1
-    assert log(core, "again", previous=True) == "try\n"
+    assert log(pcore, "again", previous=True) == "try\n"
 
 
-def test_init_containers_run_in_order_before_the_containers_and_share_volumes(core):
+def test_init_containers_run_in_order_before_the_containers_and_share_volumes(pcore):
     """SyncPod: each init container runs to completion, in order, then the containers start."""
     spec = pod("inits", ["bash", "-c", "cat /work/order"],
                volumes=[{"name": "work", "emptyDir": {}}],
@@ -58,26 +58,26 @@ def test_init_containers_run_in_order_before_the_containers_and_share_volumes(co
     spec["spec"]["initContainers"] = [
         {"name": f"init-{i}", "image": "debian:12", "command": ["bash", "-c", f"echo init-{i} >> /work/order"],
          "volumeMounts": [{"name": "work", "mountPath": "/work"}]} for i in (1, 2)]
-    core.create_namespaced_pod("default", spec)
-    done = phase_is(core, "inits", "Succeeded")
-    assert log(core, "inits") == "init-1\ninit-2\n"
+    pcore.create_namespaced_pod("default", spec)
+    done = phase_is(pcore, "inits", "Succeeded")
+    assert log(pcore, "inits") == "init-1\ninit-2\n"
     assert [s.state.terminated.reason for s in done.status.init_container_statuses] == ["Completed", "Completed"]
 
 
-def test_skiffs_argv_runs_in_the_home_volume_with_the_images_virtualenv(core):
+def test_skiffs_argv_runs_in_the_home_volume_with_the_images_virtualenv(pcore):
     """The command TrainingJobOperator builds (bash -ic 'cd -- "$1" && shift && exec "$@"' ...) on a claim
     mounted at /root, the image mapped to a virtualenv (numpy importable), its exit code its own."""
-    core.create_namespaced_persistent_volume_claim("default", {
+    pcore.create_namespaced_persistent_volume_claim("default", {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "alice-home"},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
     home = {"volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": "alice-home"}}]}
     mount = {"volumeMounts": [{"name": "home", "mountPath": "/root"}]}
-    core.create_namespaced_pod("default", pod("setup", ["bash", "-c", "mkdir -p /root/recsys && printf '%s\\n' "
+    pcore.create_namespaced_pod("default", pod("setup", ["bash", "-c", "mkdir -p /root/recsys && printf '%s\\n' "
                                                         "'import numpy, sys' 'print(\"numpy\", numpy.__version__)' "
                                                         "'sys.exit(3)' > /root/recsys/train.py"], container=mount, **home))
-    phase_is(core, "setup", "Succeeded")
+    phase_is(pcore, "setup", "Succeeded")
     argv = ["bash", "-ic", 'cd -- "$1" && shift && exec "$@"', "bash", "/root/recsys", "python", "-u", "train.py"]
-    core.create_namespaced_pod("default", pod("train", argv, container={**mount, "image": "skiff/venv"}, **home))
-    done = phase_is(core, "train", "Failed")
+    pcore.create_namespaced_pod("default", pod("train", argv, container={**mount, "image": "skiff/venv"}, **home))
+    done = phase_is(pcore, "train", "Failed")
     assert done.status.container_statuses[0].state.terminated.exit_code == 3
-    assert "numpy 2." in log(core, "train")
+    assert "numpy 2." in log(pcore, "train")

@@ -1,0 +1,83 @@
+"""The pure parts of kubesim/procrt: `$(VAR)` expansion as expand.go, the env as makeEnvironmentVariables,
+config volume files, the probe thresholds, and a machine without a writable cgroup said out loud."""
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from kubesim.procrt.cgroups import Cgroups
+from kubesim.procrt.env import ConfigError, command_line, container_env, expand
+from kubesim.procrt.probes import Counter
+from kubesim.procrt.volumes import config_files
+
+ENV = {"A": "alpha", "EMPTY": ""}
+
+
+@pytest.mark.parametrize("text, out", [
+    ("$(A)", "alpha"), ("x$(A)y", "xalphay"), ("$(MISSING)", "$(MISSING)"), ("$$(A)", "$(A)"), ("$$", "$"),
+    ("$(A", "$(A"), ("$", "$"), ("$x", "$x"), ("$(EMPTY)-", "-"), ("$(A)$(A)", "alphaalpha"),
+    ("$$$(A)", "$alpha"), ("()", "()"),
+])
+def test_expand_follows_expand_go(text, out):
+    """third_party/forked/golang/expansion/expand_test.go cases: undefined kept, `$$` escapes, unclosed kept."""
+    assert expand(text, ENV.get) == out
+
+
+POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"a": "1"}},
+       "spec": {"nodeName": "n1"}, "status": {"podIP": "10.0.0.5"}}
+
+
+def lookup(objects):
+    return lambda kind, ns, name: objects.get((kind, ns, name))
+
+
+def test_env_from_then_env_in_order_later_values_see_earlier_ones():
+    objects = {("configmaps", "ns", "cm"): {"data": {"X": "from-cm", "bad-key!": "skipped", "B": "cm-b"}}}
+    container = {"envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "P_"}, {"configMapRef": {"name": "cm"}}],
+                 "env": [{"name": "B", "value": "$(X)+$(P_X)"},
+                         {"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['a']"}}},
+                         {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                 "command": ["run", "$(B)"], "args": ["$(N)", "$(NOPE)"]}
+    env = container_env(POD, container, lookup(objects), {}, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "P_X": "from-cm", "P_B": "cm-b", "X": "from-cm", "B": "from-cm+from-cm",
+                   "N": "1", "IP": "10.0.0.5"}
+    assert command_line(container, env) == ["run", "from-cm+from-cm", "1", "$(NOPE)"]
+
+
+def test_missing_keys_are_config_errors_with_the_kubelets_words_unless_optional():
+    objects = {("secrets", "ns", "s"): {"data": {"k": base64.b64encode(b"v").decode()}}}
+    ref = {"name": "T", "valueFrom": {"secretKeyRef": {"name": "s", "key": "nope"}}}
+    with pytest.raises(ConfigError, match="^couldn't find key nope in Secret ns/s$"):
+        container_env(POD, {"env": [ref]}, lookup(objects), {}, {})
+    ref["valueFrom"]["secretKeyRef"]["optional"] = True
+    assert container_env(POD, {"env": [ref]}, lookup(objects), {}, {}) == {}
+
+
+def test_resource_field_ref_rounds_up_and_falls_back_to_allocatable():
+    c = {"resources": {"limits": {"cpu": "1500m"}},
+         "env": [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+                 {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Gi"}}}]}
+    assert container_env(POD, c, lookup({}), {"memory": "32Gi"}, {}) == {"CPU": "2", "MEM": "32"}
+
+
+def test_config_volume_items_paths_and_modes():
+    objects = {("secrets", "ns", "s"): {"data": {"a": base64.b64encode(b"A").decode(),
+                                                 "b": base64.b64encode(b"B").decode()}}}
+    vol = {"name": "v", "secret": {"secretName": "s", "defaultMode": 0o400, "items": [
+        {"key": "a", "path": "x/a"}, {"key": "b", "path": "b", "mode": 0o644}]}}
+    assert config_files(vol, POD, lookup(objects), {}) == {"x/a": (b"A", 0o400), "b": (b"B", 0o644)}
+    assert config_files({"name": "e", "emptyDir": {}}, POD, lookup(objects), {}) is None
+
+
+def test_probe_results_flip_after_their_thresholds():
+    c = Counter(success_threshold=2, failure_threshold=3)
+    assert [c.observe(x) for x in (True, True, False, False, True, False, False, False)] == \
+        [None, True, None, None, None, None, None, False]
+
+
+def test_without_a_writable_memory_cgroup_limits_are_said_to_be_off(tmp_path):
+    cg = Cgroups(root=str(tmp_path))
+    assert cg.memory_base is None and "NOT enforced" in cg.problem
+    group = cg.group("c1", 64 << 20, 500)
+    assert group.dirs == [] and group.oom_kills() == 0
