@@ -1,7 +1,8 @@
 """``python -m devstack demo``: Skiff on a simulated cluster, end to end (what ``make demo`` runs).
 
-Starts kubesim (CPU, GPU and online-pool nodes), an SMTP sink and ``airflow standalone`` (SQLite, project-local
-``AIRFLOW_HOME`` under ``.demo/``), sets up the demo team's queue, triggers the example training pipeline and the
+Starts kubesim (CPU, GPU and online-pool nodes; RBAC over HTTPS, a kubeconfig per user), an SMTP sink, ``airflow
+standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under ``.demo/``) and a Prometheus with
+Skiff's scrape jobs and alert rules, sets up the demo team's queue, triggers the example training pipeline and the
 failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
 to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
 stops every process, also when the output is piped and the reader died with the same Ctrl-C).

@@ -328,6 +328,11 @@ class Stack:
         restarted = self.watchdog.stop() if self.watchdog is not None else []
         _stop_all([self.procs.get("airflow")], signal.SIGINT)
         _stop_all(restarted, signal.SIGTERM)
+        for proc in restarted:  # what a restarted component started (its log server, its workers)
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def stop(self) -> None:
         """Stop Airflow first, then the sink and kubesim, then the metadata DB."""

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
+from operators.metrics.events import failure_class
 
 GI = Decimal(2**30)
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}
@@ -141,6 +142,8 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
         "age_seconds": int((now - start).total_seconds()) if start else None,
         "ended": end.isoformat() if end else None,
         "reason": reason,
+        # the reason's class, a closed set the page translates (the reason itself is the cluster's English)
+        "reason_class": failure_class(reason, None) if reason else None,
         "waiting_for": waiting_for(ti["state"], job, pod, problem) if ti["state"] in ACTIVE_STATES else None,
         "queue_reason": None,
         "log_path": task_log_path(ti["dag_id"], ti["run_id"], ti["task_id"], ti.get("map_index", -1),

@@ -53,3 +53,14 @@ def test_every_key_the_page_names_is_defined():
               [f"ti.{s}" for s in ("running", "queued", "scheduled", "up_for_retry", "restarting", "failed", "success")] + \
               [f"queue.{q}" for q in ("training", "dev", "nominal", "used", "borrowed", "lent")]
     assert [k for k in dynamic if k not in en] == []
+
+
+def test_every_failure_reason_class_has_words_in_both_languages():
+    """issue 29: in zh-CN the training card's failure reasons stayed English. The page shows the reason's class
+    (operators.metrics.catalogue.FAILURE_REASONS, ``reason_class`` of a training row) in the page's language."""
+    from operators.metrics.catalogue import FAILURE_REASONS
+
+    d = _dictionaries()
+    for lang in d:
+        assert [r for r in FAILURE_REASONS if f"reason.{r}" not in d[lang]] == [], lang
+    assert d["zh-CN"]["reason.OOMKilled"] != d["en"]["reason.OOMKilled"]

@@ -162,6 +162,7 @@ def test_training_rows_show_a_failed_task_with_its_reason_team_and_log_link(api_
         row = rows[0]
         assert (row["state"], row["task_id"], row["team"]) == ("failed", "train_too_big", "recsys")
         assert row["reason"].startswith("OOMKilled") and "memory limit of 1Gi" in row["reason"], row
+        assert row["reason_class"] == "OOMKilled"  # what the page translates
         assert row["log_path"].startswith("dags/training_failure_demo/runs/") and \
             row["log_path"].endswith("/tasks/train_too_big?try_number=1")
         page = httpx.get(f"{api_server.url}/{row['log_path']}", timeout=30)  # the UI route exists (SPA)

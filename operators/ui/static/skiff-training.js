@@ -1,6 +1,6 @@
 // The training card: training task instances joined with their Jobs and pods, filtered by state.
 import { t } from "./skiff-i18n.js";
-import { S, ago, data, h, load, paged, pill, replace, time } from "./skiff-common.js";
+import { S, ago, data, h, load, paged, pill, replace, tData, time } from "./skiff-common.js";
 
 const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad", success: "ok" };
 const FILTERS = { all: () => true, failed: (r) => r.state === "failed", success: (r) => r.state === "success",
@@ -19,7 +19,7 @@ function scopeNote(body) {
     return h("div", { class: "sub scope-note" }, t("train.scope_all"), " ",
       h("a", { href: "#", class: "scope-toggle", onclick: (ev) => { ev.preventDefault(); setScope("teams"); } }, t("train.scope_mine")));
   }
-  return h("div", { class: "sub scope-note" }, t("train.scope_teams", { teams: body.teams.join(", ") || "–" }),
+  return h("div", { class: "sub scope-note" }, tData("train.scope_teams", { teams: body.teams.join(", ") || "–" }),
     body.other_teams ? [" ", t("train.scope_more", { n: body.other_teams }), " ",
       h("a", { href: "#", class: "scope-toggle", onclick: (ev) => { ev.preventDefault(); setScope("all"); } }, t("train.scope_show"))] : "");
 }
@@ -47,6 +47,8 @@ export function renderTraining(body) {
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
       h("td", { class: "num" }, time(r.ended) || "–"),
-      data("td", { class: r.reason ? "reason" : "" }, r.reason || ""),
+      // the reason's class in the page's language, the cluster's own words (English) under it
+      h("td", { class: r.reason ? "reason" : "" }, r.reason_class ? h("b", { class: "reason-class" }, t("reason." + r.reason_class)) : null,
+        r.reason ? data("div", { class: "reason-text" }, r.reason) : ""),
       h("td", {}, h("a", { href: root + r.log_path, class: "log-link" }, t("train.log"))))))), pager));
 }

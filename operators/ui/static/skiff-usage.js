@@ -8,11 +8,16 @@ function niceMax(x) {
   return [1, 2, 2.5, 5, 10].map((m) => m * p).find((v) => v >= x) || 10 * p;
 }
 
+const AXIS_MIN = 0.1;  // hours (6 minutes)
+/** A tick's label: three significant digits, so that five ticks of a small axis never read alike. */
+export function tickLabel(hours) { return String(Number(hours.toPrecision(3))); }
+
 function usageChart(rows) {
   // a horizontal bar per user, an x axis in hours with 5 ticks; no rows: the axes and a line saying what will come
   const rowH = 26, left = 110, right = 60, width = 520, axisH = 34, top = 6;
   const height = top + Math.max(rows.length, 2) * rowH + axisH;
-  const max = rows.length ? niceMax(Math.max(...rows.map((r) => r.gpu_hours))) : 4, plotW = width - left - right;
+  // at least AXIS_MIN hours: short steps (seconds of GPU) gave an axis of 0.0003 h whose ticks all read "0"
+  const max = rows.length ? niceMax(Math.max(...rows.map((r) => r.gpu_hours), AXIS_MIN)) : 4, plotW = width - left - right;
   const svg = document.createElementNS(SVG, "svg");
   for (const [k, v] of Object.entries({ class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("usage.title") })) svg.setAttribute(k, v);
   const el = (tag, attrs, text) => {
@@ -26,7 +31,7 @@ function usageChart(rows) {
   for (let i = 0; i <= 4; i++) {
     const x = left + (plotW * i) / 4;
     el("line", { x1: x, x2: x, y1: top, y2: axisY, class: i ? "grid" : "axis" });
-    el("text", { x, y: axisY + 14, "text-anchor": "middle", class: "tick" }, String(Number(((max * i) / 4).toFixed(2))));
+    el("text", { x, y: axisY + 14, "text-anchor": "middle", class: "tick" }, tickLabel((max * i) / 4));
   }
   el("line", { x1: left, x2: left + plotW, y1: axisY, y2: axisY, class: "axis" });
   el("text", { x: left + plotW / 2, y: axisY + 30, "text-anchor": "middle", class: "axis-label" }, t("usage.axis"));
