@@ -180,6 +180,7 @@ def simulate_day(cohort: bool, seed: int = 1) -> dict:
     waited: dict[str, float] = {}
     events = [(arr, "arrive", i) for i, arr in enumerate(j[0] for j in jobs)]
     now = 0.0
+    hashes, preemptors = cycle.PodSetHashes(), {}      # this day's: what kubesim's Kueue Scheduler keeps
     while events:
         events.sort()
         t, kind, i = events.pop(0)
@@ -199,7 +200,8 @@ def simulate_day(cohort: bool, seed: int = 1) -> dict:
         # evictions free their quota at once here (no pods to wait for): decide again, a few rounds at most -
         # a borrowing head of one queue can take what a preemptor of the other freed (heads are per queue)
         for _round in range(4):
-            d = cycle.run(cqs, lqs, flavors, list(wls.values()), {"ns": {}})
+            d = cycle.run(cqs, lqs, flavors, list(wls.values()), {"ns": {}}, hashes, preemptors=preemptors)
+            preemptors = d.preemptors
             for k, _reason, _pr, _msg in d.evict:
                 victim = k[1]
                 preemptions += 1

@@ -76,6 +76,7 @@ class Scheduler(KueueController):
     def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.hashes = cycle.PodSetHashes()      # this cluster's uids only
+        self.preemptors: dict[str, tuple] = {}  # each ClusterQueue's sticky preemptor (Kueue's queue manager)
 
     def on_event(self, event_type, rt, obj, old):
         if (rt.group == wlib.GROUP and rt.plural in self.WATCHED) or (rt.group, rt.plural) == ("", "namespaces"):
@@ -91,7 +92,8 @@ class Scheduler(KueueController):
         ns_rt = self.cluster.rt("namespaces")
         namespaces = {o["metadata"]["name"]: o["metadata"].get("labels") or {}
                       for o in self.cluster.cache.list(ns_rt)}
-        d = cycle.run(cqs, lqs, flavors, workloads, namespaces, self.hashes)
+        d = cycle.run(cqs, lqs, flavors, workloads, namespaces, self.hashes, preemptors=self.preemptors)
+        self.preemptors = d.preemptors
         wl_rt, now = self.rt("workloads"), self.cluster.now()
         by_key = {cycle.key(w): w for w in workloads}
         for wl, admission in d.admit:

@@ -18,6 +18,11 @@ Follows kubernetes-sigs/kueue `pkg/scheduler/scheduler.go` (v0.19) `schedule` / 
   longer fits after processing another workload" (scheduler.go:477); Fit: quota reserved (admitted: no
   admission checks are simulated); Preempt: the targets are evicted and the head waits (`. Pending the
   preemption of N workload(s)`), its usage held for the rest of the pass;
+- a head that issued preemptions is its ClusterQueue's preemptor: with BestEffortFIFO it stays first in its
+  queue until admitted, unschedulable or deleted (cluster_queue.go `preemptorWorkload`, Kueue#6929 and
+  #7101), so a Workload set aside earlier cannot come back ahead of it and let another queue's borrower
+  take the quota its preemptions free; Kueue keeps this in its queue manager's memory, kubesim in
+  `Decisions.preemptors`, which the caller passes to the next `run`;
 - the QuotaReserved reason is `Pending`, as v0.19's default gates write it (`requeueAndUpdate`:
   UnadmittedWorkloadReasonWithFallback; UnadmittedWorkloadsObservability is off by default).
 
@@ -42,10 +47,14 @@ class Decisions:
     admit: list[tuple[dict, dict]] = field(default_factory=list)             # (workload, admission)
     evict: list[tuple[tuple, str, str, str]] = field(default_factory=list)   # (key, reason, preempted reason, message)
     pending: dict[tuple, tuple[str, str]] = field(default_factory=dict)      # key -> (reason, message)
+    preemptors: dict[str, tuple] = field(default_factory=dict)   # ClusterQueue -> its sticky preemptor's key
 
 
 def key(wl: dict) -> tuple[str, str]:
     return wl["metadata"]["namespace"], wl["metadata"]["name"]
+
+
+NEWEST = "\uffff"        # a reservation time after any RFC 3339 time: one made in this pass
 
 
 def order_key(wl: dict):
@@ -82,11 +91,13 @@ def _cluster_queue_of(wl, lqs, cqs, namespaces) -> tuple[str | None, tuple[str, 
 
 
 def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], workloads: list[dict],
-        namespaces: dict[str, dict], hashes: PodSetHashes | None = None, cycles: int | None = None) -> Decisions:
+        namespaces: dict[str, dict], hashes: PodSetHashes | None = None, cycles: int | None = None,
+        preemptors: dict[str, tuple] | None = None) -> Decisions:
     """One level-triggered pass. `hashes`: the caller's pod-set hash cache (one per cluster, so uids cannot
     collide across simulations); None hashes afresh. `cycles`: stop after that many scheduling cycles (a
-    table of Kueue's scheduler_test.go is one `schedule` call)."""
-    out = Decisions()
+    table of Kueue's scheduler_test.go is one `schedule` call). `preemptors`: each ClusterQueue's preemptor
+    as the last pass left it (`Decisions.preemptors`: the caller keeps it, as Kueue's queue manager does)."""
+    out = Decisions(preemptors=dict(preemptors or {}))
     nodes = quota.build(list(cqs.values()))
     admitted: list[preemption.Admitted] = []
     pending: dict[str, list[dict]] = {}
@@ -108,8 +119,12 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
             out.pending[key(wl)] = why
             continue
         pending.setdefault(cq_name, []).append(wl)
-    for wls in pending.values():
-        wls.sort(key=order_key)
+    out.preemptors = {cq: k for cq, k in out.preemptors.items() if any(key(w) == k for w in pending.get(cq, []))}
+    for cq_name, wls in pending.items():
+        sticky = out.preemptors.get(cq_name)
+        if (cqs[cq_name].get("spec") or {}).get("queueingStrategy") == "StrictFIFO":
+            sticky = None
+        wls.sort(key=lambda w, s=sticky: (key(w) != s, *order_key(w)))
     state = _Pass(cqs, nodes, flavors, admitted, pending, out, hashes if hashes is not None else PodSetHashes())
     for _ in range(cycles or sum(len(v) for v in pending.values()) + 1):
         heads = state.heads()
@@ -237,10 +252,12 @@ class _Pass:
             if a.mode == fa.NOFIT:
                 out.pending[k] = ("Pending", a.message())
                 self.set_aside.add(k)
+                self.unstick(cq_name, k)
                 continue
             if a.mode == fa.PREEMPT and not targets:
                 out.pending[k] = ("Pending", a.message())
                 self.set_aside.add(k)
+                self.unstick(cq_name, k)
                 self.reserve_unreclaimable(cq_name, a)
                 continue
             if a.mode == fa.PREEMPT:
@@ -254,20 +271,29 @@ class _Pass:
             preempted.update((t.key, t) for t, _ in targets)
             self.take(node, a.usage)
             if a.mode == fa.PREEMPT:
+                out.preemptors[cq_name] = k
                 self.issue_preemptions(wl, node, targets)
                 out.pending[k] = ("Pending", f"{a.message()}. Pending the preemption of {len(targets)} workload(s)")
                 continue
             admission = {"clusterQueue": cq_name, "podSetAssignments": a.to_api(podsets(wl))}
-            self.admitted.append(_admitted_record({**wl, "status": {"admission": admission}}, cq_name))
+            record = _admitted_record({**wl, "status": {"admission": admission}}, cq_name)
+            record.reserved_at = NEWEST         # reserved now: after every reservation already made
+            self.admitted.append(record)
             out.admit.append((wl, admission))
             self.pending[cq_name].remove(wl)
             out.pending.pop(k, None)
+            self.unstick(cq_name, k)
             admitted_any = True
         for node, hold in self.held:
             for fr, v in hold.items():
                 quota.remove_usage(node, fr, v)
         self.memo.clear()
         return admitted_any
+
+    def unstick(self, cq_name: str, k: tuple) -> None:
+        """A preemptor stays sticky at its queue's head until admitted, unschedulable or deleted."""
+        if self.out.preemptors.get(cq_name) == k:
+            del self.out.preemptors[cq_name]
 
     def issue_preemptions(self, wl: dict, node, targets) -> None:
         for t, reason in targets:

@@ -59,8 +59,8 @@ def local_queues(*entries: tuple[str, str, str]) -> dict:
 
 
 def run(cqs: list[dict], lqs: dict, flavors: list[dict], workloads: list[dict], namespaces=None,
-        hashes=None, cycles=None) -> cycle.Decisions:
+        hashes=None, cycles=None, preemptors=None) -> cycle.Decisions:
     spaces = namespaces if namespaces is not None else {
         ns: {} for ns in {w["metadata"]["namespace"] for w in workloads} | {k[0] for k in lqs}}
     return cycle.run({c["metadata"]["name"]: c for c in cqs}, lqs, {f["metadata"]["name"]: f for f in flavors},
-                     workloads, spaces, hashes, cycles)
+                     workloads, spaces, hashes, cycles, preemptors)

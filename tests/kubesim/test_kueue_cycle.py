@@ -178,3 +178,35 @@ def test_namespace_not_selected_is_kueues_message():
     d = t.run(cqs, lqs, [t.flavor("default")], [t.workload("new", "eng", "blocked", {"cpu": 1})],
               namespaces={"eng": {"dep": "eng"}})
     assert d.pending[("eng", "new")] == ("Pending", "workload namespace doesn't match ClusterQueue selector")
+
+
+def _reclaim_day(a_new_running: bool):
+    """a (8 GPUs) borrows: a-old 6 and a-new 4; b (8) runs 6, b-big (8, oldest: never fits now) and b-42 (2)
+    wait. Reclaim Any, online a above scheduled b."""
+    cqs = [t.cq(n, [("gpu", {GPU: 8})], cohort="day", within="LowerPriority", reclaim="Any") for n in ("a", "b")]
+    lqs = t.local_queues(("ns", "a", "a"), ("ns", "b", "b"))
+    at = "2026-01-01T01:00:00Z"
+    wls = [t.reserve(t.workload("a-old", "ns", "a", {GPU: 6}, priority=3000), "a", "gpu", at),
+           t.reserve(t.workload("b-run", "ns", "b", {GPU: 6}, priority=2000), "b", "gpu", at),
+           t.workload("b-big", "ns", "b", {GPU: 8}, priority=2000, created="2026-01-01T00:00:01Z"),
+           t.workload("b-42", "ns", "b", {GPU: 2}, priority=2000, created="2026-01-01T00:00:02Z"),
+           t.workload("a-new", "ns", "a", {GPU: 4}, priority=3000, created="2026-01-01T00:00:03Z")]
+    if a_new_running:
+        t.reserve(wls[-1], "a", "gpu", "2026-01-01T02:00:00Z")
+    return cqs, lqs, [t.flavor("gpu")], wls
+
+
+def test_a_preemptor_stays_at_its_queues_head_until_admitted():
+    """cluster_queue.go preemptorWorkload (Kueue#6929, #7101): b-42 reclaims a-new's GPUs and becomes b's
+    sticky preemptor; once a-new is evicted and pending again, b-42 - not b's older b-big, set aside before -
+    is b's head, so it is admitted first (non-borrowing) and a-new, which borrows, no longer fits. Without the
+    sticky head b-big heads b, a-new takes the freed GPUs back and b-42 preempts it again: the thrash that
+    made issue 28's simulated days count thousands of preemptions."""
+    d1 = t.run(*_reclaim_day(a_new_running=True))
+    assert [e[0][1] for e in d1.evict] == ["a-new"] and d1.preemptors == {"b": ("ns", "b-42")}
+    d2 = t.run(*_reclaim_day(a_new_running=False), preemptors=d1.preemptors)
+    assert _names(d2) == ["b-42"] and not d2.evict and d2.preemptors == {}
+    assert t.run(*_reclaim_day(a_new_running=False), preemptors=d1.preemptors, cycles=1).pending[("ns", "a-new")] == (
+        "Pending", "Workload no longer fits after processing another workload")
+    forgot = t.run(*_reclaim_day(a_new_running=False))             # what kubesim did before: the thrash
+    assert _names(forgot) == ["a-new"] and [e[0][1] for e in forgot.evict] == ["a-new"]
