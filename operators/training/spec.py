@@ -47,8 +47,9 @@ SCRIPT = (
     'cd -- "$1" || exit; c=$2; k=$3; shift 3; '
     'trap \'t=1; kill -TERM "$p" 2>/dev/null\' TERM; '
     '[ -z "$c" ] || mkdir -p -- "$c" || exit; '
-    # an interactive bash announces a background job ("[1] 42") on its stderr: hidden, the program's stderr kept
-    'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&- & p=$!; exec 2>&3 3>&-; [ -z "$t" ] || kill -TERM "$p"; '
+    # an interactive bash speaks of its background job on its own stderr ("[1] 42" at the start, a tcsetattr
+    # complaint when a signal ends it): silenced from here on, while the program keeps the container's stderr
+    'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&- & p=$!; exec 3>&-; [ -z "$t" ] || kill -TERM "$p"; '
     # a trap interrupts wait (status > 128) while the program still runs: wait on until it has ended
     'while :; do wait "$p"; r=$?; [ "$r" -gt 128 ] && kill -0 "$p" 2>/dev/null || break; done; '
     'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ]; then '

@@ -137,8 +137,9 @@ def test_success_removes_exactly_the_steps_directory(home):
 @pytest.mark.parametrize("program,code", [("import sys; sys.exit(3)", 3), ("import os; os.kill(os.getpid(), 9)", 137)])
 def test_a_failure_keeps_the_directory_and_its_exit_status(home, program, code):
     proc = _start(home, program)
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == code
+    assert b"tcsetattr" not in err and b"Killed" not in err     # bash's job chatter stays out of the task log
     assert (home / ".skiff" / "checkpoints" / "d" / "t" / "r").is_dir()
 
 
@@ -179,3 +180,14 @@ def test_a_directory_outside_a_checkpoint_root_is_never_removed(home):
     proc = _start(home, "print('ok')", directory=elsewhere)
     proc.communicate(timeout=60)
     assert proc.returncode == 0 and elsewhere.is_dir()
+
+
+def test_a_missing_program_and_a_missing_work_dir_still_say_so_on_stderr(home):
+    missing = subprocess.run(["/bin/bash", "-ic", SCRIPT, "skiff", str(home), "", "keep", "no-such-program-x"],
+                             env={"PATH": os.environ["PATH"], "HOME": str(home)}, stdin=subprocess.DEVNULL,
+                             capture_output=True, timeout=60)
+    assert missing.returncode == 127 and b"no-such-program-x: command not found" in missing.stderr
+    nowhere = subprocess.run(["/bin/bash", "-ic", SCRIPT, "skiff", str(home / "nope"), "", "keep", "true"],
+                             env={"PATH": os.environ["PATH"], "HOME": str(home)}, stdin=subprocess.DEVNULL,
+                             capture_output=True, timeout=60)
+    assert nowhere.returncode == 1 and b"nope: No such file or directory" in nowhere.stderr
