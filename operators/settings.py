@@ -91,7 +91,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     # ---- metrics (operators/exporter: Skiff's Prometheus endpoint in the api-server)
     Option("metrics_token", "string", "",
            "Bearer token Prometheus sends to Skiff's endpoint (/skiff-metrics/metrics); set it from a Kubernetes "
-           "Secret (AIRFLOW__SKIFF__METRICS_TOKEN). Empty: only an Airflow login may read the endpoint."),
+           "Secret (AIRFLOW__SKIFF__METRICS_TOKEN). Empty: only an Airflow admin's login may read the endpoint."),
     Option("metrics_cache_seconds", "float", "15",
            "Skiff's endpoint re-reads the cluster (5 list requests) at most this often; scrapes in between are "
            "answered from its cache."),

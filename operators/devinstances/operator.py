@@ -77,12 +77,12 @@ class DevInstanceOperator(BaseOperator):
 
     def execute(self, context) -> dict | None:
         from operators.devinstances import inventory, lifecycle
-        from operators.devinstances.owners import configured_admins, resolve_owner
+        from operators.devinstances.owners import configured_admins, resolve_owner, triggering_user
         from operators.devinstances.settings import Settings
         from operators.k8s import Kube, api_client
 
         params = context["params"]
-        user = context["dag_run"].triggering_user_name
+        user = triggering_user(context["dag_run"])  # "" for nobody; a real user named dag_test is that user
         settings = Settings.from_config()
         name, team = params.get("name"), params.get("team")
         if self.action == "create":  # for oneself (Airflow admins: for anybody)

@@ -4,8 +4,10 @@
   ``owner`` in its conf only if that is the same user, or if the user is an admin: an Airflow admin for every
   action, a team admin (role ``admin`` in the platform file) to stop, start or delete an instance of their team
   (the operator passes that team's admins).
-* A run with nobody logged in behind it (``dag.test()``/``airflow dags test``: ``dag_test``; tests and
-  schedulers: empty) must name ``owner`` in its conf.
+* A run with nobody logged in behind it must name ``owner`` in its conf: an empty triggering user (tests,
+  schedules), or ``dag.test()``/``airflow dags test``, which records the name ``dag_test``. That name is "nobody"
+  only inside such a run (``triggering_user``: the task runs in the test's in-process supervisor); a real Airflow
+  user called ``dag_test`` is that user, with that user's rights only (issue 30, class 8).
 * ``airflow dags trigger`` records the OS user's name; such a user can only pass ``owner`` for somebody
   else when listed as an admin (operators with a shell on Airflow's machines).
 
@@ -17,7 +19,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ANONYMOUS = ("", "dag_test")
+ANONYMOUS = ("",)  # the one "no user": see ``triggering_user``
+DAG_TEST_USER = "dag_test"  # what dag.test() records as the triggering user (airflow/sdk/definitions/dag.py)
+
+
+def triggering_user(dag_run, in_dag_test: bool | None = None) -> str:
+    """The run's user, ``""`` for nobody: no user recorded, or ``dag_test`` recorded by ``dag.test()`` itself
+    (``in_dag_test``: this task runs in ``dag.test()``'s in-process supervisor, which no worker does; None:
+    look it up). A run a real user named ``dag_test`` triggered is theirs."""
+    user = getattr(dag_run, "triggering_user_name", None) or ""
+    if user != DAG_TEST_USER:
+        return user
+    return "" if (_in_dag_test() if in_dag_test is None else in_dag_test) else user
+
+
+def _in_dag_test() -> bool:
+    from airflow.sdk.execution_time import task_runner
+    from airflow.sdk.execution_time.supervisor import InProcessSupervisorComms
+
+    return isinstance(getattr(task_runner, "SUPERVISOR_COMMS", None), InProcessSupervisorComms)
 
 
 def admins_from_config(env_admins: str | None, simple_users: str | None) -> frozenset[str]:

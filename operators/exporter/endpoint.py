@@ -9,8 +9,8 @@ cluster's, so any replica's answer is the same.
 Who: a plugin app gets no Airflow auth by default, so every request must carry either
 ``Authorization: Bearer <[skiff] metrics_token>`` (compared in constant time; set from a Kubernetes Secret
 through Airflow's environment override: what Prometheus' ``authorization.credentials_file`` sends) or
-an Airflow login (Airflow's own ``get_user``: 401 anonymous, 403 a bad token). No token configured: Airflow
-login only.
+an Airflow admin's login (Airflow's own ``get_user``: 401 anonymous, 403 a bad token; 403 any other user,
+who would see every team's figures). No token configured: Airflow admins only.
 
 Cost: a scrape reads the cache; when the cache is older than ``[skiff] metrics_cache_seconds`` (15 s) the
 scrape that notices refreshes it first with five cluster-wide lists (quotas, training Jobs, instance
@@ -157,11 +157,17 @@ def token_matches(header: str, token: str) -> bool:
 
 
 async def authorize(request: Request) -> None:
+    """The scrape token, or an Airflow admin's login: the gauges are every team's quota, usage, training and
+    instances, while the page shows each user only their teams, so any other login is refused (403), a viewer
+    in no team included (issue 30, class 6)."""
     if token_matches(request.headers.get("authorization", ""), settings.get("metrics_token") or ""):
         return
     from operators.ui.auth import current_user
 
-    await current_user(request)  # Airflow's login, else 401 / 403
+    caller = await current_user(request)  # Airflow's login, else 401 / 403
+    if not caller.admin:
+        raise HTTPException(403, "the metrics endpoint shows every team's figures: send the scrape token "
+                                 "([skiff] metrics_token) or log in as an Airflow admin")
 
 
 def create_app() -> FastAPI:

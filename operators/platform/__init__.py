@@ -9,11 +9,12 @@ renders what the cluster should hold; ``admission`` decides on a request under i
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 from operators import settings
-from operators.platform.loader import parse_platform, schema
+from operators.platform.loader import MAX_BYTES, parse_platform, schema
 from operators.platform.model import (
     Image,
     Member,
@@ -60,10 +61,31 @@ def node_pool_defaults() -> NodePools:
 
 
 def load_platform(path: str | os.PathLike | None = None) -> Platform:
-    """Read and validate the platform file; raises ``PlatformError`` naming file, line and field."""
+    """Read and validate the platform file; raises ``PlatformError`` naming file, line and field. The file is
+    read at most ``MAX_BYTES`` + 1 bytes (a bigger one is refused unread) and parsed once per content: every
+    page route, task and exporter refresh calls this, and a ``Platform`` is immutable, so the same bytes give
+    the same ``Platform`` (or the same error) from a small cache keyed by the bytes (issue 30, class 5)."""
     chosen = platform_file(path)
     try:
-        text = chosen.read_text(encoding="utf-8")
+        with chosen.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise PlatformError(f"{chosen}: cannot read the platform file: {exc.strerror or exc}") from None
-    return parse_platform(text, str(chosen), node_pool_defaults())
+    if len(raw) > MAX_BYTES:
+        raise PlatformError(f"{chosen}:1: (file): over {MAX_BYTES} bytes; a platform file may have at most "
+                            f"{MAX_BYTES} (1 MiB)")
+    parsed = _parsed(raw, str(chosen), node_pool_defaults())
+    if isinstance(parsed, PlatformError):
+        raise PlatformError(str(parsed))
+    return parsed
+
+
+@lru_cache(maxsize=8)
+def _parsed(raw: bytes, source: str, defaults: NodePools) -> Platform | PlatformError:
+    """``parse_platform`` of ``raw`` (its error returned, so that a bad file is not parsed again either)."""
+    try:
+        return parse_platform(raw.decode("utf-8"), source, defaults)
+    except UnicodeDecodeError as exc:
+        return PlatformError(f"{source}:1: (file): not UTF-8 (byte {exc.start}): the platform file is UTF-8 YAML")
+    except PlatformError as exc:
+        return exc

@@ -62,7 +62,7 @@ def create_app() -> FastAPI:
     @app.get("/static/{name}")
     async def asset(name: str, _: CallerDep) -> Response:
         if name not in ASSETS:
-            raise HTTPException(404, f"no asset {name!r}")
+            raise HTTPException(404, f"no asset {short_repr(name)}")
         return Response((STATIC / name).read_bytes(), media_type=ASSETS[name])
 
     @app.get("/api/me")
@@ -123,7 +123,7 @@ def create_app() -> FastAPI:
     async def act(team: str, name: str, action: str, request: Request, caller: CallerDep) -> dict:
         await _json_object(request)
         if action not in ("stop", "start", "delete"):
-            raise HTTPException(404, f"action: {action!r} is not one of stop, start, delete")
+            raise HTTPException(404, f"action: {short_repr(action)} is not one of stop, start, delete")
         conf = await _off_loop(instances.action_conf, caller, team, name)  # 404 unless the caller may see it
         return await instances.trigger(request, caller, action, conf)
 

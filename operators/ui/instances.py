@@ -160,7 +160,9 @@ def create_conf(caller: Caller, body: dict[str, Any]) -> dict:
 def _find(caller: Caller, team: str, name: str) -> dict:
     row = next((r for r in visible_instances(caller) if r["team"] == team and r["name"] == name), None)
     if row is None:
-        raise HTTPException(404, f"name={name!r}: no instance of yours with this name in team {team!r}")
+        # path parameters are the caller's text: echoed cut to 80 characters with their size (issue 30, class 7)
+        raise HTTPException(404, f"name={short_repr(name)}: no instance of yours with this name in team "
+                                 f"{short_repr(team)}")
     return row
 
 

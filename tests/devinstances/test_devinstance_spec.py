@@ -190,7 +190,6 @@ def test_ports_are_allocated_lowest_first_reused_and_freed():
     ("alice", None, (), "alice"),
     ("alice", "alice", (), "alice"),
     ("admin", "bob", ("admin",), "bob"),
-    ("dag_test", "bob", (), "bob"),
     ("", "bob", (), "bob"),
     (None, "bob", (), "bob"),
 ])
@@ -202,7 +201,9 @@ def test_owner_rules_refuse():
     with pytest.raises(PermissionError, match="owner='bob': 'alice' may only act on their own"):
         resolve_owner("alice", "bob", ("admin",))
     with pytest.raises(ValueError, match="pass owner in the run's conf"):
-        resolve_owner("dag_test", None)
+        resolve_owner("", None)
+    with pytest.raises(PermissionError, match="'dag_test' may only act on their own"):  # a real user (issue 30)
+        resolve_owner("dag_test", "bob")
     assert admins_from_config("ops, root", "admin:admin,alice:user,boss:Admin") == {"ops", "root", "admin", "boss"}
 
 
@@ -217,8 +218,8 @@ def test_a_team_admin_acts_for_the_teams_owners_and_nobody_elses(monkeypatch):
     assert team_namespace_and_admins("nlp") == ("nlp", ("carol",))
     # not in the file: Airflow admins (and CLI runs) only, never a system namespace, never a path
     assert team_namespace_and_admins("gone", "root", frozenset({"root"})) == ("gone", ())
-    assert team_namespace_and_admins("gone", "dag_test") == ("gone", ())
-    for team, user in (("gone", "bob"), ("kube-system", "root"), ("default", "dag_test"),
+    assert team_namespace_and_admins("gone", "") == ("gone", ())  # nobody: a CLI run (owners.triggering_user)
+    for team, user in (("gone", "bob"), ("gone", "dag_test"), ("kube-system", "root"), ("default", ""),
                        ("recsys/secrets/alice-nb", "bob"), ("../kube-system", "root"), ("recsys?x", "bob")):
         with pytest.raises(ValueError, match="^team="):
             team_namespace_and_admins(team, user, frozenset({"root"}))

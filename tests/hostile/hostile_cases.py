@@ -229,6 +229,10 @@ CASES: list[Case] = [
     Case("platform-kueue-flavors-empty", P, "kueue.flavors: {} (a ClusterQueue with no flavor: Kueue's CRD refuses it)",
          {"text": "version: 1\nqueueing: kueue\nteams:\n  - name: nlp\n    quota: {cpu: \"3\", memory: 8Gi, storage: 1Gi}\n"
                   "    kueue: {flavors: {}}\n"}, field="teams[0].kueue.flavors", value="at least one"),
+    Case("platform-teams-1001", P, "1,001 teams (10,000 took 22 s to check, on every page route)",
+         {"text": "version: 1\nteams:\n" + "".join(
+             f"  - {{name: t{i}, quota: {{cpu: '1', memory: 1Gi, storage: 9Gi}}, members: [{{user: u{i}}}]}}\n"
+             for i in range(1001))}, field="teams", value="1001 teams; a platform file may have at most 1000"),
     # ---- Sedna CRs that pass the CRD schema but make no sense (a condition on that CR only) ----
     Case("sedna-hpa-min-over-max", S, "JointInferenceService hpa minReplicas 5 > maxReplicas 2",
          {"hpa": {"minReplicas": 5, "maxReplicas": 2}}, field="spec.cloudWorker.hpa.minReplicas", value="5"),

@@ -162,3 +162,69 @@ def test_one_flooding_and_one_dripping_instance_never_delay_the_culler(k8s, team
     assert drip.probed_true_at - drip.started < BOUND.seconds, "the idle instances waited for bob's read"
     assert flood.sent > BOUND.max_bytes
     assert peak < 50 * MB, peak
+
+
+@pytest.fixture
+def page(k8s, kube_conn, monkeypatch):
+    """The page's API in process (its FastAPI app; Airflow's login given: tests/ui proves it) as alice, on the
+    example platform file whose team recsys alice and bob are in."""
+    from operators.platform import ENV_PLATFORM_FILE, example_path
+    from operators.ui import idle_times
+    from operators.ui.app import create_app
+    from operators.ui.auth import Caller, current_user
+
+    monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
+    monkeypatch.setattr(rest, "USER_CONTENT", BOUND)
+    idle_times.clear()
+    app = create_app()
+    app.dependency_overrides[current_user] = lambda: Caller("alice", "token", False, None)
+    from fastapi.testclient import TestClient
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+    idle_times.clear()
+
+
+def test_every_page_request_answers_while_an_instance_floods_and_another_drips(k8s, page, monkeypatch):
+    """alice's two instances: ``nb`` floods, ``nb2`` drips. Every ``GET /api/instances`` answers 200 (the idle
+    reads are off the request path and bounded), the process holds far less than 50 MB more at its peak, and
+    once the reads end the rows say why no idle time is known (the bound's words, cut to 200 characters)."""
+    from kubernetes import client as k8s_client
+
+    from kubesim.testing import wait_until
+
+    core = k8s_client.CoreV1Api(k8s)
+    core.create_namespace({"metadata": {"name": "recsys"}})
+    for claim in ("alice-home", "recsys-datasets"):
+        core.create_namespaced_persistent_volume_claim("recsys", {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    flood, drip = Backend("flood"), Backend("drip")
+    try:
+        for name in ("nb", "nb2"):
+            lifecycle.create(Kube(k8s), make_request(owner="alice", name=name, home_pvc="alice-home"), SETTINGS)
+        for name in ("nb", "nb2"):
+            wait_ready(k8s, "alice", name)
+        for name, backend in (("nb", flood), ("nb2", drip)):
+            core.patch_namespaced_pod(naming.pod_name("alice", name), NS, {"metadata": {"annotations": {
+                "kubesim.io/http": json.dumps({"8888/metrics": {"forward": backend.url}})}}})
+        tracemalloc.start()
+        answers = []
+        try:
+            def rows():
+                r = page.get("/api/instances")
+                answers.append(r.status_code)
+                return {row["name"]: row["idle_detail"] or "" for row in r.json()["instances"]}
+
+            done = wait_until(lambda: (lambda d: d if "over 262144 bytes" in d.get("nb", "")
+                                       and "did not end within 3 s" in d.get("nb2", "") else None)(rows()),
+                              timeout=30, what="both idle reads cut at their bound")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        flood.close()
+        drip.close()
+    assert set(answers) == {200} and len(answers) >= 2, answers
+    assert all(len(v) <= 200 for v in done.values()), done
+    assert flood.sent > BOUND.max_bytes
+    assert peak < 50 * MB, peak

@@ -176,13 +176,15 @@ export const MESSAGES = {
 
 const ACTION_WORDS = { "zh-CN": { stop: "停止", start: "启动", delete: "删除" } };
 
-/** The language Airflow's UI shows (its i18next choice), as one of ours; English for any other. */
+/** The language Airflow's UI shows (its i18next choice), as one of ours; English for any other. Only a key of
+ * our own dictionaries is ever returned (it becomes the page's lang attribute): "__proto__" or "constructor" in
+ * localStorage are inherited properties of MESSAGES, not languages (issue 30, class 7). */
 export function language() {
   let lng = "";
   try { lng = localStorage.getItem("i18nextLng") || ""; } catch (e) { lng = ""; }
-  lng = lng || document.documentElement.lang || navigator.language || "en";
+  lng = String(lng || document.documentElement.lang || navigator.language || "en").slice(0, 35);
   if (lng === "zh-CN" || lng.toLowerCase() === "zh" || lng.toLowerCase().startsWith("zh-hans")) return "zh-CN";
-  return MESSAGES[lng] ? lng : "en";
+  return Object.prototype.hasOwnProperty.call(MESSAGES, lng) ? lng : "en";
 }
 
 /** ``t("form.free", {n: 3})`` in the current language; a key missing there falls back to English. */
