@@ -391,6 +391,8 @@ class Kubelet(Controller):
             failed = any(x.state["terminated"]["exitCode"] != 0 for x in run.containers.values())
             run.phase = "Failed" if failed else "Succeeded"
             run.cancel()
+            if run.process:
+                self.procs.release_later(run.uid)
         self._write_status(run)
 
     def _restart(self, run: PodRun, name: str) -> None:
@@ -438,6 +440,7 @@ class Kubelet(Controller):
         codes = [c.state.get("terminated", {}).get("exitCode", 137) for c in run.containers.values()]
         run.phase = "Succeeded" if codes and all(code == 0 for code in codes) and not run.reason else "Failed"
         run.cancel()
+        self.procs.release_later(run.uid)
         self._end_streams(run)
         self._write_status(run)
         if remove:

@@ -192,6 +192,7 @@ class ProcessPods:
             if run.restart_policy == "Never":
                 run.phase = "Failed"
                 kl._write_status(run)
+                self.release_later(run.uid)
                 return False
             c.last_state, c.restart_count = {"terminated": c.state["terminated"]}, c.restart_count + 1
             await asyncio.sleep(min(kl.cluster.timing.restart_backoff * 2 ** (c.restart_count - 1),
@@ -361,6 +362,17 @@ class ProcessPods:
         await asyncio.gather(*procs.tasks, return_exceptions=True)
         if remove:
             await self.remove_pod(run.uid)
+
+    def release_later(self, uid: str) -> None:
+        """The pod reached Succeeded/Failed: its sandbox (the agent holding its network) goes now, as the
+        kubelet stops a terminated pod's sandbox; its logs and volume directories stay until it is deleted."""
+        procs = self.pods.get(uid)
+        if procs is None or procs.sandbox is None:
+            return
+        sandbox, procs.sandbox = procs.sandbox, None
+        task = asyncio.ensure_future(sandbox.stop())
+        self.removals.add(task)
+        task.add_done_callback(self.removals.discard)
 
     def remove_later(self, uid: str) -> None:
         task = asyncio.ensure_future(self.remove_pod(uid))
