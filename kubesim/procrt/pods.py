@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
-from kubesim.procrt.probes import Counter, run_handler, settings
+from kubesim.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
 from kubesim.procrt.volumes import VolumeDirs, config_files, refused
@@ -35,7 +35,6 @@ IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: hos
 SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
 DEFAULT_GRACE = 30
-PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
 @dataclass
@@ -255,43 +254,9 @@ class ProcessPods:
         proc.finished = asyncio.ensure_future(self._watch(run, c, proc, init))
         procs.tasks.append(proc.finished)
         if not init and any(spec.get(k) for k in PROBES):
-            procs.tasks.append(asyncio.ensure_future(self._probe(run, pod, c, spec, proc)))
+            procs.tasks.append(asyncio.ensure_future(probe_container(self, run, pod, c, spec, proc,
+                                                                    grace_seconds(pod))))
         return proc
-
-    async def _probe(self, run: PodRun, pod: dict, c: ContainerRun, spec: dict, proc: Container) -> None:
-        """prober worker.go for one container: startup first, then readiness and liveness on their periods."""
-        kl, loop = self.kubelet, asyncio.get_running_loop()
-        kinds = [(k, spec[k], settings(spec[k])) for k in PROBES if spec.get(k)]
-        counters = {k: Counter(s["successThreshold"] if k == "readinessProbe" else 1, s["failureThreshold"])
-                    for k, _p, s in kinds}
-        due = {k: loop.time() + s["initialDelaySeconds"] for k, _p, s in kinds}
-        started = "startupProbe" not in spec
-        fp = f"spec.containers{{{c.name}}}"
-        while proc.proc.returncode is None and not run.terminating:
-            for kind, probe, s in kinds:
-                if loop.time() < due[kind] or (kind == "startupProbe") == started:
-                    continue
-                due[kind] = loop.time() + s["periodSeconds"]
-                ok, out = await run_handler(probe, spec, lambda argv: self.exec(run.uid, c.name, argv),
-                                            lambda port: self.connect(run.uid, port), s["timeoutSeconds"])
-                if proc.proc.returncode is not None or run.terminating:
-                    return
-                if not ok:
-                    kl.recorder.record(pod, "Warning", "Unhealthy",
-                                       f"{kind[:-5].capitalize()} probe failed: {out}", host=run.node, field_path=fp)
-                changed = counters[kind].observe(ok)
-                if kind == "readinessProbe" and changed is not None:
-                    c.ready = changed
-                    kl._write_status(run)
-                elif kind == "startupProbe" and changed:
-                    started = True
-                elif changed is False:        # liveness (or startup) failed: killContainer, then a restart
-                    kl.recorder.record(pod, "Normal", "Killing", f"Container {c.name} failed "
-                                       f"{kind[:-5]} probe, will be restarted", host=run.node, field_path=fp)
-                    await proc.stop(grace_seconds(pod))
-                    return
-            pending = [due[k] for k, _p, _s in kinds if (k == "startupProbe") != started]
-            await asyncio.sleep(max(0.01, min(pending, default=loop.time() + 1) - loop.time()))
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet
