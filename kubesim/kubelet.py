@@ -53,8 +53,9 @@ class Kubelet(Controller):
     def procs(self) -> procrt.ProcessPods:
         """The process runtime, made on first use (its state under $KUBESIM_STATE_DIR or a temp dir)."""
         if self._procs is None:
-            state = os.environ.get("KUBESIM_STATE_DIR") or tempfile.mkdtemp(prefix="kubesim-state-")
-            self._procs = procrt.ProcessPods(self, state)
+            given = os.environ.get("KUBESIM_STATE_DIR")
+            self._procs = procrt.ProcessPods(self, given or tempfile.mkdtemp(prefix="kubesim-state-"),
+                                             remove_state=not given)
         return self._procs
 
     @property

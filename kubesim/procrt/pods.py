@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
@@ -87,8 +88,8 @@ def _limits(spec: dict) -> tuple[int | None, int | None]:
 class ProcessPods:
     """The kubelet's process runtime half (one for all process nodes). `kubelet` is a `kubelet.Kubelet`."""
 
-    def __init__(self, kubelet, state_dir: str):
-        self.kubelet = kubelet
+    def __init__(self, kubelet, state_dir: str, remove_state: bool = False):
+        self.kubelet, self.state_dir, self.remove_state = kubelet, state_dir, remove_state
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
@@ -377,6 +378,8 @@ class ProcessPods:
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
         self.runtime.close()
+        if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:
