@@ -53,8 +53,9 @@ class Kubelet(Controller):
     def procs(self) -> procrt.ProcessPods:
         """The process runtime, made on first use (its state under $KUBESIM_STATE_DIR or a temp dir)."""
         if self._procs is None:
-            state = os.environ.get("KUBESIM_STATE_DIR") or tempfile.mkdtemp(prefix="kubesim-state-")
-            self._procs = procrt.ProcessPods(self, state)
+            given = os.environ.get("KUBESIM_STATE_DIR")
+            self._procs = procrt.ProcessPods(self, given or tempfile.mkdtemp(prefix="kubesim-state-"),
+                                             remove_state=not given)
         return self._procs
 
     @property
@@ -391,6 +392,8 @@ class Kubelet(Controller):
             failed = any(x.state["terminated"]["exitCode"] != 0 for x in run.containers.values())
             run.phase = "Failed" if failed else "Succeeded"
             run.cancel()
+            if run.process:
+                self.procs.release_later(run.uid)
         self._write_status(run)
 
     def _restart(self, run: PodRun, name: str) -> None:
@@ -438,6 +441,7 @@ class Kubelet(Controller):
         codes = [c.state.get("terminated", {}).get("exitCode", 137) for c in run.containers.values()]
         run.phase = "Succeeded" if codes and all(code == 0 for code in codes) and not run.reason else "Failed"
         run.cancel()
+        self.procs.release_later(run.uid)
         self._end_streams(run)
         self._write_status(run)
         if remove:

@@ -19,11 +19,12 @@ import json
 import logging
 import os
 import secrets
+import shutil
 from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
-from kubesim.procrt.probes import Counter, run_handler, settings
+from kubesim.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
 from kubesim.procrt.volumes import VolumeDirs, config_files, refused
@@ -35,7 +36,6 @@ IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: hos
 SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
 DEFAULT_GRACE = 30
-PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
 @dataclass
@@ -88,8 +88,8 @@ def _limits(spec: dict) -> tuple[int | None, int | None]:
 class ProcessPods:
     """The kubelet's process runtime half (one for all process nodes). `kubelet` is a `kubelet.Kubelet`."""
 
-    def __init__(self, kubelet, state_dir: str):
-        self.kubelet = kubelet
+    def __init__(self, kubelet, state_dir: str, remove_state: bool = False):
+        self.kubelet, self.state_dir, self.remove_state = kubelet, state_dir, remove_state
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
@@ -192,6 +192,7 @@ class ProcessPods:
             if run.restart_policy == "Never":
                 run.phase = "Failed"
                 kl._write_status(run)
+                self.release_later(run.uid)
                 return False
             c.last_state, c.restart_count = {"terminated": c.state["terminated"]}, c.restart_count + 1
             await asyncio.sleep(min(kl.cluster.timing.restart_backoff * 2 ** (c.restart_count - 1),
@@ -254,43 +255,9 @@ class ProcessPods:
         proc.finished = asyncio.ensure_future(self._watch(run, c, proc, init))
         procs.tasks.append(proc.finished)
         if not init and any(spec.get(k) for k in PROBES):
-            procs.tasks.append(asyncio.ensure_future(self._probe(run, pod, c, spec, proc)))
+            procs.tasks.append(asyncio.ensure_future(probe_container(self, run, pod, c, spec, proc,
+                                                                    grace_seconds(pod))))
         return proc
-
-    async def _probe(self, run: PodRun, pod: dict, c: ContainerRun, spec: dict, proc: Container) -> None:
-        """prober worker.go for one container: startup first, then readiness and liveness on their periods."""
-        kl, loop = self.kubelet, asyncio.get_running_loop()
-        kinds = [(k, spec[k], settings(spec[k])) for k in PROBES if spec.get(k)]
-        counters = {k: Counter(s["successThreshold"] if k == "readinessProbe" else 1, s["failureThreshold"])
-                    for k, _p, s in kinds}
-        due = {k: loop.time() + s["initialDelaySeconds"] for k, _p, s in kinds}
-        started = "startupProbe" not in spec
-        fp = f"spec.containers{{{c.name}}}"
-        while proc.proc.returncode is None and not run.terminating:
-            for kind, probe, s in kinds:
-                if loop.time() < due[kind] or (kind == "startupProbe") == started:
-                    continue
-                due[kind] = loop.time() + s["periodSeconds"]
-                ok, out = await run_handler(probe, spec, lambda argv: self.exec(run.uid, c.name, argv),
-                                            lambda port: self.connect(run.uid, port), s["timeoutSeconds"])
-                if proc.proc.returncode is not None or run.terminating:
-                    return
-                if not ok:
-                    kl.recorder.record(pod, "Warning", "Unhealthy",
-                                       f"{kind[:-5].capitalize()} probe failed: {out}", host=run.node, field_path=fp)
-                changed = counters[kind].observe(ok)
-                if kind == "readinessProbe" and changed is not None:
-                    c.ready = changed
-                    kl._write_status(run)
-                elif kind == "startupProbe" and changed:
-                    started = True
-                elif changed is False:        # liveness (or startup) failed: killContainer, then a restart
-                    kl.recorder.record(pod, "Normal", "Killing", f"Container {c.name} failed "
-                                       f"{kind[:-5]} probe, will be restarted", host=run.node, field_path=fp)
-                    await proc.stop(grace_seconds(pod))
-                    return
-            pending = [due[k] for k, _p, _s in kinds if (k == "startupProbe") != started]
-            await asyncio.sleep(max(0.01, min(pending, default=loop.time() + 1) - loop.time()))
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet
@@ -362,6 +329,17 @@ class ProcessPods:
         if remove:
             await self.remove_pod(run.uid)
 
+    def release_later(self, uid: str) -> None:
+        """The pod reached Succeeded/Failed: its sandbox (the agent holding its network) goes now, as the
+        kubelet stops a terminated pod's sandbox; its logs and volume directories stay until it is deleted."""
+        procs = self.pods.get(uid)
+        if procs is None or procs.sandbox is None:
+            return
+        sandbox, procs.sandbox = procs.sandbox, None
+        task = asyncio.ensure_future(sandbox.stop())
+        self.removals.add(task)
+        task.add_done_callback(self.removals.discard)
+
     def remove_later(self, uid: str) -> None:
         task = asyncio.ensure_future(self.remove_pod(uid))
         self.removals.add(task)
@@ -400,6 +378,8 @@ class ProcessPods:
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
         self.runtime.close()
+        if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:

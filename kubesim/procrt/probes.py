@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1,
             "failureThreshold": 3}
 
@@ -75,3 +76,39 @@ async def run_handler(handler: dict, container: dict, exec_fn, connect_fn, timeo
 
 def settings(probe: dict) -> dict:
     return {k: probe.get(k) if probe.get(k) is not None else v for k, v in DEFAULTS.items()}
+
+
+async def probe_container(pods, run, pod: dict, c, spec: dict, proc, grace: float) -> None:
+    """prober worker.go for one container of `pods` (a pods.ProcessPods): startup first, then readiness and liveness on their periods."""
+    kl, loop = pods.kubelet, asyncio.get_running_loop()
+    kinds = [(k, spec[k], settings(spec[k])) for k in PROBES if spec.get(k)]
+    counters = {k: Counter(s["successThreshold"] if k == "readinessProbe" else 1, s["failureThreshold"])
+                for k, _p, s in kinds}
+    due = {k: loop.time() + s["initialDelaySeconds"] for k, _p, s in kinds}
+    started = "startupProbe" not in spec
+    fp = f"spec.containers{{{c.name}}}"
+    while proc.proc.returncode is None and not run.terminating:
+        for kind, probe, s in kinds:
+            if loop.time() < due[kind] or (kind == "startupProbe") == started:
+                continue
+            due[kind] = loop.time() + s["periodSeconds"]
+            ok, out = await run_handler(probe, spec, lambda argv: pods.exec(run.uid, c.name, argv),
+                                        lambda port: pods.connect(run.uid, port), s["timeoutSeconds"])
+            if proc.proc.returncode is not None or run.terminating:
+                return
+            if not ok:
+                kl.recorder.record(pod, "Warning", "Unhealthy",
+                                   f"{kind[:-5].capitalize()} probe failed: {out}", host=run.node, field_path=fp)
+            changed = counters[kind].observe(ok)
+            if kind == "readinessProbe" and changed is not None:
+                c.ready = changed
+                kl._write_status(run)
+            elif kind == "startupProbe" and changed:
+                started = True
+            elif changed is False:        # liveness (or startup) failed: killContainer, then a restart
+                kl.recorder.record(pod, "Normal", "Killing", f"Container {c.name} failed "
+                                   f"{kind[:-5]} probe, will be restarted", host=run.node, field_path=fp)
+                await proc.stop(grace)
+                return
+        pending = [due[k] for k, _p, _s in kinds if (k == "startupProbe") != started]
+        await asyncio.sleep(max(0.01, min(pending, default=loop.time() + 1) - loop.time()))

@@ -110,12 +110,13 @@ class Sandbox:
         return reader, writer
 
     async def stop(self) -> None:
-        if self.proc.returncode is None:
+        """SIGKILL to the agent (PID 1 of the sandbox: its namespaces go with it), then to bwrap."""
+        for kill in (lambda: os.kill(self.pid, signal.SIGKILL), self.proc.kill):
             try:
-                self.proc.kill()
+                kill()
             except ProcessLookupError:
                 pass
-            await self.proc.wait()
+        await self.proc.wait()
 
 
 class Container:

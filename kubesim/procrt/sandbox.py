@@ -3,7 +3,8 @@ containerd). The host's filesystem, read-only, stands for the image: bwrap's roo
 container's writable layer, gone with the container) into which every top-level host directory is bound
 read-only; a volume's mountPath that does not exist on the host is made by replacing the directories above
 it with tmpfs copies of their listings (so nothing is ever created on the host). `/tmp` is a per-container
-writable directory; `/dev` and `/proc` are the sandbox's own.
+writable directory, `/run` an empty writable tmpfs (start-up scripts keep their sockets and pid files there);
+`/dev` and `/proc` are the sandbox's own. The rest of the host (`/etc` included) is read-only.
 
 Isolation (bwrap: Linux namespaces): the pod's sandbox process holds the pod's network namespace (its own
 loopback: two pods may both listen on 8888); each container joins it (nsenter) and gets its own PID and UTS
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-SKIP_TOP = {"proc", "dev", "tmp", "lost+found"}
+SKIP_TOP = {"proc", "dev", "tmp", "run", "lost+found"}     # the container's own (/run: an empty tmpfs)
 
 
 @dataclass
@@ -74,6 +75,7 @@ def container_args(launch: Launch, tmp_dir: str, info_fd: int) -> list[str]:
     """bwrap's argv for one container (run inside the pod's network namespace)."""
     targets = [m.target for m in launch.mounts] + ([launch.cwd] if launch.cwd else [])
     args = ["bwrap", *root_args(targets), "--dev", "/dev", "--proc", "/proc", "--bind", tmp_dir, "/tmp",
+            "--tmpfs", "/run",
             "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--hostname", launch.hostname, "--as-pid-1",
             "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
     for m in sorted(launch.mounts, key=lambda m: m.target.count("/")):

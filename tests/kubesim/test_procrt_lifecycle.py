@@ -81,3 +81,14 @@ def test_skiffs_argv_runs_in_the_home_volume_with_the_images_virtualenv(pcore):
     done = phase_is(pcore, "train", "Failed")
     assert done.status.container_statuses[0].state.terminated.exit_code == 3
     assert "numpy 2." in log(pcore, "train")
+
+
+def test_a_finished_pods_sandbox_is_stopped_but_its_logs_stay(pcore, procsim_server):
+    """A terminated pod keeps no process (its sandbox goes, as the kubelet stops it); its log is still served."""
+    pcore.create_namespaced_pod("default", pod("brief", ["echo", "bye"]))
+    phase_is(pcore, "brief", "Succeeded")
+    procs = procsim_server.cluster.kubelet.procs
+    uid = pcore.read_namespaced_pod("brief", "default").metadata.uid
+    from kubesim.testing import wait_until
+    wait_until(lambda: procs.pods[uid].sandbox is None and procs.runs_pod("default", "brief") is None, 10)
+    assert log(pcore, "brief") == "bye\n"

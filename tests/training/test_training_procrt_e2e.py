@@ -1,0 +1,28 @@
+"""End to end on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/procrt runs every pod as real
+processes): under a real ``airflow standalone``, a step whose command exits 3 fails with exit code 3 and its own
+output in the task log. The only e2e module that executes the argv Skiff builds (one stack, ~1 run)."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack.airflow_env import REPO
+from devstack.testing import _with_demo_team, own_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with own_stack("standalone", tmp_path_factory, key="procrt",
+                   nodes_file=REPO / "devstack" / "demo_nodes.yaml") as s:
+        _with_demo_team(s)      # the recsys namespace, alice's home PVC, the pools
+        yield s
+
+
+def test_a_step_exiting_3_fails_with_exit_code_3_and_its_own_output(stack):
+    run_id = stack.trigger("procrt_e2e_exit3")
+    assert stack.wait_run("procrt_e2e_exit3", run_id, timeout=240) == "failed"
+    log = stack.task_log("procrt_e2e_exit3", run_id, "exit3")
+    assert "exit code 3" in log, log[-3000:]
+    assert "first real line" in log and "second from " in log, log[-3000:]
