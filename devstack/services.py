@@ -97,6 +97,11 @@ class Postgres:
         self.url = with_database(self.admin_url, self.dbname)
         return self
 
+    @property
+    def sqlalchemy_url(self) -> str:
+        """``url`` as Airflow's ``[database] sql_alchemy_conn`` (the psycopg2 driver, as the image installs)."""
+        return self.url.replace("postgresql://", "postgresql+psycopg2://", 1)
+
     def _run_as_owner(self, argv: list[str], **kw) -> subprocess.CompletedProcess:
         return subprocess.run(argv, check=True, capture_output=True, text=True, preexec_fn=self._demote(),
                               cwd="/", **kw)

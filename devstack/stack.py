@@ -289,8 +289,7 @@ class Stack:
             from devstack.services import Postgres
 
             self.pg = Postgres(self.services_dir / "postgres").start()
-            self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.pg.url.replace(
-                "postgresql://", "postgresql+psycopg2://", 1)
+            self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.pg.sqlalchemy_url
         self.env.setdefault("AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT", str(free_port()))
         self.env.setdefault("AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT", str(free_port()))
         self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)

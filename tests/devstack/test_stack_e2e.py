@@ -14,3 +14,13 @@ def test_a_task_under_standalone_reaches_kubesim(airflow_stack):
     assert "touch_cluster" in [ti["task_id"] for ti in airflow_stack.task_instances("e2e_smoke", run_id)]
     # the task log, read back through the REST API, holds the namespaces the task listed in kubesim
     assert "kube-system" in airflow_stack.task_log("e2e_smoke", run_id, "touch_cluster")
+
+
+def test_the_stack_is_on_its_own_postgresql_and_its_log_servers_on_free_ports(airflow_stack):
+    """issue 29: SQLite froze the stacks; the log servers took 8793/8794, which a second stack could not bind."""
+    env = airflow_stack.env
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
+    assert airflow_stack.api("GET", "/api/v2/monitor/health")["metadatabase"]["status"] == "healthy"
+    ports = {env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"], env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"]}
+    assert len(ports) == 2 and not ports & {"8793", "8794"}
+    assert airflow_stack.watchdog is not None and airflow_stack.watchdog.restarts == []  # nothing died

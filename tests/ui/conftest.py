@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx
@@ -94,42 +94,53 @@ def tpu_server(kubesim_server, tmp_path_factory):
 
 @contextmanager
 def serve(kubesim_server, workdir: Path, platform_file: Path | None = None):
-    """kubesim reset and seeded from ``platform_file`` (default: the example), and an api-server enforcing it."""
+    """kubesim reset and seeded from ``platform_file`` (default: the example), and an api-server enforcing it, on
+    a PostgreSQL of its own."""
+    import secrets
+
+    from devstack.services import Postgres
+
     kubesim_server.reset()
     kubeconfig = kubesim_server.write_kubeconfig(workdir / "kubeconfig")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(airflow_env(workdir / "airflow", dags_folder=REPO / "dags", api_port=port, kubeconfig=kubeconfig))
-    env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{port}{SUB_PATH}/"
-    env["AIRFLOW__API__WORKERS"] = "1"
-    if platform_file is not None:
-        env["AIRFLOW__SKIFF__PLATFORM_FILE"] = str(platform_file)
-    for argv in (["db", "migrate"], ["dags", "reserialize"]):
-        done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
-        assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
-    log = ARTIFACTS / "api-server.log"  # kept after the run, for reading a failure
-    log.unlink(missing_ok=True)
-    proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
-    url = f"http://localhost:{port}{SUB_PATH}"
-    try:
-        def healthy() -> bool:
-            assert proc.poll() is None, f"api-server exited: {_tail(log)}"
-            try:
-                return httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(healthy, timeout=600, interval=0.5, what="airflow api-server healthy")  # 90 s was short on a shared machine
-        api = sync_api_client(kubesim_server.url)
-        seed_teams(api, platform_file)
-        yield ApiServer(url, workdir / "airflow", api, env, log)
-        api.close()
-    finally:
-        proc.terminate()
+    # a PostgreSQL of its own, as the stacks have (issue 29): on SQLite five concurrent creates through the page
+    # froze this api-server (two "creating dag run", one answered, then no request finished for 30 s and more)
+    with ExitStack() as cleanup:  # the database goes whatever fails below
+        pg = Postgres(REPO / ".airflow" / "services" / f"ui-{secrets.token_hex(4)}" / "postgres").start()
+        cleanup.callback(pg.stop)
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = pg.sqlalchemy_url
+        env["AIRFLOW__API__BASE_URL"] = f"http://localhost:{port}{SUB_PATH}/"
+        env["AIRFLOW__API__WORKERS"] = "1"
+        if platform_file is not None:
+            env["AIRFLOW__SKIFF__PLATFORM_FILE"] = str(platform_file)
+        for argv in (["db", "migrate"], ["dags", "reserialize"]):
+            done = subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, capture_output=True, text=True)
+            assert done.returncode == 0, f"airflow {' '.join(argv)}: {done.stderr[-2000:]}"
+        log = ARTIFACTS / "api-server.log"  # kept after the run, for reading a failure
+        log.unlink(missing_ok=True)
+        proc = _spawn([str(BIN / "airflow"), "api-server", "--port", str(port), "--workers", "1"], log, env)
+        url = f"http://localhost:{port}{SUB_PATH}"
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            def healthy() -> bool:
+                assert proc.poll() is None, f"api-server exited: {_tail(log)}"
+                try:
+                    return httpx.get(f"{url}/api/v2/monitor/health", timeout=2).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            wait_until(healthy, timeout=600, interval=0.5, what="airflow api-server healthy")  # 90 s was short on a shared machine
+            api = sync_api_client(kubesim_server.url)
+            seed_teams(api, platform_file)
+            yield ApiServer(url, workdir / "airflow", api, env, log)
+            api.close()
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 from tests.training.kueue_support import kueue_teams  # noqa: E402, F401 - the two-team Kueue fixture

@@ -338,3 +338,34 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     page.wait().until(lambda d: "train_too_big" in d.find_element(By.TAG_NAME, "body").text)
     page.shot("log-link")
     browser.execute_script("localStorage.clear()")
+
+
+def test_a_viewer_sees_their_teams_training_and_is_told_what_airflow_allows_beyond(stack, browser):
+    """issue 29: a viewer in nlp saw recsys's training, and was told to press a button disabled for them. carol
+    (Airflow viewer, nlp's admin) opens the page through Airflow's navigation: her teams' training only, the page
+    says Airflow lets her read more and shows it on a click, with the DAG and run links; no hint at 'New instance'."""
+    from selenium.webdriver.common.by import By
+
+    run_id = stack.trigger("training_failure_demo")  # recsys's failed step
+    assert stack.wait_run("training_failure_demo", run_id, timeout=400) == "failed"
+    page = Page(browser, stack)
+    page.prefix = "viewer"
+    page.login("carol")
+    page.open_from_navigation()
+    note = page.css("#training .scope-note", 60)
+    page.wait().until(lambda d: "Your teams' training (nlp)" in note.text and "show them" in note.text)
+    row = f"#training-table tr[data-run='{run_id}']"
+    assert not browser.find_elements(By.CSS_SELECTOR, row)
+    assert "Your Airflow role may not create one" in page.css("#instances .empty").text
+    assert browser.find_element(By.ID, "new-instance").get_attribute("disabled") is not None
+    page.shot("teams-only")
+
+    note.find_element(By.CSS_SELECTOR, "a.scope-toggle").click()
+    page.css(row, 60)
+    assert browser.find_element(By.CSS_SELECTOR, f"{row} a.dag-link").get_attribute("href") == \
+        f"{stack.airflow_url}/dags/training_failure_demo"
+    assert browser.find_element(By.CSS_SELECTOR, f"{row} a.run-link").get_attribute("href") == \
+        f"{stack.airflow_url}/dags/training_failure_demo/runs/{quote(run_id, safe='')}"
+    assert browser.find_element(By.CSS_SELECTOR, f"{row} .reason-class").text == "Out of memory (OOMKilled)"
+    page.wait().until(lambda d: "Only my teams'" in d.find_element(By.CSS_SELECTOR, "#training .scope-note").text)
+    page.shot("all-airflow-allows")
