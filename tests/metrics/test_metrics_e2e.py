@@ -127,7 +127,9 @@ def test_prometheus_sees_each_teams_gpu_and_cpu_requests_as_the_resourcequota_co
     wait_until(agrees, timeout=240, interval=1, what="Prometheus' samples equal to the ResourceQuotas' status.used")
     assert prometheus.by_team("skiff_team_gpu_quota") == {"recsys": 2.0, "nlp": 1.0}
     # the alert's expression, evaluated by Prometheus: recsys has requested all its GPUs (nlp too: 1 of 1)
-    at_quota = prometheus.by_team("skiff_team_gpu_requests >= skiff_team_gpu_quota and skiff_team_gpu_quota > 0")
+    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
+    expr = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == "SkiffTeamGpuAtQuota")
+    at_quota = prometheus.by_team(expr)
     assert at_quota == {"recsys": 2.0, "nlp": 1.0}
     up = prometheus.query('up{job="skiff"}')
     assert [s["value"][1] for s in up] == ["1"]
