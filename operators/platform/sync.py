@@ -45,6 +45,13 @@ NEW_TEAM = (" (a new team's namespace and Skiff's RoleBindings in it are a clust
 # Kueue's cluster-scoped objects: Skiff may only list them (cluster-wide it never writes)
 CLUSTER_STEP = (" (a cluster admin applies Kueue's cluster-wide objects: python -m operators.rbac teams --platform FILE"
                 " | kubectl apply -f -)")
+# queueing: kueue on a cluster whose API does not serve Kueue's kinds: nothing is applied (the teams' ResourceQuotas
+# would lose their CPU/GPU limits to queues that do not exist), and the report says so and how to fix it
+NO_KUEUE = ("queueing: kueue, but this cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2 {kind}: 404 Not "
+            "Found): nothing was applied. Install Kueue v0.19 (helm install kueue oci://registry.k8s.io/kueue/charts/"
+            "kueue --version 0.19.2 -n kueue-system --create-namespace), have a cluster admin apply its cluster-wide "
+            "objects (python -m operators.rbac teams --platform FILE | kubectl apply -f -), or set queueing: quota in "
+            "the platform file")
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 # kind -> (resource, namespaced), in the access layer's terms (operators.k8s.Resource)
 KINDS = {
@@ -132,11 +139,24 @@ class ClusterSync:
         self.report = SyncReport()
         self.live: dict[tuple[str, str, str], dict] = {}
 
-    def observe(self, kueue: bool = False) -> None:
-        for kind, (res, _) in ({**KINDS, **KUEUE_KINDS} if kueue else KINDS).items():
+    def observe(self, kinds: dict = KINDS) -> None:
+        for kind, (res, _) in kinds.items():
             for item in self.kube.list(res, label_selector=SELECTOR):
                 item["kind"] = kind
                 self.live[_key(item)] = item
+
+    def observe_kueue(self) -> str | None:
+        """Observe Kueue's kinds; the first the API does not serve (404: Kueue not installed), else None."""
+        from operators.k8s import KubeError
+
+        for kind, spec in KUEUE_KINDS.items():
+            try:
+                self.observe({kind: spec})
+            except KubeError as exc:
+                if exc.status == 404:
+                    return kind
+                raise
+        return None
 
     def apply(self, doc: dict) -> bool:
         from operators.k8s import KubeError
@@ -187,7 +207,10 @@ def sync_cluster(kube: Kube, platform: Platform, *, quota_timeout: float = 60.0)
     """Bring the cluster to the platform file; returns what was applied, orphaned and refused."""
     teams = desired_objects(platform)
     shell = ClusterSync(kube, quota_timeout=quota_timeout)
-    shell.observe(kueue=platform.queueing == "kueue")
+    shell.observe()
+    if platform.queueing == "kueue" and (missing := shell.observe_kueue()):
+        shell.report.errors.append(NO_KUEUE.format(kind=missing))
+        return shell.report
     for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: a cluster admin's
         if needs_apply(doc, shell.live.get(_key(doc))):
             shell.report.errors.append(f"{ref(doc)}: missing or not as the platform file says" + CLUSTER_STEP)

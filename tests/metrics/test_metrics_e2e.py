@@ -13,23 +13,19 @@ import json
 import re
 import secrets
 import socket
-import subprocess
 import threading
-from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 from kubernetes import client
 
-from devstack.stack import _spawn, _tail, free_port
 from devstack.testing import own_stack, with_demo_team
 from kubesim.testing import wait_until
+from tests.metrics.prometheus_support import MONITORING, running_prometheus
 
 # the first test also pays for starting this module's own stack (not the session's): more than the suite's 300 s
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack, pytest.mark.timeout(900)]
-MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
-PROMETHEUS = Path("/usr/bin/prometheus")
 TOKEN = secrets.token_urlsafe(24)
 GPU = "nvidia.com/gpu"
 
@@ -80,24 +76,8 @@ def stack(sink, tmp_path_factory):
         yield with_demo_team(stack)
 
 
-class Prometheus:
-    def __init__(self, url: str, proc: subprocess.Popen, log: Path) -> None:
-        self.url, self.proc, self.log = url, proc, log
-
-    def query(self, promql: str) -> list[dict]:
-        r = httpx.get(f"{self.url}/api/v1/query", params={"query": promql}, timeout=10)
-        body = r.json()
-        assert r.status_code == 200 and body["status"] == "success", (promql, body)
-        return body["data"]["result"]
-
-    def by_team(self, promql: str) -> dict[str, float]:
-        return {s["metric"]["team"]: float(s["value"][1]) for s in self.query(promql)}
-
-
 @pytest.fixture(scope="module")
 def prometheus(stack, tmp_path_factory):
-    if not PROMETHEUS.exists():
-        pytest.fail("/usr/bin/prometheus missing: run `make monitoring` (apt-get install prometheus)")
     work = tmp_path_factory.mktemp("prometheus")
     (work / "token").write_text(TOKEN)
     shipped = yaml.safe_load((MONITORING / "scrape.yaml").read_text())
@@ -105,28 +85,8 @@ def prometheus(stack, tmp_path_factory):
     job.update(scrape_interval="5s", scrape_timeout="5s")  # short, with room for a loaded machine
     job["authorization"]["credentials_file"] = str(work / "token")
     job["static_configs"] = [{"targets": [stack.airflow_url.split("://", 1)[1]]}]
-    (work / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": "5s"},
-                                                         "rule_files": [str(MONITORING / "alerts.yaml")],
-                                                         "scrape_configs": [job]}))
-    port = free_port()
-    log = work / "prometheus.log"
-    proc = _spawn([str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
-                   f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], log, {"PATH": "/usr/bin:/bin"})
-    prom = Prometheus(f"http://127.0.0.1:{port}", proc, log)
-
-    def ready() -> bool:
-        assert proc.poll() is None, f"prometheus exited: {_tail(log)}"
-        try:
-            return httpx.get(f"{prom.url}/-/ready", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_until(ready, timeout=60, interval=0.3, what="prometheus ready")
+    with running_prometheus(work, job, "5s") as prom:
         yield prom
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _gpu_pod(name: str, gpus: int) -> dict:
@@ -170,7 +130,9 @@ def test_prometheus_sees_each_teams_gpu_and_cpu_requests_as_the_resourcequota_co
     wait_until(agrees, timeout=240, interval=1, what="Prometheus' samples equal to the ResourceQuotas' status.used")
     assert prometheus.by_team("skiff_team_gpu_quota") == {"recsys": 2.0, "nlp": 1.0}
     # the alert's expression, evaluated by Prometheus: recsys has requested all its GPUs (nlp too: 1 of 1)
-    at_quota = prometheus.by_team("skiff_team_gpu_requests >= skiff_team_gpu_quota and skiff_team_gpu_quota > 0")
+    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
+    expr = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == "SkiffTeamGpuAtQuota")
+    at_quota = prometheus.by_team(expr)
     assert at_quota == {"recsys": 2.0, "nlp": 1.0}
     up = prometheus.query('up{job="skiff"}')
     assert [s["value"][1] for s in up] == ["1"]

@@ -8,25 +8,20 @@ around it is test_metrics_e2e.py's)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 from kubernetes import client
 
-from devstack.stack import _spawn, _tail, free_port
 from kubesim.testing import wait_until
 from operators.exporter import cluster
 from operators.exporter.endpoint import ClusterCache, exposition, read_cluster
 from operators.k8s import Kube
+from tests.metrics.prometheus_support import MONITORING, running_prometheus
 from tests.training.kueue_support import kueue_teams  # noqa: F401 - the fixture
 
-MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
-PROMETHEUS = Path("/usr/bin/prometheus")
 GPU = "nvidia.com/gpu"
 
 
@@ -115,43 +110,14 @@ class _Endpoint:
 
 @pytest.fixture
 def prometheus(kueue_teams, tmp_path):  # noqa: F811 - the imported fixture
-    if not PROMETHEUS.exists():
-        pytest.fail("/usr/bin/prometheus missing: run `make monitoring` (apt-get install prometheus)")
     endpoint = _Endpoint(Kube(kueue_teams))
     job = {"job_name": "skiff", "scrape_interval": "2s", "scrape_timeout": "2s", "metrics_path": "/metrics",
            "static_configs": [{"targets": [endpoint.url]}]}
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": "1s"},
-                                                             "rule_files": [str(MONITORING / "alerts.yaml")],
-                                                             "scrape_configs": [job]}))
-    port, log = free_port(), tmp_path / "prometheus.log"
-    proc = _spawn([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                   f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                   "--log.level=warn"], log, {"PATH": "/usr/bin:/bin"})
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, f"prometheus exited: {_tail(log)}"
-        try:
-            return httpx.get(f"{url}/-/ready", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_until(ready, timeout=60, interval=0.3, what="prometheus ready")
-        yield url
+        with running_prometheus(tmp_path, job, "1s") as prom:
+            yield prom
     finally:
         endpoint.server.shutdown()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _query(url: str, promql: str) -> list[dict]:
-    body = httpx.get(f"{url}/api/v1/query", params={"query": promql}, timeout=10).json()
-    assert body["status"] == "success", (promql, body)
-    return body["data"]["result"]
 
 
 def _gpu_job(name: str, gpus: int) -> dict:
@@ -185,13 +151,13 @@ def test_dashboard_team_variable_quota_panels_and_gpu_alert_have_data_in_kueue_m
     variable = exprs["$team"][0].removeprefix("label_values(").split(",")[0]
 
     def teams_listed() -> set[str]:
-        return {s["metric"]["team"] for s in _query(prometheus, variable)}
+        return {s["metric"]["team"] for s in prometheus.query(variable)}
 
     wait_until(lambda: teams_listed() == {"recsys", "nlp"}, timeout=60, interval=0.5, what="$team from Kueue")
 
     def panel(title: str) -> dict[tuple[str, str], float]:
         return {(s["metric"]["__name__"], s["metric"]["team"]): float(s["value"][1])
-                for e in exprs[title] for s in _query(prometheus, e.replace("$team", ".*"))}
+                for e in exprs[title] for s in prometheus.query(e.replace("$team", ".*"))}
 
     want = {("skiff_team_gpu_requests", "recsys"): 8.0, ("skiff_team_gpu_quota", "recsys"): 4.0,
             ("skiff_team_gpu_requests", "nlp"): 0.0, ("skiff_team_gpu_quota", "nlp"): 4.0}
@@ -200,19 +166,19 @@ def test_dashboard_team_variable_quota_panels_and_gpu_alert_have_data_in_kueue_m
     assert cpu[("skiff_team_cpu_requests_cores", "recsys")] == 1.0 and cpu[("skiff_team_cpu_quota_cores", "nlp")] > 0
 
     def alert() -> list[dict]:
-        return _query(prometheus, 'ALERTS{alertname="SkiffTeamGpuAtQuota"}')
+        return prometheus.query('ALERTS{alertname="SkiffTeamGpuAtQuota"}')
 
     fired = wait_until(alert, timeout=60, interval=0.5, what="SkiffTeamGpuAtQuota evaluated")
     assert [(a["metric"]["team"], a["metric"]["alertstate"]) for a in fired] == [("recsys", "pending")]
-    value = _query(prometheus, 'ALERTS_FOR_STATE{alertname="SkiffTeamGpuAtQuota"}')  # exists while pending
+    value = prometheus.query('ALERTS_FOR_STATE{alertname="SkiffTeamGpuAtQuota"}')  # exists while pending
     assert value and value[0]["metric"]["team"] == "recsys"
-    rules = httpx.get(f"{prometheus}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
+    rules = httpx.get(f"{prometheus.url}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
     assert [float(a["value"]) for a in rules if a["labels"]["alertname"] == "SkiffTeamGpuAtQuota"] == [4.0]
 
     lent = {(s["metric"]["cluster_queue"], s["metric"]["flavor"]): float(s["value"][1])
-            for s in _query(prometheus, f'skiff_kueue_lent{{resource="{GPU}"}} > 0')}
+            for s in prometheus.query(f'skiff_kueue_lent{{resource="{GPU}"}} > 0')}
     assert lent == {("nlp", "gpu"): 4.0}
-    borrowed = _query(prometheus, f'skiff_kueue_borrowed{{resource="{GPU}", cluster_queue="recsys", flavor="gpu"}}')
+    borrowed = prometheus.query(f'skiff_kueue_borrowed{{resource="{GPU}", cluster_queue="recsys", flavor="gpu"}}')
     assert [float(s["value"][1]) for s in borrowed] == [4.0]
-    queued = _query(prometheus, 'skiff_kueue_workloads{team="recsys", local_queue="skiff", state="pending"}')
+    queued = prometheus.query('skiff_kueue_workloads{team="recsys", local_queue="skiff", state="pending"}')
     assert [(s["metric"]["priority_class"], float(s["value"][1])) for s in queued] == [("skiff-scheduled", 1.0)]
