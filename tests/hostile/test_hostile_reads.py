@@ -9,16 +9,15 @@ read open for ever, the culler never reaching the instances after it.
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 import time
 import tracemalloc
 
+import hostile_servers
 import pytest
+from hostile_servers import Backend
 from kubernetes import client
 
-from operators.devinstances import lifecycle, naming
+from operators.devinstances import lifecycle
 from operators.devinstances.culler import cull
 from operators.devinstances.settings import Settings
 from operators.k8s import Kube, rest
@@ -28,48 +27,6 @@ from tests.devinstances.devinstance_support import NS, make_request, script_acti
 SETTINGS = Settings(idle_seconds=8 * 3600)
 BOUND = rest.ReadBound(max_bytes=256 * 1024, seconds=3.0)  # USER_CONTENT's bytes, a shorter time for the test
 MB = 1024 * 1024
-
-
-class Backend:
-    """A user's HTTP server on loopback: ``flood`` or ``drip`` for ever, until the reader goes away."""
-
-    def __init__(self, mode: str, probe=None) -> None:
-        self.sent = 0
-        self.started: float | None = None  # when the request came in
-        self.cut_at: float | None = None  # when the reader went away
-        self.probe, self.probed_true_at = probe, None  # drip: when ``probe()`` was first true while dripping
-        backend = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_GET(self):
-                backend.started = time.monotonic()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.end_headers()
-                chunk = b"x" * 65536 if mode == "flood" else b"#"
-                try:
-                    while True:
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
-                        backend.sent += len(chunk)
-                        if mode == "drip":
-                            if backend.probe and backend.probed_true_at is None and backend.probe():
-                                backend.probed_true_at = time.monotonic()
-                            time.sleep(0.2)  # the drip's pace (the server under test, not a wait in the test)
-                except OSError:
-                    backend.cut_at = time.monotonic()
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -82,10 +39,8 @@ def team(k8s) -> str:
     return NS
 
 
-def serve_from(k8s, owner: str, backend: Backend) -> None:
-    """The instance's port 8888 is ``backend`` (kubesim's proxy forwards and streams)."""
-    client.CoreV1Api(k8s).patch_namespaced_pod(naming.pod_name(owner, "nb"), NS, {"metadata": {"annotations": {
-        "kubesim.io/http": json.dumps({"8888/metrics": {"forward": backend.url}})}}})
+def serve_from(k8s, owner: str, backend: Backend, name: str = "nb") -> None:
+    hostile_servers.serve_from(k8s, NS, owner, name, backend)
 
 
 def start(k8s, *owners: str) -> None:
@@ -205,8 +160,7 @@ def test_every_page_request_answers_while_an_instance_floods_and_another_drips(k
         for name in ("nb", "nb2"):
             wait_ready(k8s, "alice", name)
         for name, backend in (("nb", flood), ("nb2", drip)):
-            core.patch_namespaced_pod(naming.pod_name("alice", name), NS, {"metadata": {"annotations": {
-                "kubesim.io/http": json.dumps({"8888/metrics": {"forward": backend.url}})}}})
+            serve_from(k8s, "alice", backend, name)
         tracemalloc.start()
         answers = []
         try:

@@ -78,3 +78,50 @@ def test_unknown_service_port_and_no_endpoints(k8s):
     status, body = proxy_error(lambda: core.connect_get_namespaced_service_proxy_with_path(
         "web:8888", "default", "metrics"))
     assert status == 503 and 'no endpoints available for service "web"' in body["message"]
+
+
+def test_a_forwarded_answer_is_streamed_as_the_backend_sends_it(k8s):
+    """kube-apiserver's proxy (apimachinery pkg/util/proxy/upgradeaware.go, UpgradeAwareHandler.ServeHTTP: an
+    httputil.ReverseProxy) copies the backend's body to the client as it is read, so the client sees the first
+    part before the backend has sent the rest; the status and content type are the backend's. kubesim's
+    ``{"forward": "http://127.0.0.1:<port>"}`` answer does the same with a real local server."""
+    import http.server
+    import threading
+
+    first_seen = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(201)
+            self.send_header("Content-Type", "text/csv")
+            self.end_headers()
+            self.wfile.write(b"first,")
+            self.wfile.flush()
+            first_seen.wait(10)  # the rest only once the client has the first part
+            self.wfile.write(b"rest\n")
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        core = setup_web(k8s, {"8888/data": {"forward": f"http://127.0.0.1:{server.server_address[1]}"}})
+        resp = core.connect_get_namespaced_service_proxy_with_path("web:8888", "default", "data",
+                                                                   _preload_content=False)
+        assert resp.status == 201 and resp.headers["Content-Type"].startswith("text/csv")
+        assert resp.read1(64) == b"first,"  # before the backend sent the rest
+        first_seen.set()
+        assert resp.read() == b"rest\n"
+    finally:
+        first_seen.set()
+        server.shutdown()
+        server.server_close()
+    status, body = proxy_error(lambda: setup_web_forward_to(core, "http://example.com:80"))
+    assert status == 503 and "not http://127.0.0.1:<port>" in body["message"]
+
+
+def setup_web_forward_to(core: CoreV1Api, url: str):
+    core.patch_namespaced_pod("web-0", "default", {"metadata": {"annotations": {
+        "kubesim.io/http": json.dumps({"8888/data": {"forward": url}})}}})
+    return core.connect_get_namespaced_service_proxy_with_path("web:8888", "default", "data")

@@ -465,3 +465,51 @@ def test_five_concurrent_creates_through_the_page_each_answer_within_5_s_without
             b.join(5)
     assert [a[0] for a in answers] == [202] * 5, answers
     assert max(a[1] for a in answers) < 5, answers
+
+
+def _api_server_rss(url: str) -> int:
+    """Resident bytes of the api-server's process tree (the process listening on the page's port, its parent
+    ``airflow api-server`` and their children): what serves Airflow's UI, REST API and the Execution API."""
+    import psutil
+
+    port = int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    pid = next(c.pid for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN and c.laddr.port == port)
+    listener = psutil.Process(pid)
+    root = listener.parent() if "api-server" in " ".join(listener.parent().cmdline()) else listener
+    return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+
+
+def test_a_flooding_and_a_dripping_instance_never_grow_the_api_server_and_every_request_answers(instances):
+    """Issue 30, class 1, on the real api-server: alice's instance floods its port 8888 (64 KiB chunks for ever)
+    and bob's drips (a byte every 0.2 s for ever), real loopback servers behind kubesim's proxy. Every page
+    request answers 200 while the idle reads run; once they are cut at their bound (256 KiB, 10 s) the rows say
+    so; the api-server's resident memory grew by less than 50 MB (it grew by 430 MB in 20 s before)."""
+    from operators.devinstances import naming
+    from tests.hostile.hostile_servers import Backend, serve_from
+
+    core = client.CoreV1Api(instances.k8s)
+    for owner, name in (("alice", "nb-a"), ("bob", "nb-b")):
+        wait_until(lambda o=owner, n=name: any(
+            p.metadata.name == naming.pod_name(o, n) and p.status.phase == "Running"
+            for p in core.list_namespaced_pod("recsys").items), what=f"{owner}'s {name} running")
+    flood, drip = Backend("flood"), Backend("drip")
+    try:
+        serve_from(instances.k8s, "recsys", "alice", "nb-a", flood)
+        serve_from(instances.k8s, "recsys", "bob", "nb-b", drip)
+        before, peak, codes = _api_server_rss(instances.url), 0, []
+        with instances.client("alice") as alice:  # recsys's admin: sees both
+            def both_cut():
+                nonlocal peak
+                r = alice.get("/api/instances")
+                codes.append(r.status_code)
+                peak = max(peak, _api_server_rss(instances.url))
+                rows = {i["name"]: i["idle_detail"] or "" for i in r.json()["instances"]}
+                return "over 262144 bytes" in rows.get("nb-a", "") and "did not end within 10 s" in rows.get("nb-b", "")
+
+            wait_until(both_cut, timeout=120, interval=0.5, what="both idle reads cut at their bound")
+    finally:
+        flood.close()
+        drip.close()
+    assert set(codes) == {200}, codes
+    assert flood.sent > 256 * 1024
+    assert peak - before < 50 * 1024 * 1024, (before, peak)
