@@ -153,11 +153,13 @@ def gauges(quotas: list[Mapping], jobs: list[Mapping], statefulsets: list[Mappin
     """Every cluster-state sample; every team with a quota gets its training and instance counts (zeros
     included), so a dashboard shows "0 queued" rather than no line. ``kueue``: ``kueue_samples`` (with
     ``queueing: kueue``); a team gauge the ResourceQuota (storage only, then) does not give comes from there,
-    so the quota panels, the ``$team`` variable and SkiffTeamGpuAtQuota work in both modes."""
+    so the quota panels, the ``$team`` variable and SkiffTeamGpuAtQuota work in both modes. In Kueue mode the
+    ResourceQuota's pod limits are the team's ceiling (nominal + what it may borrow, a hard cap against pods that
+    bypass Kueue), not its quota: a team gauge the ClusterQueues give wins over the ResourceQuota's."""
     teams = {_ns(q) for q in quotas}
-    from_quota = quota_samples(quotas, gpu_resource)
-    have = {(s.metric, s.labels) for s in from_quota}
-    from_queues = [s for s in kueue if s.metric not in _TEAM_GAUGES or (s.metric, s.labels) not in have]
+    from_queues = list(kueue)
+    queue_team = {(s.metric, s.labels) for s in from_queues if s.metric in _TEAM_GAUGES}
+    from_quota = [s for s in quota_samples(quotas, gpu_resource) if (s.metric, s.labels) not in queue_team]
     teams |= {dict(s.labels)["team"] for s in from_queues if s.metric in _TEAM_GAUGES}
     return (from_quota + from_queues + training_samples(jobs, teams)
             + instance_samples(statefulsets, teams) + sedna_samples(crs_by_kind))

@@ -71,15 +71,19 @@ def test_workloads_by_local_queue_priority_and_state_finished_left_out():
                  key("nlp", "skiff-dev", "skiff-dev", "admitted"): 1}
 
 
-def test_a_team_gauge_the_resourcequota_gives_is_not_repeated_from_the_queues():
-    """A ResourceQuota that still limits GPUs (quota mode, or a half-migrated team) wins; Kueue fills the rest."""
-    quota = {"metadata": {"namespace": "recsys"},
-             "status": {"hard": {"requests.nvidia.com/gpu": "4"}, "used": {"requests.nvidia.com/gpu": "1"}}}
+def test_in_kueue_mode_a_team_quota_gauge_comes_from_its_clusterqueues_not_the_ceiling_resourcequota():
+    """In Kueue mode the ResourceQuota's pod limits are the team's ceiling (issue 30 class 2: nominal + what it may
+    borrow), so the quota gauges come from the ClusterQueues' nominal quota, once; a team without queues (not
+    migrated) keeps its ResourceQuota's figures."""
+    ceiling = {"metadata": {"namespace": "recsys"},
+               "status": {"hard": {"requests.nvidia.com/gpu": "12"}, "used": {"requests.nvidia.com/gpu": "1"}}}
     storage_only = {"metadata": {"namespace": "nlp"}, "status": {"hard": {"requests.storage": "20Gi"}, "used": {}}}
+    unmigrated = {"metadata": {"namespace": "cv"},
+                  "status": {"hard": {"requests.nvidia.com/gpu": "2"}, "used": {"requests.nvidia.com/gpu": "0"}}}
     kueue = cluster.kueue_samples([_cq("recsys", "recsys", 8, 3), _cq("nlp", "nlp", 4, 4)], [])
-    samples = cluster.gauges([quota, storage_only], [], [], {}, GPU, kueue)
+    samples = cluster.gauges([ceiling, storage_only, unmigrated], [], [], {}, GPU, kueue)
     gpu_quota = [(s.labels, s.value) for s in samples if s.metric.prom == "skiff_team_gpu_quota"]
-    assert sorted(gpu_quota) == [((("team", "nlp"),), 4.0), ((("team", "recsys"),), 4.0)]
+    assert sorted(gpu_quota) == [((("team", "cv"),), 2.0), ((("team", "nlp"),), 4.0), ((("team", "recsys"),), 8.0)]
     jobs = {s.labels for s in samples if s.metric.prom == "skiff_training_jobs"}
     assert (("team", "nlp"), ("state", "queued")) in jobs       # the team's zero lines exist
 
