@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
+from kubesim.procrt.layers import unmount_under
 from kubesim.procrt.probes import Counter, run_handler, settings
 from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
@@ -237,12 +238,17 @@ class ProcessPods:
             proc = await self.runtime.start(procs.sandbox, launch, os.path.join(self.dirs.pod_dir(run.uid), "tmp",
                                                                                  c.name),
                                             f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
-                                            lambda _s, text: self._line(attempt, text))
+                                            lambda _s, text: self._line(attempt, text),
+                                            os.path.join(self.dirs.pod_dir(run.uid), "layers",
+                                                         f"{c.name}-{c.restart_count}"))
         except StartError as e:
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
             c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
             self._finish(run, c, init, 128, "StartError", str(e), started=False)
             return None
+        if proc.layer is not None and proc.layer.problem and c.restart_count == 0:
+            kl.recorder.record(pod, "Warning", "WritableLayerUnavailable", proc.layer.problem, host=run.node,
+                               field_path=fp)
         kl.recorder.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
         kl.recorder.record(pod, "Normal", "Started", f"Started container {c.name}", host=run.node, field_path=fp)
         c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
@@ -385,6 +391,7 @@ class ProcessPods:
             await p.stop(0)
         if procs.sandbox is not None:
             await procs.sandbox.stop()
+        unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
         self.dirs.remove_pod(uid)
 
     async def aclose(self) -> None:
@@ -399,6 +406,7 @@ class ProcessPods:
                                  return_exceptions=True)
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
+            unmount_under(self.dirs.pod_dir(uid))
         self.runtime.close()
 
 
