@@ -64,8 +64,9 @@ def test_a_missing_secret_key_is_create_container_config_error(pcore):
     assert (w.reason, w.message) == ("CreateContainerConfigError", "couldn't find key token in Secret default/sec")
 
 
-def test_host_path_volumes_and_privileged_containers_are_refused_with_an_event(pcore):
-    pcore.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
+def test_writable_host_path_volumes_and_privileged_containers_are_refused_with_an_event(pcore):
+    pcore.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}],
+                                               container={"volumeMounts": [{"name": "h", "mountPath": "/h"}]}))
     pcore.create_namespaced_pod("default", pod("priv", ["true"], container={"securityContext": {"privileged": True}}))
     assert phase_is(pcore, "hp", "Failed").status.reason == "HostPathNotAllowed"
     assert phase_is(pcore, "priv", "Failed").status.reason == "PrivilegedNotAllowed"
@@ -214,3 +215,16 @@ def test_etc_is_a_private_writable_layer_per_container_and_its_mounts_go_with_th
     pcore.delete_namespaced_pod("layer", "default", grace_period_seconds=0)
     wait_until(lambda: not pcore.list_namespaced_pod("default", field_selector="metadata.name=layer").items, 10)
     wait_until(lambda: not _mounts_of(uid), 10, what="the pod's layer mounts taken down")
+
+
+def test_a_read_only_host_path_shows_the_host_file_and_run_is_a_private_writable_tmpfs(pcore):
+    """A hostPath every container mounts readOnly runs (the host's files are the image here: the instance's
+    /etc/localtime); /run is empty and writable per container (sshd makes /run/sshd), the host's untouched."""
+    with open("/etc/hostname") as f:
+        host_name = f.read().strip()
+    script = "cat /hostname; { echo x > /hostname; } 2>/dev/null || echo read-only; ls -A /run; mkdir /run/sshd && echo made"
+    pcore.create_namespaced_pod("default", pod(
+        "hpro", ["bash", "-c", script], volumes=[{"name": "h", "hostPath": {"path": "/etc/hostname", "type": "File"}}],
+        container={"volumeMounts": [{"name": "h", "mountPath": "/hostname", "readOnly": True}]}))
+    phase_is(pcore, "hpro", "Succeeded")
+    assert log(pcore, "hpro").splitlines() == [host_name, "read-only", "made"]
