@@ -98,6 +98,7 @@ class ProcessPods:
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
+        unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
         if self.runtime.cgroups.problem:
             log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
 

@@ -75,6 +75,11 @@ def _contents(s: requests.Session, url: str, path: str = "") -> requests.Respons
     return s.get(url + "api/contents/" + path, timeout=30)
 
 
+def _mounts_of(uid: str) -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if uid in line]
+
+
 def _ssh(port: int, password: str, command: str) -> subprocess.CompletedProcess:
     """Debian's ssh with the password from the environment (sshpass -e: never on a command line)."""
     return subprocess.run(
@@ -124,8 +129,11 @@ def test_a_file_written_through_jupyterlab_is_in_the_home_volume_and_survives_st
     with open(found) as f:
         assert f.read() == "kept\n"
 
+    uid = client.CoreV1Api(api).read_namespaced_pod("alice--nb-0", TEAM).metadata.uid
+    assert _mounts_of(uid)                  # its container's writable /etc
     lifecycle.stop(Kube(api), "alice", TEAM, "nb")
     wait_no_pod(api, "alice", "nb", TEAM, timeout=60)
+    wait_until(lambda: not _mounts_of(uid), 10, what="the stopped pod's layer mounts taken down")
     lifecycle.start(Kube(api), "alice", TEAM, "nb")
     wait_ready(api, "alice", "nb", TEAM, timeout=READY_S)
     new = _password(api, "alice")

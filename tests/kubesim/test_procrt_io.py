@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -228,3 +231,19 @@ def test_a_read_only_host_path_shows_the_host_file_and_run_is_a_private_writable
         container={"volumeMounts": [{"name": "h", "mountPath": "/hostname", "readOnly": True}]}))
     phase_is(pcore, "hpro", "Succeeded")
     assert log(pcore, "hpro").splitlines() == [host_name, "read-only", "made"]
+
+
+def test_without_root_the_layer_is_not_mounted_and_says_why(tmp_path):
+    """Not root (here: a process as `nobody`): no overlay can be mounted, so /etc stays the host's, read-only,
+    and `problem` carries the text of the pod's WritableLayerUnavailable Event: never a silent pretend."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to drop to nobody (setpriv)")
+    tmp_path.chmod(0o777)
+    code = ("import sys; from kubesim.procrt.layers import Layer; layer = Layer(sys.argv[1]); "
+            "print(layer.mount(), layer.problem)")
+    done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+                           code, str(tmp_path / "layer")], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == ("[] /etc read-only: kubesim is not root, so it cannot mount a container's "
+                                   "writable layer (overlayfs); writes there fail")
