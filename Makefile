@@ -49,10 +49,11 @@ services:
 	@if [ -x /usr/bin/redis-server ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql, redis-server: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server; fi
 
-# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances).
+# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances); sshpass
+# for the test that logs in to a running instance with its password over ssh (`sshpass -e`: from the environment).
 sshd:
-	@if [ -x /usr/sbin/sshd ]; then echo "sshd: installed"; else \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; fi
+	@if [ -x /usr/sbin/sshd ] && [ -x /usr/bin/sshpass ]; then echo "sshd, sshpass: installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server sshpass; fi
 
 # Debian's prometheus + promtool for tests/metrics (alert rules checked and unit-tested, a real Prometheus scraping
 # Skiff's endpoint); the package's service is not used: the tests start their own on loopback.

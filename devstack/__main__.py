@@ -71,9 +71,18 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
 
 
 def show_dev_instance(stack: Stack) -> None:
-    """alice, logged in, creates her development instance through dev_instance_create; print how to open it."""
+    """alice, logged in, creates her development instance through dev_instance_create; print how to open it.
+    The demo's nodes run it for real (kubesim/procrt): its start-up script starts JupyterLab, TensorBoard and
+    sshd, reached through the tcp-services ports on this machine's loopback, all behind the instance's password
+    (on alice's page, never printed here)."""
+    import shutil
+    import urllib.request
+
+    from kubernetes import client
+
     from devstack.demo_setup import DEMO_INSTANCE, DEMO_INSTANCE_OWNER, demo_instance_lines
     from kubesim.testing import wait_until
+    from operators.devinstances import naming
     from operators.devinstances.inventory import get_instance
     from operators.devinstances.settings import Settings
     from operators.k8s import Kube
@@ -82,18 +91,35 @@ def show_dev_instance(stack: Stack) -> None:
     say(f"{owner} creates a development instance ({DEV_CREATE}, triggered as {owner}) ...")
     run_id = stack.trigger(DEV_CREATE, DEMO_INSTANCE, user=owner)
     say(f"{DEV_CREATE}: {stack.wait_run(DEV_CREATE, run_id, timeout=RUN_TIMEOUT_S).upper()}")
-    kube = Kube(stack.k8s())
-    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW*
-    # variable)
-    try:
-        wait_until(lambda: (v := get_instance(kube, owner, team, name, Settings(), with_idle=False))
-                   and v.state == "Running", 30, what="the demo instance Running")
+    kube, apps = Kube(stack.k8s()), client.AppsV1Api(stack.k8s())
+    ready = False
+    try:   # Ready: its readiness probe reached JupyterLab on 8888 in the pod
+        wait_until(lambda: (apps.read_namespaced_stateful_set(naming.statefulset_name(owner, name), team).status
+                            .ready_replicas or 0) >= 1, 30, what="the demo instance Ready")
+        ready = True
     except TimeoutError as exc:
-        say(str(exc))
+        say(f"{exc}: it is still starting (kubectl get pods -n {team} -w; kubectl logs -n {team} "
+            f"{naming.pod_name(owner, name)})")
     for line in demo_instance_lines(kube):
         say(line)
-    say("kubesim runs no containers, so on the demo nothing answers at these addresses: on a cluster they reach "
-        "JupyterLab, code-server, TensorBoard and sshd through ingress-nginx")
+    # the stack's [skiff] devinstance_* settings are the declared defaults (stack.py passes it no AIRFLOW* variable)
+    view = get_instance(kube, owner, team, name, Settings(), with_idle=False)
+    jupyter = (view.urls if view else {}).get("jupyter")
+    answers = False
+    if ready and jupyter:
+        try:
+            with urllib.request.urlopen(jupyter + "login", timeout=5) as response:
+                answers = response.status == 200
+        except OSError:
+            pass
+    say(f"these addresses answer on this machine ({'JupyterLab answers now' if answers else 'once the instance is Ready'}"
+        "): the instance's start-up script really runs as processes (kubesim's process nodes), behind ingress-nginx's "
+        "tcp-services ports on 127.0.0.1")
+    say(f"  JupyterLab: open its address, log in with the password {owner}'s page shows (her instance's row: "
+        "show); ssh: the line above, same password; TensorBoard: her home's tensorboard/ event files, no login")
+    if not shutil.which("code-server", path=os.pathsep.join([os.path.join(sys.prefix, "bin"), os.defpath])):
+        say("  code-server is not installed in the demo's image, so the code-server address does not answer")
+    say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")
 
 
 def say_users(stack: Stack) -> None:

@@ -6,6 +6,7 @@ PID, UTS and network namespaces; memory and CPU limits in cgroups), beside the s
 | `env.py` | env, `$(VAR)` expansion, command and args as the kubelet builds them (pure) |
 | `volumes.py` | the files of configMap/secret/downwardAPI/projected volumes (pure) and the volume directories |
 | `sandbox.py` | bwrap command lines (the image = the host's filesystem read-only), runc's executable lookup |
+| `layers.py` | a container's private writable `/etc` (overlayfs over the host's), its mounts and their clean-up |
 | `cgroups.py` | per-container memory/CPU cgroups (v1 or v2), OOM kill counts |
 | `runtime.py` | `ProcessRuntime`: sandboxes and container processes, their output and exits |
 | `probes.py` | exec/httpGet/tcpSocket probes and hooks, the prober's thresholds |

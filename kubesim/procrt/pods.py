@@ -1,5 +1,5 @@
 """What the kubelet does for a pod on a process node, over `ProcessRuntime`: refuse what a process node
-cannot run (hostPath volumes, privileged containers: kubelet.go `rejectPod`, a Failed pod with an Event),
+cannot run (writable hostPath volumes, privileged containers: kubelet.go `rejectPod`, a Failed pod with an Event),
 set up the pod's volumes and sandbox, run the init containers one by one to completion, then start the
 containers; report each exit back to the kubelet, stop containers (SIGTERM, grace, SIGKILL) on deletion, on
 `activeDeadlineSeconds` and when the kubelet kills the pod.
@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
+from kubesim.procrt.layers import unmount_under
 from kubesim.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
-from kubesim.procrt.volumes import VolumeDirs, config_files, refused
+from kubesim.procrt.volumes import VolumeDirs, config_files, host_path, refused
 from kubesim.resources import qty
 
 log = logging.getLogger("kubesim.procrt")
@@ -59,10 +60,13 @@ def is_process_node(node: dict | None) -> bool:
 
 def refusal(pod: dict) -> tuple[str, str] | None:
     """(reason, message) when a process node refuses the pod, else None."""
+    containers = (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or [])
     for v in pod["spec"].get("volumes") or []:
-        if refused(v):
+        mounts = [m for c in containers for m in c.get("volumeMounts") or [] if m.get("name") == v.get("name")]
+        if refused(v, mounts):
             return ("HostPathNotAllowed", f'volume "{v.get("name")}": hostPath volumes are not allowed on '
-                                          "kubesim process nodes (the node's own files)")
+                                          "kubesim process nodes unless every mount of them is readOnly "
+                                          "(the node's own files)")
     for c in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers") or []):
         if ((c.get("securityContext") or {}).get("privileged")):
             return ("PrivilegedNotAllowed", f'container "{c["name"]}": privileged containers are not allowed '
@@ -94,6 +98,7 @@ class ProcessPods:
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
+        unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
         if self.runtime.cgroups.problem:
             log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
 
@@ -122,7 +127,9 @@ class ProcessPods:
         uid = pod["metadata"]["uid"]
         for v in pod["spec"].get("volumes") or []:
             claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
-            if claim:
+            if host_path(v):
+                out[v["name"]] = host_path(v)
+            elif claim:
                 pvc = self._lookup("persistentvolumeclaims", pod["metadata"]["namespace"], claim) or {}
                 pv_name = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{(pvc.get('metadata') or {}).get('uid')}"
                 out[v["name"]] = self.dirs.pv_dir(pv_name)
@@ -216,7 +223,7 @@ class ProcessPods:
             kl._write_status(run)
             return None
         argv = command_line(spec, env)
-        mounts = [Mount(os.path.join(procs.volumes[m["name"]], m.get("subPath") or ""), m["mountPath"],
+        mounts = [Mount(_sub(procs.volumes[m["name"]], m.get("subPath")), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
         mounts += _image_mounts(self._image_root(run, c.image), mounts)
@@ -238,12 +245,17 @@ class ProcessPods:
             proc = await self.runtime.start(procs.sandbox, launch, os.path.join(self.dirs.pod_dir(run.uid), "tmp",
                                                                                  c.name),
                                             f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
-                                            lambda _s, text: self._line(attempt, text))
+                                            lambda _s, text: self._line(attempt, text),
+                                            os.path.join(self.dirs.pod_dir(run.uid), "layers",
+                                                         f"{c.name}-{c.restart_count}"))
         except StartError as e:
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
             c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
             self._finish(run, c, init, 128, "StartError", str(e), started=False)
             return None
+        if proc.layer is not None and proc.layer.problem and c.restart_count == 0:
+            kl.recorder.record(pod, "Warning", "WritableLayerUnavailable", proc.layer.problem, host=run.node,
+                               field_path=fp)
         kl.recorder.record(pod, "Normal", "Created", f"Created container {c.name}", host=run.node, field_path=fp)
         kl.recorder.record(pod, "Normal", "Started", f"Started container {c.name}", host=run.node, field_path=fp)
         c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
@@ -363,6 +375,7 @@ class ProcessPods:
             await p.stop(0)
         if procs.sandbox is not None:
             await procs.sandbox.stop()
+        unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
         self.dirs.remove_pod(uid)
 
     async def aclose(self) -> None:
@@ -377,6 +390,7 @@ class ProcessPods:
                                  return_exceptions=True)
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
+            unmount_under(self.dirs.pod_dir(uid))
         self.runtime.close()
         if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
             shutil.rmtree(self.state_dir, ignore_errors=True)
@@ -397,6 +411,11 @@ def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:
     prefix = os.path.dirname(os.path.realpath(home))
     hidden = any(prefix == m.target or prefix.startswith(m.target.rstrip("/") + "/") for m in mounts)
     return [Mount(prefix, prefix, read_only=True)] if hidden else []
+
+
+def _sub(path: str, sub_path: str | None) -> str:
+    """The volume's directory, or its `subPath` (a hostPath may be a file: no trailing slash added)."""
+    return os.path.join(path, sub_path) if sub_path else path
 
 
 def _always_ro(pod: dict, volume: str) -> bool:

@@ -15,9 +15,10 @@ import shutil
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kubesim.procrt.cgroups import Cgroups, Group
+from kubesim.procrt.layers import Layer
 from kubesim.procrt.sandbox import Launch, container_args, sandbox_args
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -122,8 +123,8 @@ class Sandbox:
 class Container:
     """One running container process."""
 
-    def __init__(self, proc, pid: int, group: Group, launch: Launch | None = None):
-        self.proc, self.pid, self.group, self.launch = proc, pid, group, launch
+    def __init__(self, proc, pid: int, group: Group, launch: Launch | None = None, layer: Layer | None = None):
+        self.proc, self.pid, self.group, self.launch, self.layer = proc, pid, group, launch, layer
         self.readers: list[asyncio.Task] = []
         self.finished: asyncio.Future | None = None     # the kubelet's watch of its exit
 
@@ -140,6 +141,8 @@ class Container:
         oom = self.group.oom_kills() > 0 and code == 128 + signal.SIGKILL
         self.group.kill_all()       # nothing of the container outlives it
         self.group.remove()
+        if self.layer is not None:
+            self.layer.unmount()
         return Exit(code, oom)
 
     async def stop(self, grace: float) -> None:
@@ -175,11 +178,15 @@ class ProcessRuntime:
 
     async def start(self, sandbox: Sandbox, launch: Launch, tmp_dir: str, group_name: str,
                     memory_bytes: int | None, milli_cpu: int | None,
-                    on_line: Callable[[str, str], None]) -> Container:
+                    on_line: Callable[[str, str], None], layer_dir: str | None = None) -> Container:
         """Start a container's command in the pod's network namespace; `on_line(stream, text)` gets each
-        line of its stdout/stderr as it is written."""
+        line of its stdout/stderr as it is written. With `layer_dir`, the container's writable layers
+        (layers.py) live there; the returned container's `layer.problem` says when they could not be made."""
         os.makedirs(tmp_dir, exist_ok=True)
         os.chmod(tmp_dir, 0o1777)
+        layer = Layer(layer_dir) if layer_dir else None
+        if layer is not None:
+            launch = replace(launch, mounts=[*layer.mount(), *launch.mounts])
         group = self.cgroups.group(group_name, memory_bytes, milli_cpu)
         argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0)]
         argv[3] = tool("bwrap")
@@ -190,9 +197,11 @@ class ProcessRuntime:
             await proc.wait()
             group.kill_all()
             group.remove()
+            if layer is not None:
+                layer.unmount()
             raise StartError(f"failed to create containerd task: failed to create shim task: OCI runtime create "
                              f"failed: {err[:500]}: unknown")
-        c = Container(proc, pid, group, launch)
+        c = Container(proc, pid, group, launch, layer)
         c.readers = [asyncio.ensure_future(_lines(proc.stdout, "stdout", on_line)),
                      asyncio.ensure_future(_lines(proc.stderr, "stderr", on_line))]
         return c

@@ -3,8 +3,8 @@ containerd). The host's filesystem, read-only, stands for the image: bwrap's roo
 container's writable layer, gone with the container) into which every top-level host directory is bound
 read-only; a volume's mountPath that does not exist on the host is made by replacing the directories above
 it with tmpfs copies of their listings (so nothing is ever created on the host). `/tmp` is a per-container
-writable directory, `/run` an empty writable tmpfs (start-up scripts keep their sockets and pid files there);
-`/dev` and `/proc` are the sandbox's own. The rest of the host (`/etc` included) is read-only.
+writable directory, `/run` an empty per-container tmpfs (an image's `/run` is empty and writable: sshd makes
+`/run/sshd` there); `/dev` and `/proc` are the sandbox's own.
 
 Isolation (bwrap: Linux namespaces): the pod's sandbox process holds the pod's network namespace (its own
 loopback: two pods may both listen on 8888); each container joins it (nsenter) and gets its own PID and UTS
@@ -71,6 +71,18 @@ def root_args(targets: list[str]) -> list[str]:
     return args
 
 
+def mount_target(target: str) -> str:
+    """Where a mount lands when its destination is a symlink in the image: runc follows it inside the rootfs
+    (libcontainer/rootfs_linux.go `mountToRootfs`: `securejoin.SecureJoin(rootfs, m.Destination)`), so
+    `/etc/localtime` -> `/usr/share/zoneinfo/Etc/UTC` mounts on the zone file. bwrap would resolve an absolute
+    link outside the new root and fail; the image is the host's filesystem, so the host resolves it."""
+    if os.path.islink(target):
+        real = os.path.realpath(target)
+        if os.path.exists(real):
+            return real
+    return target
+
+
 def container_args(launch: Launch, tmp_dir: str, info_fd: int) -> list[str]:
     """bwrap's argv for one container (run inside the pod's network namespace)."""
     targets = [m.target for m in launch.mounts] + ([launch.cwd] if launch.cwd else [])
@@ -79,7 +91,7 @@ def container_args(launch: Launch, tmp_dir: str, info_fd: int) -> list[str]:
             "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--hostname", launch.hostname, "--as-pid-1",
             "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
     for m in sorted(launch.mounts, key=lambda m: m.target.count("/")):
-        args += ["--ro-bind" if m.read_only else "--bind", m.host, m.target]
+        args += ["--ro-bind" if m.read_only else "--bind", m.host, mount_target(m.target)]
     if launch.cwd:
         args += ["--chdir", launch.cwd]
     return [*args, "--", *launch.argv]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from kubesim.procrt.env import ConfigError, field_value, resource_value
 
 DEFAULT_MODE = 0o644
-REFUSED = ("hostPath",)        # a directory of the node itself: refused on process nodes (docs/development.md)
+REFUSED = ("hostPath",)        # the node's own files: refused on process nodes unless read-only (docs/development.md)
 Lookup = Callable[[str, str, str], dict | None]
 
 
@@ -97,9 +97,19 @@ def config_files(volume: dict, pod: dict, lookup: Lookup, allocatable: dict) -> 
     return None
 
 
-def refused(volume: dict) -> str | None:
-    """The source of a volume a process node refuses (hostPath), else None."""
-    return next((k for k in REFUSED if k in volume), None)
+def refused(volume: dict, mounts: list[dict]) -> str | None:
+    """The source of a volume a process node refuses (hostPath), else None. A hostPath every container mounts
+    `readOnly` is allowed: the host's files are the image here, already visible read-only (the instance's
+    `/etc/localtime`); a writable one would let a pod write the node's files."""
+    source = next((k for k in REFUSED if k in volume), None)
+    if source and mounts and all(m.get("readOnly") for m in mounts):
+        return None
+    return source
+
+
+def host_path(volume: dict) -> str | None:
+    """The node's path of an allowed (read-only) hostPath volume, else None."""
+    return (volume.get("hostPath") or {}).get("path")
 
 
 class VolumeDirs:

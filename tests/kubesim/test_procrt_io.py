@@ -4,8 +4,14 @@ namespace; what a process node refuses."""
 from __future__ import annotations
 
 import base64
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from kubesim.testing import wait_until
 from tests.kubesim.procrt_support import events_for, log, phase_is, pod
@@ -64,8 +70,9 @@ def test_a_missing_secret_key_is_create_container_config_error(pcore):
     assert (w.reason, w.message) == ("CreateContainerConfigError", "couldn't find key token in Secret default/sec")
 
 
-def test_host_path_volumes_and_privileged_containers_are_refused_with_an_event(pcore):
-    pcore.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}]))
+def test_writable_host_path_volumes_and_privileged_containers_are_refused_with_an_event(pcore):
+    pcore.create_namespaced_pod("default", pod("hp", ["true"], volumes=[{"name": "h", "hostPath": {"path": "/etc"}}],
+                                               container={"volumeMounts": [{"name": "h", "mountPath": "/h"}]}))
     pcore.create_namespaced_pod("default", pod("priv", ["true"], container={"securityContext": {"privileged": True}}))
     assert phase_is(pcore, "hp", "Failed").status.reason == "HostPathNotAllowed"
     assert phase_is(pcore, "priv", "Failed").status.reason == "PrivilegedNotAllowed"
@@ -175,3 +182,71 @@ def test_exec_and_port_forward_through_the_python_clients_streams(pcore):
         sock.close()
         return data.decode()
     assert wait_until(fetch, 10).endswith("shell /pf")
+
+
+def _mounts_of(uid: str) -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if uid in line]
+
+
+def test_etc_is_a_private_writable_layer_per_container_and_its_mounts_go_with_the_pod(pcore):
+    """containerd's overlay snapshotter gives every container a writable root over the image
+    (snapshots/overlay/overlay.go `Prepare`; pkg/cri/server/container_create.go `WithNewSnapshot`): chpasswd in
+    one container changes only that container's /etc/shadow, never the host's nor a sibling container's, and the
+    layer's mounts are gone when the pod is."""
+    if os.geteuid() != 0:
+        pytest.skip("the writable layer needs root (without it /etc stays read-only and an Event says so)")
+    with open("/etc/shadow", "rb") as f:
+        host_shadow = f.read()
+    writer = ("printf 'root:layer-test-pw\\n' | chpasswd -c SHA512 && echo marked > /etc/skiff-layer && "
+              "grep -c '^root:\\$6\\$' /etc/shadow && cat /etc/skiff-layer && touch /shared/done && sleep 30")
+    reader = ("until test -e /shared/done; do sleep 0.05; done; "
+              "test -e /etc/skiff-layer && echo visible || echo private; sleep 30")
+    shared = [{"name": "shared", "mountPath": "/shared"}]
+    pcore.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "layer"},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                 "volumes": [{"name": "shared", "emptyDir": {}}], "containers": [
+                     {"name": "writer", "image": "debian:12", "command": ["bash", "-c", writer], "volumeMounts": shared},
+                     {"name": "reader", "image": "debian:12", "command": ["bash", "-c", reader], "volumeMounts": shared}]}})
+    uid = phase_is(pcore, "layer", "Running").metadata.uid
+    wait_until(lambda: "marked" in log(pcore, "layer", container="writer"), 10, what="writer's output")
+    assert log(pcore, "layer", container="writer").splitlines() == ["1", "marked"]
+    wait_until(lambda: log(pcore, "layer", container="reader"), 10, what="reader's output")
+    assert log(pcore, "layer", container="reader").splitlines() == ["private"]
+    with open("/etc/shadow", "rb") as f:
+        assert f.read() == host_shadow
+    assert not os.path.exists("/etc/skiff-layer")
+    assert len([m for m in _mounts_of(uid) if " overlay " in m]) == 2        # one layer per container
+    pcore.delete_namespaced_pod("layer", "default", grace_period_seconds=0)
+    wait_until(lambda: not pcore.list_namespaced_pod("default", field_selector="metadata.name=layer").items, 10)
+    wait_until(lambda: not _mounts_of(uid), 10, what="the pod's layer mounts taken down")
+
+
+def test_a_read_only_host_path_shows_the_host_file_and_run_is_a_private_writable_tmpfs(pcore):
+    """A hostPath every container mounts readOnly runs (the host's files are the image here: the instance's
+    /etc/localtime); /run is empty and writable per container (sshd makes /run/sshd), the host's untouched."""
+    with open("/etc/hostname") as f:
+        host_name = f.read().strip()
+    script = "cat /hostname; { echo x > /hostname; } 2>/dev/null || echo read-only; ls -A /run; mkdir /run/sshd && echo made"
+    pcore.create_namespaced_pod("default", pod(
+        "hpro", ["bash", "-c", script], volumes=[{"name": "h", "hostPath": {"path": "/etc/hostname", "type": "File"}}],
+        container={"volumeMounts": [{"name": "h", "mountPath": "/hostname", "readOnly": True}]}))
+    phase_is(pcore, "hpro", "Succeeded")
+    assert log(pcore, "hpro").splitlines() == [host_name, "read-only", "made"]
+
+
+def test_without_root_the_layer_is_not_mounted_and_says_why(tmp_path):
+    """Not root (here: a process as `nobody`): no overlay can be mounted, so /etc stays the host's, read-only,
+    and `problem` carries the text of the pod's WritableLayerUnavailable Event: never a silent pretend."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root to drop to nobody (setpriv)")
+    tmp_path.chmod(0o777)
+    code = ("import sys; from kubesim.procrt.layers import Layer; layer = Layer(sys.argv[1]); "
+            "print(layer.mount(), layer.problem)")
+    done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
+                           code, str(tmp_path / "layer")], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == ("[] /etc read-only: kubesim is not root, so it cannot mount a container's "
+                                   "writable layer (overlayfs); writes there fail")
