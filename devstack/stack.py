@@ -243,12 +243,23 @@ class Stack:
                           smtp_connection=smtp_connection_uri(smtp_port)),
             **({"AIRFLOW__SKIFF__PLATFORM_FILE": str(self.platform_file)} if self.platform_file else {}),
             **(self.monitoring.settings() if self.monitoring is not None else {}),
+            # the example DAGs script their pods' outcomes only for kubesim's scripted nodes; on process nodes
+            # (the demo's) their steps really run (dags/training_recommendation_daily.py, last block)
+            **({"SKIFF_KUBESIM_SCRIPTED_NODES": "1"} if self.scripted_nodes() else {}),
             **self.airflow_settings,
         }
         self._start_airflow(logs)
         self._wait_healthy(timeout)
         if self.monitoring is not None:
             self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs)
+
+    def scripted_nodes(self) -> bool:
+        """Whether any of kubesim's nodes is scripted (no ``runtime: process``): the default nodes are."""
+        if not self.nodes_file:
+            return True
+        from kubesim.nodes import load_nodes_file
+
+        return any(spec.get("runtime", "scripted") != "process" for spec in load_nodes_file(str(self.nodes_file)))
 
     def _write_platform_file(self) -> None:
         """The platform file in force when it is not the packaged example (``airflow_env``'s default): the given
