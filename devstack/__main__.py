@@ -112,11 +112,12 @@ def show_dev_instance(stack: Stack) -> None:
                 answers = response.status == 200
         except OSError:
             pass
-    say(f"these addresses answer on this machine ({'JupyterLab answers now' if answers else 'once the instance is Ready'}"
-        "): the instance's start-up script really runs as processes (kubesim's process nodes), behind ingress-nginx's "
-        "tcp-services ports on 127.0.0.1")
+    now = "JupyterLab answers now" if answers else "once the instance is Ready"
+    say(f"these addresses answer on this machine ({now}): the instance's start-up script really runs as "
+        "processes (kubesim's process nodes), behind ingress-nginx's tcp-services ports on 127.0.0.1")
     say(f"  JupyterLab: open its address, log in with the password {owner}'s page shows (her instance's row: "
-        "show); ssh: the line above, same password; TensorBoard: her home's tensorboard/ event files, no login")
+        "show); ssh: the line above, same password; TensorBoard: the event files under her home's tensorboard/, "
+        "no login")
     if not shutil.which("code-server", path=os.pathsep.join([os.path.join(sys.prefix, "bin"), os.defpath])):
         say("  code-server is not installed in the demo's image, so the code-server address does not answer")
     say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")

@@ -5,11 +5,13 @@ state directory, and the merged view is bound at the directory inside the sandbo
 container's upper layer: the host's `/etc/shadow` and every other container's stay as they were; a restarted
 container starts from the image again, as a new container does.
 
-Upstream: containerd's overlay snapshotter (snapshots/overlay/overlay.go: `Prepare` makes an active snapshot
-with `fs` (upperdir) and `work` directories over the image's committed layers; `mounts` returns the
-`overlay` mount with `lowerdir=...,upperdir=...,workdir=...`), which containerd's CRI plugin prepares for
-every new container (pkg/cri/server/container_create.go, `CreateContainer`: `WithNewSnapshot`), so a
-container's root filesystem is writable and private to it.
+Upstream: containerd's overlay snapshotter (plugins/snapshots/overlay/overlay.go: `createSnapshot` and
+`prepareDirectory` make an active snapshot's `fs` (upperdir) and `work` directories; `mounts` returns the
+`overlay` mount with `workdir=...,upperdir=...,lowerdir=<the image's layers>`; `removeCleanupDir` unmounts
+what is left under a removed snapshot with MNT_DETACH, as `unmount_under` does), which containerd's CRI
+plugin prepares for every new container (internal/cri/server/container_create.go, `createContainer`:
+`WithNewSnapshot`, "Prepare container rootfs. This is always writeable"), so a container's root filesystem is
+writable and private to it.
 
 bwrap 0.8 has no `--overlay`, so kubesim mounts the overlay itself (mount(2) of type `overlay`, which needs root,
 CAP_SYS_ADMIN in the host's mount namespace) and binds the merged directory. Without root the directory

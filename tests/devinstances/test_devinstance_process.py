@@ -26,7 +26,9 @@ from operators.k8s import Kube
 
 TEAM = "recsys"
 NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi", "images": {"*": sys.prefix}}]
-_LOW = 30000 + (os.getpid() % 900) * 10        # loopback ports of this run (other test runs share the machine)
+# loopback ports of this run: other test runs and the demo share the machine (the default 20000-29999 range),
+# and the kernel's ephemeral ports start at 32768
+_LOW = 11000 + (os.getpid() % 80) * 100
 SETTINGS = Settings(host="127.0.0.1", port_range=PortRange(_LOW, _LOW + 99))
 READY_S = 120            # JupyterLab + TensorBoard + sshd starting on a loaded 2-core machine
 

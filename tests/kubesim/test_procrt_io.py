@@ -189,9 +189,9 @@ def _mounts_of(uid: str) -> list[str]:
 
 def test_etc_is_a_private_writable_layer_per_container_and_its_mounts_go_with_the_pod(pcore):
     """containerd's overlay snapshotter gives every container a writable root over the image
-    (snapshots/overlay/overlay.go `Prepare`; pkg/cri/server/container_create.go `WithNewSnapshot`): chpasswd in
-    one container changes only that container's /etc/shadow, never the host's nor a sibling container's, and the
-    layer's mounts are gone when the pod is."""
+    (plugins/snapshots/overlay/overlay.go `createSnapshot`/`mounts`; internal/cri/server/container_create.go
+    `WithNewSnapshot`): chpasswd in one container changes only that container's /etc/shadow, never the host's
+    nor a sibling container's, and the layer's mounts are gone when the pod is."""
     if os.geteuid() != 0:
         pytest.skip("the writable layer needs root (without it /etc stays read-only and an Event says so)")
     with open("/etc/shadow", "rb") as f:
@@ -205,8 +205,10 @@ def test_etc_is_a_private_writable_layer_per_container_and_its_mounts_go_with_th
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "layer"},
         "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                  "volumes": [{"name": "shared", "emptyDir": {}}], "containers": [
-                     {"name": "writer", "image": "debian:12", "command": ["bash", "-c", writer], "volumeMounts": shared},
-                     {"name": "reader", "image": "debian:12", "command": ["bash", "-c", reader], "volumeMounts": shared}]}})
+                     {"name": "writer", "image": "debian:12", "command": ["bash", "-c", writer],
+                      "volumeMounts": shared},
+                     {"name": "reader", "image": "debian:12", "command": ["bash", "-c", reader],
+                      "volumeMounts": shared}]}})
     uid = phase_is(pcore, "layer", "Running").metadata.uid
     wait_until(lambda: "marked" in log(pcore, "layer", container="writer"), 10, what="writer's output")
     assert log(pcore, "layer", container="writer").splitlines() == ["1", "marked"]
@@ -226,7 +228,8 @@ def test_a_read_only_host_path_shows_the_host_file_and_run_is_a_private_writable
     /etc/localtime); /run is empty and writable per container (sshd makes /run/sshd), the host's untouched."""
     with open("/etc/hostname") as f:
         host_name = f.read().strip()
-    script = "cat /hostname; { echo x > /hostname; } 2>/dev/null || echo read-only; ls -A /run; mkdir /run/sshd && echo made"
+    script = ("cat /hostname; { echo x > /hostname; } 2>/dev/null || echo read-only; ls -A /run; "
+              "mkdir /run/sshd && echo made")
     pcore.create_namespaced_pod("default", pod(
         "hpro", ["bash", "-c", script], volumes=[{"name": "h", "hostPath": {"path": "/etc/hostname", "type": "File"}}],
         container={"volumeMounts": [{"name": "h", "mountPath": "/hostname", "readOnly": True}]}))
@@ -242,9 +245,9 @@ def test_without_root_the_layer_is_not_mounted_and_says_why(tmp_path):
     tmp_path.chmod(0o777)
     code = ("import sys; from kubesim.procrt.layers import Layer; layer = Layer(sys.argv[1]); "
             "print(layer.mount(), layer.problem)")
-    done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c",
-                           code, str(tmp_path / "layer")], capture_output=True, text=True, timeout=60,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+                           "-c", code, str(tmp_path / "layer")], capture_output=True, text=True, timeout=60, cwd=repo)
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.strip() == ("[] /etc read-only: kubesim is not root, so it cannot mount a container's "
                                    "writable layer (overlayfs); writes there fail")
