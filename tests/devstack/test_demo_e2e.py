@@ -84,9 +84,15 @@ def test_make_demo_piped_runs_the_pipeline_and_ctrl_c_stops_every_process(tmp_pa
         stack_part, _, instance_part = text.partition("creates a development instance")
         urls = re.findall(r"(https?://\S+:\d+)", stack_part)  # the UI and kubesim (HTTPS), which must answer
         assert len(urls) >= 2 and all(_accepts(u) for u in urls), urls
-        # alice's instance, with the addresses ingress-nginx would expose (kubesim runs no containers behind them)
+        # the failure demo is a real OOM kill: the kernel's, at the container's 1Gi cgroup limit
+        assert re.search(r"failed: OOMKilled: container train in pod \S+ exceeded its memory limit of 1Gi "
+                         r"\(exit code 137\)", text), text
+        # alice's instance really runs (process nodes): its JupyterLab answers at the printed address, before Ctrl-C
         assert re.search(r"alice's instance recsys/notebook: Running", instance_part), instance_part
         assert re.search(r"ssh +ssh -p 2\d{4} root@", instance_part), instance_part
+        assert "JupyterLab answers now" in instance_part, instance_part
+        jupyter = re.search(r"jupyter +(http://localhost:\d+)/", instance_part).group(1)
+        assert httpx.get(f"{jupyter}/login", timeout=10).status_code == 200
 
         # every user's password on its own line, the real one (it logs in); the next steps with the kubectl line
         passwords = dict(re.findall(r"^\[demo\]   (\w+) +.* password: (\S+)$", text, re.M))
