@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
-demo: venv bubblewrap services monitoring
+demo: venv bubblewrap sshd services monitoring
 	$(BIN)/python -m devstack demo
 
 # Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/procrt).
