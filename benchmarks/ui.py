@@ -166,7 +166,7 @@ def _time_requests(http, url: str, headers: dict, n: int) -> dict:
 def run() -> str:
     import httpx
 
-    from devstack.airflow_env import airflow_env
+    from devstack.airflow_env import SCRIPTED_NODES_ENV, airflow_env
     from devstack.stack import BIN, _spawn, free_port
     from kubesim.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
@@ -187,6 +187,7 @@ def run() -> str:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         env.update(airflow_env(work / "airflow", dags_folder=work / "dags", api_port=port, kubeconfig=kubeconfig))
+        env.update(SCRIPTED_NODES_ENV)  # kubesim's default nodes: the example DAGs script their outcomes
         for argv in (["db", "migrate"], ["dags", "reserialize"]):
             subprocess.run([str(BIN / "airflow"), *argv], env=env, cwd=REPO, check=True, capture_output=True)
         subprocess.run([sys.executable, "-c", SEED_TIS], env=env, cwd=REPO, check=True, capture_output=True)

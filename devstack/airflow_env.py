@@ -25,6 +25,11 @@ def kubernetes_connection_uri(kubeconfig: Path | str, namespace: str | None = No
     return json.dumps({"conn_type": "kubernetes", "extra": extra})
 
 
+# Set for Airflow when kubesim's nodes are scripted (its default nodes: no process runs): the example DAGs then
+# script their pods' outcomes with kubesim.io/* annotations (dags/training_recommendation_daily.py, last block).
+SCRIPTED_NODES_ENV = {"SKIFF_KUBESIM_SCRIPTED_NODES": "1"}
+
+
 def airflow_env(
     home: Path,
     *,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from devstack.airflow_env import REPO, SQLITE_BUSY_TIMEOUT_S, airflow_env
+from devstack.airflow_env import REPO, SCRIPTED_NODES_ENV, SQLITE_BUSY_TIMEOUT_S, airflow_env
 from devstack.smtp import read_maildir, smtp_connection_uri
 from devstack.watchdog import Watchdog
 
@@ -245,7 +245,7 @@ class Stack:
             **(self.monitoring.settings() if self.monitoring is not None else {}),
             # the example DAGs script their pods' outcomes only for kubesim's scripted nodes; on process nodes
             # (the demo's) their steps really run (dags/training_recommendation_daily.py, last block)
-            **({"SKIFF_KUBESIM_SCRIPTED_NODES": "1"} if self.scripted_nodes() else {}),
+            **(SCRIPTED_NODES_ENV if self.scripted_nodes() else {}),
             **self.airflow_settings,
         }
         self._start_airflow(logs)

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from ui_support import ARTIFACTS, SUB_PATH, TPU
 
-from devstack.airflow_env import REPO, airflow_env
+from devstack.airflow_env import REPO, SCRIPTED_NODES_ENV, airflow_env
 from devstack.browser import chromium
 from devstack.browser import missing as missing_browser
 from devstack.stack import BIN, _spawn, _tail, free_port
@@ -105,6 +105,7 @@ def serve(kubesim_server, workdir: Path, platform_file: Path | None = None):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(airflow_env(workdir / "airflow", dags_folder=REPO / "dags", api_port=port, kubeconfig=kubeconfig))
+    env.update(SCRIPTED_NODES_ENV)  # kubesim's default nodes: the example DAGs script their outcomes
     # a PostgreSQL of its own, as the stacks have (issue 29): on SQLite five concurrent creates through the page
     # froze this api-server (two "creating dag run", one answered, then no request finished for 30 s and more)
     with ExitStack() as cleanup:  # the database goes whatever fails below
