@@ -4,8 +4,6 @@ Kueue reclaims its GPUs by preempting nlp's borrowing step, whose process receiv
 container script), saves a checkpoint mid-epoch and exits; the Job is suspended, admitted again once recsys'
 step is done, and its new process - told SKIFF_RESUME=1 and SKIFF_PREEMPTIONS=1 through the pod template Skiff
 wrote meanwhile - resumes from the checkpoint and ends with exactly the model the unpreempted step made.
-
-Needs kubesim's process runtime (kubesim/procrt, the proc branch): skipped where kubesim has none.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ from training_support import operator, sim
 
 from devstack.demo_setup import install_demo_home
 from kubesim.testing import wait_until
-
-pytest.importorskip("kubesim.procrt", reason="needs kubesim's process runtime (issue 27)")
 
 TRAIN = ["--epochs", "3", "--samples", "20000", "--throttle", "0.08", "--log-every", "10"]
 
