@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 
-from aiohttp import StreamReader, WSMsgType, web
+from aiohttp import WSMsgType, web
 
 from kubesim import spdy
 
@@ -56,32 +56,48 @@ def negotiate(request: web.Request, server: tuple[str, ...]) -> str | web.Respon
 
 
 class _Feed:
-    """aiohttp's payload-parser hook: the upgraded connection's bytes into a StreamReader (which pauses the
-    transport while its buffer is full)."""
+    """aiohttp's payload-parser hook: the upgraded connection's bytes, read by the session; past `limit`
+    unread bytes the transport stops reading (TCP back-pressure) until the session catches up."""
 
-    def __init__(self, reader: StreamReader):
-        self.reader = reader
+    def __init__(self, transport, limit: int = 1 << 16):
+        self.transport, self.limit = transport, limit
+        self.buf = bytearray()
+        self.eof = self.paused = False
+        self.ready = asyncio.Event()
 
     def feed_data(self, data: bytes):
-        self.reader.feed_data(data)
+        self.buf += data
+        self.ready.set()
+        if len(self.buf) > self.limit and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
         return False, b""
 
     def feed_eof(self) -> None:
-        self.reader.feed_eof()
+        self.eof = True
+        self.ready.set()
+
+    async def read(self) -> bytes:
+        while not self.buf and not self.eof:
+            self.ready.clear()
+            await self.ready.wait()
+        data = bytes(self.buf)
+        self.buf.clear()
+        if self.paused and not self.transport.is_closing():
+            self.paused = False
+            self.transport.resume_reading()
+        return data
 
 
 async def upgrade(request: web.Request, protocol: str):
     """Answer 101 SPDY/3.1 and hand over the connection: (response, read, write)."""
-    reader = StreamReader(request.protocol, 1 << 16, loop=asyncio.get_running_loop())
-    request.protocol.set_parser(_Feed(reader))      # before the 101: the client's first frame may follow it at once
+    feed = _Feed(request.transport)
+    request.protocol.set_parser(feed)     # before the 101: the client's first frame may follow it at once
     request.protocol.keep_alive(False)
     resp = web.StreamResponse(status=101, headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1",
                                                    "X-Stream-Protocol-Version": protocol})
     await resp.prepare(request)
-
-    async def read() -> bytes:
-        return await reader.read(1 << 16)
-    return resp, read, resp.write
+    return resp, feed.read, resp.write
 
 
 def tunnel(ws: web.WebSocketResponse):

@@ -16,7 +16,7 @@ import pytest
 from kubesim import KubeSim
 from kubesim.testing import wait_until
 from tests.kubesim.procrt_support import PROCESS_NODES, pod
-from tests.kubesim.test_kubectl import MEMBER_TOKEN, Kubectl, _binaries
+from tests.kubesim.test_kubectl import MEMBER_TOKEN, Kubectl, _binaries, _version
 
 SERVE = ("import http.server, socket, socketserver\n"
          "class H(http.server.BaseHTTPRequestHandler):\n"
@@ -62,16 +62,30 @@ def web(cluster):
 
 @pytest.fixture
 def admin(cluster, kubectl_bin, tmp_path) -> Kubectl:
+    cluster[0].reset_stats()
     return Kubectl(kubectl_bin, cluster[1], tmp_path)
 
 
-def test_exec_separates_stdout_and_stderr_and_exits_with_the_commands_code(admin, web):
+def methods(cluster, verb: str) -> set[str]:
+    """How kubectl asked for pods/web/<verb>: POST is the SPDY upgrade, GET a WebSocket (kubectl >= 1.30's exec,
+    >= 1.31's SPDY-in-WebSocket port-forward): which protocol this kubectl really spoke."""
+    paths = cluster[0].stats()["by_path"]
+    return {key.split()[0] for key in paths if key.endswith(f"/pods/web/{verb}")}
+
+
+def websockets(binary: str, minor: int) -> bool:
+    version = re.match(r"v1\.(\d+)", _version(binary))
+    return version is not None and int(version[1]) >= minor
+
+
+def test_exec_separates_stdout_and_stderr_and_exits_with_the_commands_code(admin, web, cluster):
     done = admin("exec", web, "--", "sh", "-c", "echo out; echo err >&2; exit 3", check=False)
     assert done.returncode == 3, done
     assert done.stdout == "out\n"
     assert "err\n" in done.stderr and "command terminated with exit code 3" in done.stderr
     ok = admin("exec", web, "--", "sh", "-c", "hostname; pwd")
     assert ok.stdout == "web\n/\n" and ok.stderr == ""
+    assert methods(cluster, "exec") == ({"GET"} if websockets(admin.binary, 30) else {"POST"})
 
 
 def test_exec_with_stdin_piped_reaches_the_command_and_its_end(admin, web):
@@ -130,7 +144,7 @@ def http_get(port: int, path: str) -> bytes:
     return data
 
 
-def test_port_forward_reaches_the_pods_server_with_two_connections_at_once(admin, web):
+def test_port_forward_reaches_the_pods_server_with_two_connections_at_once(admin, web, cluster):
     pf = PortForward(admin, web)
     try:
         # two connections open at once, each answered in full by the pod's own server
@@ -155,6 +169,7 @@ def test_port_forward_reaches_the_pods_server_with_two_connections_at_once(admin
         assert body == b"web /big" * 20000          # 160 KB: past SPDY's 64 KiB window, whole and in order
         assert http_get(pf.port, "/again").endswith(b"web /again")    # the session serves later connections
         assert pf.proc.poll() is None
+        assert methods(cluster, "portforward") == ({"GET"} if websockets(admin.binary, 31) else {"POST"})
     finally:
         stderr = pf.close()
     assert "error" not in stderr.lower(), stderr
