@@ -20,14 +20,14 @@ PACKAGE = Path(kubesim.__file__).parent
 LAYERS: list[tuple[str, set[str]]] = [
     ("base", {"errors", "clock", "names", "registry", "resources", "mergekeys", "nodes", "qos", "selectors",
               "rbac", "views", "wire", "kubeconfig", "fielderrors", "gojson", "tls", "openapi", "openapi_proto",
-              "printers", "printers_kinds", "field_validation"}),
+              "printers", "printers_kinds", "field_validation", "spdy"}),
     ("storage", {"apply", "patch", "watch", "storage", "watchcache"}),
     ("registry", {"objectmeta", "deletion", "namespaces", "crds", "strategy", "viewstore", "store"}),
     ("admission and controllers", {"controller", "validation", "defaults", "builtin_schema", "kindvalidation",
                                    "crschema", "quota", "serviceaccounts", "scheduler", "kubelet", "podruns",
                                    "podstatus", "podlogs", "procrt", "gc", "workloads", "kueue", "bootstrap"}),
     ("cluster", {"cluster"}),
-    ("http", {"controls", "proxy", "routes_streams", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
+    ("http", {"controls", "proxy", "routes_streams", "streams_spdy", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
               "app"}),
     ("process", {"server", "testing", "__main__", "__init__"}),
 ]
