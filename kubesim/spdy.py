@@ -314,6 +314,15 @@ class Stream:
             self.reset_by_peer = True          # at most one RST_STREAM from either side
             await self.session._send(rst_stream(self.id, status))
 
+    def remove(self) -> None:
+        """httpstream's RemoveStreams: this side is done with the stream; whatever the peer still sends on it
+        is dropped (never buffered, never holding up the session)."""
+        self.session._forget(self)
+        self._buf.clear()
+        self._eof = True
+        for event in (self._readable, self._space):
+            event.set()
+
     def _wake(self) -> None:
         """The stream ends both ways: every waiting reader and writer returns."""
         self.closed = self._eof = True

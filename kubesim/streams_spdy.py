@@ -207,6 +207,8 @@ async def _exec(session, streams, complete, protocol: str, start, status) -> Non
     finally:
         for h in helpers:
             h.cancel()
+        for s in streams.values():      # stdin the command no longer reads is dropped, not buffered
+            s.remove()
 
 
 async def _end(err: spdy.Stream, protocol: str, status: dict) -> None:
@@ -272,6 +274,8 @@ async def _forward(data: spdy.Stream, err: spdy.Stream, port: int, connect, pod:
             await err.write(f"error forwarding port {port} to pod {pod}, uid {uid}: {e}".encode())
             await err.close()
             await data.close()
+        data.remove()
+        err.remove()
         return
 
     async def upstream():               # client -> pod; the client's FIN half-closes the pod's socket
@@ -293,3 +297,5 @@ async def _forward(data: spdy.Stream, err: spdy.Stream, port: int, connect, pod:
         up.cancel()
         drain.cancel()
         writer.close()
+        data.remove()
+        err.remove()

@@ -215,6 +215,12 @@ async def test_a_peer_that_overruns_its_window_is_held_by_back_pressure_not_buff
     updates = [f for f in peer.frames() if f.kind == spdy.WINDOW_UPDATE]
     assert sum(f.value for f in updates if f.stream_id == 1) == 4 * 32768     # SPDY/3.1: reopened as consumed
     assert sum(f.value for f in updates if f.stream_id == 0) == 4 * 32768     # and the session window
+    streams[0].remove()                                    # done with it: what still comes is dropped
+    for _ in range(4):
+        peer.send(spdy.data_frame(1, b"z" * 32768))
+    peer.open(3, {"streamtype": "stdin"})
+    await settle()
+    assert peer.inbox.empty() and len(streams) == 2 and not streams[0]._buf    # the session read on
     peer.send(b"")
     await asyncio.wait_for(serving, 5)
 
