@@ -166,6 +166,13 @@ class Access:
             creating = Attributes(**{**attrs.__dict__, "verb": "create"})
             if not allows(policy, creating):
                 self._deny(creating)
+        if (attrs.verb == "get" and attrs.resource == "pods" and attrs.subresource in ("exec", "attach", "portforward")
+                and request.headers.get("Upgrade", "").lower() == "websocket"):
+            # a WebSocket's handshake is a GET; SPDY's a POST (create): kube-apiserver asks for create as well
+            # (feature AuthorizePodWebsocketUpgradeCreatePermission, on by default since 1.35)
+            upgrading = Attributes(**{**attrs.__dict__, "verb": "create"})
+            if not allows(policy, upgrading):
+                self._deny(upgrading)
         if attrs.api_group == RBAC_GROUP and attrs.verb in ("create", "update", "patch") and not attrs.subresource:
             self._check_escalation(attrs, await _json_body(request))
 

@@ -5,6 +5,7 @@ in a WebSocket (`SPDY/3.1+portforward.k8s.io`). RBAC is on, over HTTPS, as kubec
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -101,12 +102,59 @@ def test_exec_into_a_missing_container_fails_with_the_runtimes_message(admin, we
     assert "nope" in done.stderr
 
 
-def test_a_member_without_pods_exec_is_forbidden(cluster, kubectl_bin, web, tmp_path):
-    alice = Kubectl(kubectl_bin, cluster[2], tmp_path)
+@pytest.fixture(scope="module")
+def alice_may_only_get(cluster, web):
+    """alice may read pods and `get` pods/exec and pods/portforward, but not `create` them."""
+    from kubernetes.client import RbacAuthorizationV1Api
+    from kubernetes.config import new_client_from_config
+    with new_client_from_config(config_file=str(cluster[1])) as api:
+        rbac = RbacAuthorizationV1Api(api)
+        rbac.create_namespaced_role("default", {"metadata": {"name": "peek"}, "rules": [
+            {"apiGroups": [""], "resources": ["pods", "pods/exec", "pods/portforward"], "verbs": ["get"]}]})
+        rbac.create_namespaced_role_binding("default", {
+            "metadata": {"name": "peek"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                      "name": "peek"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]})
+    return cluster[2]
+
+
+def test_exec_and_port_forward_need_create_over_spdy_and_websockets_alike(kubectl_bin, alice_may_only_get, web,
+                                                                           tmp_path):
+    alice = Kubectl(kubectl_bin, alice_may_only_get, tmp_path)
+    assert alice("get", "pod", web, "-o", "name").stdout.strip() == f"pod/{web}"
     done = alice("exec", web, "--", "true", check=False)
     assert done.returncode != 0 and "forbidden" in done.stderr.lower(), done.stderr
     done = alice("port-forward", f"pod/{web}", ":8888", check=False)
     assert done.returncode != 0 and "forbidden" in done.stderr.lower(), done.stderr
+
+
+def test_a_websocket_exec_with_get_but_not_create_is_forbidden(cluster, alice_may_only_get, web):
+    """The WebSocket handshake is a GET: kube-apiserver (AuthorizePodWebsocketUpgradeCreatePermission) still
+    asks for `create`, as SPDY's POST does. The same GET without the upgrade passes RBAC (alice may `get`)."""
+    import base64
+    import http.client
+    import ssl
+    from urllib.parse import urlparse
+    sim = cluster[0]
+    url = urlparse(sim.url)
+    path = f"/api/v1/namespaces/default/pods/{web}/exec?command=true&stdout=true"
+    auth = {"Authorization": f"Bearer {MEMBER_TOKEN}"}
+    websocket = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                 "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+                 "Sec-WebSocket-Protocol": "v5.channel.k8s.io"}
+
+    def get(headers):
+        conn = http.client.HTTPSConnection(url.hostname, url.port,
+                                           context=ssl.create_default_context(cadata=sim.cert_pem.decode()))
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+        answer = resp.status, resp.read().decode()
+        conn.close()
+        return answer
+    status, body = get({**auth, **websocket})
+    assert status == 403 and 'cannot create resource "pods/exec"' in json.loads(body)["message"], body
+    status, body = get(auth)
+    assert status == 400 and "Upgrade request required" in body, body
 
 
 class PortForward:
