@@ -232,3 +232,25 @@ async def test_a_protocol_error_ends_the_session_with_goaway():
     await asyncio.wait_for(serving, 5)
     assert [(f.kind, f.value) for f in peer.frames()] == [(spdy.GOAWAY, spdy.GOAWAY_PROTOCOL_ERROR)]
     assert "stream id 2" in peer.session.error
+
+
+async def test_a_peer_that_keeps_windows_is_sent_no_more_than_it_opened():
+    """SPDY/3.1 send side: once the peer shows it keeps windows (SETTINGS_INITIAL_WINDOW_SIZE here), writes
+    wait for its WINDOW_UPDATE; moby/spdystream never sends one, so it is never waited for."""
+    streams = []
+    peer = Peer(lambda s: streams.append(s))
+    serving = asyncio.ensure_future(peer.session.serve())
+    peer.send(spdy.settings_frame({spdy.SETTINGS_INITIAL_WINDOW_SIZE: 1000}))
+    peer.open(1, {"streamtype": "stdout"})
+    await settle()
+    writing = asyncio.ensure_future(streams[0].write(b"a" * 2500))
+    await settle()
+
+    def sent() -> int:
+        return sum(len(f.payload) for f in peer.frames() if f.kind == 0)
+    assert sent() == 1000 and not writing.done()
+    peer.send(spdy.window_update(1, 1500))
+    await settle()
+    assert writing.done() and sent() == 2500
+    peer.send(b"")
+    await asyncio.wait_for(serving, 5)
