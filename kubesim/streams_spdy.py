@@ -170,7 +170,7 @@ async def serve_exec(read, write, protocol: str, query, start, status) -> None:
 async def _exec(session, streams, complete, protocol: str, start, status) -> None:
     try:
         await asyncio.wait_for(complete.wait(), STREAM_CREATION_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.info("kubesim: exec: timed out waiting for the client to create streams")
         return
     err = streams["error"]
