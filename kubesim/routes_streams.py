@@ -43,6 +43,8 @@ def add_stream_routes(api) -> None:
             raise ApiError(400, f"pod {match['pod']} does not run on a process node: kubesim can exec into and "
                                 "port-forward to process pods only", "BadRequest")
         exec_ = match["verb"] == "exec"
+        if exec_ and not any(request.query.get(k) in ("1", "true", "True") for k in ("stdin", "stdout", "stderr")):
+            raise ApiError(400, "you must specify at least 1 of stdin, stdout, stderr", "BadRequest")  # apiserver's
         start = lambda: _start_exec(procs, uid, pod, request.query)      # noqa: E731
         connect = lambda port: procs.connect(uid, port)                  # noqa: E731
         if streams_spdy.wants_spdy(request):

@@ -235,3 +235,19 @@ def test_port_forward_to_a_port_nothing_listens_on_says_so(admin, web):
         proc.terminate()
         stderr = proc.communicate(timeout=10)[1]
     assert "error forwarding port 9999" in stderr, stderr
+
+
+def test_an_exec_asking_for_no_stream_is_refused_before_any_upgrade(cluster, web):
+    """kube-apiserver's PodExecOptions validation: at least one of stdin, stdout, stderr."""
+    import ssl
+    import urllib.request
+
+    import yaml
+    sim = cluster[0]
+    token = yaml.safe_load(cluster[1].read_text())["users"][0]["user"]["token"]       # the admin's
+    req = urllib.request.Request(f"{sim.url}/api/v1/namespaces/default/pods/{web}/exec?command=true", method="POST",
+                                 headers={"Authorization": f"Bearer {token}", "Connection": "Upgrade", "Upgrade": "SPDY/3.1",
+                                          "X-Stream-Protocol-Version": "v4.channel.k8s.io"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, context=ssl.create_default_context(cadata=sim.cert_pem.decode()), timeout=20)
+    assert e.value.code == 400 and "at least 1 of stdin, stdout, stderr" in e.value.read().decode()
