@@ -390,8 +390,8 @@ def idle_findings(rows: list[dict]) -> list[str]:
     net = statistics.median(r["net_ratio_ckpt"] for r in rows)
     packed = statistics.median(min((x["used_gpu_h"] - x["lost_gpu_h"] + x["idle_waiting_gpu_h"])
                                    / (r["hard"]["used_gpu_h"] - r["hard"]["lost_gpu_h"]),
-                                   min(cap, x["demand_gpu_h"]) / r["hard"]["used_gpu_h"]) for r, x in zip(rows, c))
-    demand = statistics.median(min(cap, x["demand_gpu_h"]) / r["hard"]["used_gpu_h"] for r, x in zip(rows, c))
+                                   min(cap, x["demand_gpu_h"]) / r["hard"]["used_gpu_h"]) for r, x in zip(rows, c, strict=True))
+    demand = statistics.median(min(cap, x["demand_gpu_h"]) / r["hard"]["used_gpu_h"] for r, x in zip(rows, c, strict=True))
     lost = max(100 * x["lost_gpu_h"] / x["used_gpu_h"] for x in c)
     return [
         "What bounds the two missed targets (`idle_report`, below). Per day, with checkpoints: GPU-hours idle",
@@ -407,7 +407,7 @@ def idle_findings(rows: list[dict]) -> list[str]:
         "  the waiting Jobs needing more GPUs than were idle, but for the hours above (Kueue admits a Job's pod set whole: partial admission",
         "  needs a pod set with `minCount`, and these Jobs are one pod each); beside it a median of about",
         f"  {unused:.0f} GPU-h idle with nothing waiting.",
-        f"- **So 1.5 is at the edge of what any admission policy could reach with this demand.** Had every",
+        "- **So 1.5 is at the edge of what any admission policy could reach with this demand.** Had every",
         f"  idle-while-waiting GPU-hour been used the median would be {packed:.2f} (lower of the two ceilings; all",
         f"  demand run in the day alone: {demand:.2f}): the {net:.2f} measured is below a ceiling only a packing",
         "  oracle reaches, and the GPU-hours between them can be won only by evicting running Jobs to make room for",
