@@ -121,3 +121,29 @@ def test_a_retry_after_switching_back_to_quota_deletes_the_job_left_for_kueue_an
     wait_until(lambda: [j.metadata.name for j in jobs(k8s, team)] == [result["name"]], timeout=30,
                what="only try 2's Job left")
     assert not client.BatchV1Api(k8s).read_namespaced_job(result["name"], team).spec.suspend
+
+
+async def test_a_queued_follower_that_finds_kueues_api_gone_fails_saying_so(k8s, team, kubesim):
+    """Kueue uninstalled while a step waited in its queue: the follower (own watches, as in a worker, and the
+    shared informers, as in the triggerer) ends with platform_sync's words instead of a bare 404; the operator
+    then deletes the Job (kind "queue")."""
+    import asyncio
+
+    from kubesim.testing import async_api_client
+    from operators.k8s.informer import Informers
+    from operators.training.follow import FollowSettings, follow_job
+    from operators.training.naming import TaskInstanceKey
+
+    queued = Decision(ADMIT, queue_labels=queue_labels(False, "skiff-scheduled"))
+    settings = FollowSettings(pod_discovery_timeout=20, queued=True)
+    informers = Informers(lambda: async_api_client(kubesim.url))
+    for i, shared in enumerate((None, informers)):
+        manifest = operator(f"gone{i}").build_manifest(TaskInstanceKey("d", f"gone{i}", "r1", 1), queued)
+        await asyncio.to_thread(client.BatchV1Api(k8s).create_namespaced_job, team, manifest)
+        async with async_api_client(kubesim.url) as api:
+            out = await asyncio.wait_for(follow_job(api, team, manifest["metadata"]["name"], settings, lambda _: None,
+                                                    informers=shared), 60)
+        assert (out["status"], out["kind"]) == ("failed", "queue")
+        assert out["reason"] == (
+            "queueing: kueue, but this cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2 Workload: 404 Not "
+            "Found): the step's suspended Job is deleted (no queue would ever start it). " + HOW_TO_FIX)
