@@ -72,6 +72,14 @@ def test_the_kueue_demo_platform_applies_and_its_borrower_is_preempted_and_resum
     job = wait_until(lambda: next((j for j in batch.list_namespaced_job("nlp").items
                                    if not j.spec.suspend and (j.status.active or 0) > 0), None), timeout=60,
                      what="nlp's 3-GPU step admitted (2 GPUs borrowed) and running")
+    from types import SimpleNamespace
+
+    from devstack.__main__ import _gpu_shares
+    def borrowing() -> str | None:
+        text = _gpu_shares(SimpleNamespace(k8s=lambda: api))
+        return text if "nlp: 3 of 1 used, 2 borrowed" in text else None
+    shares = wait_until(borrowing, timeout=30, what="the borrowing counted")
+    assert "recsys: 0 of 2 used, 0 borrowed, 2 lent" in shares      # the line the demo prints, as the page's cards
     assert online.execute(make_context("train", dag_id="o"))["namespace"] == "recsys"
     thread.join(120)
     assert not thread.is_alive() and result["out"]["name"] == job.metadata.name     # the same Job, resumed
