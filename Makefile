@@ -17,7 +17,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 demo: venv bubblewrap sshd services monitoring
-	$(BIN)/python -m devstack demo
+	$(BIN)/python -m devstack demo $(if $(KUEUE),--kueue)
 
 # Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/procrt).
 bubblewrap:

@@ -6,6 +6,11 @@ Skiff's scrape jobs and alert rules, sets up the demo team's queue, triggers the
 failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
 to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
 stops every process, also when the output is piped and the reader died with the same Ctrl-C).
+
+``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
+``queueing: kueue``; after the failure example, nlp's step borrows recsys' idle GPUs and recsys' online step
+reclaims them: Kueue preempts the borrower, which saves its checkpoint on SIGTERM, waits in the queue and resumes
+from it (``show_kueue``; the DAGs are ``devstack/demo_dags/kueue_demo.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from devstack.stack import Stack
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
+KUEUE_BORROW, KUEUE_ONLINE = "kueue_demo_nlp_borrow", "kueue_demo_recsys_online"   # devstack/demo_dags/kueue_demo.py
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 # the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
@@ -123,6 +129,60 @@ def show_dev_instance(stack: Stack) -> None:
     say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")
 
 
+def _gpu_shares(stack: Stack) -> str:
+    """Each training ClusterQueue's GPUs: used, borrowed and lent (what the page's team cards show)."""
+    from kubernetes import client
+
+    from operators.platform.kueue import queue_shares
+
+    cqs = client.CustomObjectsApi(stack.k8s()).list_cluster_custom_object("kueue.x-k8s.io", "v1beta2",
+                                                                         "clusterqueues")["items"]
+    rows = queue_shares(cqs)
+    return "; ".join(f"{team}: {g['used']:g} of {g['nominal']:g} used, {g['borrowed']:g} borrowed, {g['lent']:g} lent"
+                     for team in ("recsys", "nlp") if (g := rows.get(team, {}).get("nvidia.com/gpu")))
+
+
+def show_kueue(stack: Stack) -> bool:
+    """nlp borrows recsys' idle GPUs, recsys' online step reclaims them: Kueue preempts nlp's step, which saves its
+    checkpoint on SIGTERM and resumes from it when admitted again. True when both runs succeeded after a
+    preemption."""
+    from kubernetes import client
+
+    from kubesim.testing import wait_until
+
+    batch = client.BatchV1Api(stack.k8s())
+    say(f"Kueue: {KUEUE_BORROW} (team nlp, owner carol): training on 3 GPUs, nlp's 1 and recsys' 2 idle ones, "
+        "borrowed ...")
+    borrow = stack.trigger(KUEUE_BORROW)
+
+    def nlp_job():
+        return next((j for j in batch.list_namespaced_job("nlp").items
+                     if (j.metadata.annotations or {}).get("skiff.io/run-id") == borrow), None)
+    wait_until(lambda: (j := nlp_job()) is not None and not j.spec.suspend and (j.status.active or 0) > 0,
+               RUN_TIMEOUT_S, interval=0.5, what=f"{KUEUE_BORROW}'s Job admitted and running")
+    say(f"  admitted and running; GPUs per team queue: {_gpu_shares(stack)} (the page's team cards show the same)")
+    say(f"Kueue: {KUEUE_ONLINE} (team recsys, owner alice): an online step on 1 GPU; none is free in the cohort, "
+        "so Kueue reclaims recsys' lent GPUs by preempting nlp's borrower ...")
+    online = stack.trigger(KUEUE_ONLINE)
+    preempted = False
+    try:
+        wait_until(lambda: (j := nlp_job()) is not None and bool(j.spec.suspend), RUN_TIMEOUT_S, interval=0.5,
+                   what=f"{KUEUE_BORROW}'s Job suspended by Kueue")
+        preempted = True
+        say(f"  nlp's Job is suspended (preempted); GPUs per team queue: {_gpu_shares(stack)}")
+    except TimeoutError as exc:
+        say(f"  {exc}")
+    say(f"{KUEUE_ONLINE}: {stack.wait_run(KUEUE_ONLINE, online, timeout=RUN_TIMEOUT_S).upper()}")
+    state = stack.wait_run(KUEUE_BORROW, borrow, timeout=RUN_TIMEOUT_S)
+    say(f"{KUEUE_BORROW}: {state.upper()}; its task log (one try, one Job):")
+    log = stack.task_log(KUEUE_BORROW, borrow, "train")
+    for needle in ("was preempted by Kueue", "SIGTERM: saved a checkpoint", "resumed: Kueue admitted it again",
+                   "resuming from the checkpoint", "wrote /root/models"):
+        line = next((ln for ln in log.splitlines() if needle in ln), None)
+        say(f"  {line.strip()[:240]}" if line else f"  (no line with {needle!r} in the task log)")
+    return preempted and state == "success"
+
+
 def say_users(stack: Stack) -> None:
     """Every user of the demo's Airflow, a password a line (the simple auth manager generated them)."""
     say("users (Airflow's simple auth manager; passwords generated for this run):")
@@ -161,15 +221,17 @@ def _interrupt(*_):
     raise KeyboardInterrupt
 
 
-def demo(exit_after: bool) -> int:
+def demo(exit_after: bool, kueue: bool = False) -> int:
     from devstack.demo_setup import setup_demo
 
     t0 = time.monotonic()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
     # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
     # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
-    stack = Stack(workdir, dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
-                  rbac=True, people=[u for u in STACK_USERS if u != "admin"], metrics=True)
+    # --kueue: kubesim simulates Kueue, the example platform file says queueing: kueue, and the Kueue demo's DAGs
+    stack = Stack(workdir, dags_dirs=[REPO / "dags"] + ([REPO / "devstack" / "demo_dags"] if kueue else []),
+                  nodes_file=REPO / "devstack" / "demo_nodes.yaml", rbac=True,
+                  people=[u for u in STACK_USERS if u != "admin"], metrics=True, kueue=kueue)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the demo as cleanly as Ctrl-C does
     say("starting kubesim, an SMTP sink and airflow standalone...")
     try:
@@ -184,7 +246,8 @@ def demo(exit_after: bool) -> int:
         say_users(stack)
         say_kubeconfigs(stack)
         setup_demo(stack)
-        say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp")
+        say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp"
+            + (", switched to queueing: kueue (one cohort; GPUs: recsys 2, nlp 1)" if kueue else ""))
         say(f"triggering {PIPELINE} ...")
         run_id = stack.trigger(PIPELINE)
         state = stack.wait_run(PIPELINE, run_id, timeout=RUN_TIMEOUT_S)
@@ -199,6 +262,9 @@ def demo(exit_after: bool) -> int:
             time.sleep(0.5)
         for m in stack.mails():
             say(f"e-mail to {m['To']}: {m['Subject']}")
+        if kueue and not show_kueue(stack):
+            say(f"the Kueue demo did not show a preempted step resume; see {stack.workdir / 'logs'}")
+            state = "failed"
         show_dev_instance(stack)
         if state != "success":
             say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
@@ -226,8 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run the demo (make demo)")
     d.add_argument("--exit", action="store_true", help="stop once the demo runs have finished")
+    d.add_argument("--kueue", action="store_true", help="queueing: kueue on a kubesim with Kueue; show a borrower "
+                   "preempted by an online step and resuming from its checkpoint (make demo KUEUE=1)")
     args = ap.parse_args(argv)
-    return demo(exit_after=args.exit)
+    return demo(exit_after=args.exit, kueue=args.kueue)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,15 @@ from operators.platform.pools import DEFAULT_API_CONN_ID, AirflowPools
 from operators.teams import ensure_queues
 
 DEMO_TEAM = "recsys"
+KUEUE_DEMO_OWNER, KUEUE_DEMO_TEAM = "carol", "nlp"   # the Kueue demo's borrower (devstack/demo_dags/kueue_demo.py)
+
+
+def kueue_example_text() -> str:
+    """The example platform file switched to ``queueing: kueue`` (``Stack(kueue=True)``, ``make demo KUEUE=1``):
+    each team's nominal quota then defaults to its ResourceQuota's (recsys 2 GPUs, nlp 1, in the gpu flavor)."""
+    example = example_path().read_text()
+    assert "\nqueueing: quota\n" in example, "the example's queueing line moved"
+    return example.replace("\nqueueing: quota\n", "\nqueueing: kueue\n")
 
 
 def setup_demo(stack) -> dict:
@@ -28,6 +37,8 @@ def setup_demo(stack) -> dict:
     }, ok=(200, 201, 409))
     pools = AirflowPools.login(stack.airflow_url, "admin", stack.admin_password).sync(desired_pools(platform))
     home = install_demo_home(stack.k8s())
+    if platform.queueing == "kueue":  # the Kueue demo's borrower trains the same model from her own home
+        install_demo_home(stack.k8s(), KUEUE_DEMO_OWNER, KUEUE_DEMO_TEAM)
     return {"cluster": report.as_dict(), "pools": pools, "home": home}
 
 

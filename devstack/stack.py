@@ -267,11 +267,9 @@ class Stack:
         defaults to its ResourceQuota's, docs/operations.md)."""
         text = self.platform_text
         if text is None and self.kueue:
-            from operators.platform import example_path
+            from devstack.demo_setup import kueue_example_text
 
-            example = example_path().read_text()
-            assert "\nqueueing: quota\n" in example, "the example's queueing line moved"
-            text = example.replace("\nqueueing: quota\n", "\nqueueing: kueue\n")
+            text = kueue_example_text()
         if text is not None:
             self.platform_file = self.workdir / "platform.yaml"
             self.platform_file.write_text(text)

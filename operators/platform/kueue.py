@@ -35,6 +35,17 @@ LOCAL_QUEUE, DEV_LOCAL_QUEUE = "skiff", "skiff-dev"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 KUEUE_DOMAIN = "kueue.x-k8s.io"
+# queueing: kueue on a cluster whose API does not serve Kueue's kinds (its CRDs not installed): said by platform_sync
+# (which then applies nothing) and by a training step (which then creates no Job), with the same fix
+NOT_SERVED = "queueing: kueue, but this cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2 {kind}: 404 Not Found)"
+HOW_TO_FIX = ("Install Kueue v0.19 (helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version 0.19.2 -n "
+              "kueue-system --create-namespace), have a cluster admin apply its cluster-wide objects (python -m "
+              "operators.rbac teams --platform FILE | kubectl apply -f -), or set queueing: quota in the platform file")
+
+
+def not_served(kind: str, consequence: str) -> str:
+    """What Skiff says when Kueue's API is missing: the 404, what was (not) done about it, and the fix."""
+    return f"{NOT_SERVED.format(kind=kind)}: {consequence}. {HOW_TO_FIX}"
 
 
 def is_kueue_key(key: str) -> bool:

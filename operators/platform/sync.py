@@ -32,6 +32,7 @@ from operators.platform.desired import (
     desired_objects,
     ref,
 )
+from operators.platform.kueue import not_served
 from operators.platform.model import QUOTA_NAME, Platform
 
 if TYPE_CHECKING:  # the access layer loads the client; importing this module must not
@@ -47,11 +48,7 @@ CLUSTER_STEP = (" (a cluster admin applies Kueue's cluster-wide objects: python 
                 " | kubectl apply -f -)")
 # queueing: kueue on a cluster whose API does not serve Kueue's kinds: nothing is applied (the teams' ResourceQuotas
 # would lose their CPU/GPU limits to queues that do not exist), and the report says so and how to fix it
-NO_KUEUE = ("queueing: kueue, but this cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2 {kind}: 404 Not "
-            "Found): nothing was applied. Install Kueue v0.19 (helm install kueue oci://registry.k8s.io/kueue/charts/"
-            "kueue --version 0.19.2 -n kueue-system --create-namespace), have a cluster admin apply its cluster-wide "
-            "objects (python -m operators.rbac teams --platform FILE | kubectl apply -f -), or set queueing: quota in "
-            "the platform file")
+NO_KUEUE = "nothing was applied"
 SELECTOR = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 # kind -> (resource, namespaced), in the access layer's terms (operators.k8s.Resource)
 KINDS = {
@@ -209,7 +206,7 @@ def sync_cluster(kube: Kube, platform: Platform, *, quota_timeout: float = 60.0)
     shell = ClusterSync(kube, quota_timeout=quota_timeout)
     shell.observe()
     if platform.queueing == "kueue" and (missing := shell.observe_kueue()):
-        shell.report.errors.append(NO_KUEUE.format(kind=missing))
+        shell.report.errors.append(not_served(missing, NO_KUEUE))
         return shell.report
     for doc in cluster_objects(platform):       # Kueue's flavors, priorities, ClusterQueues: a cluster admin's
         if needs_apply(doc, shell.live.get(_key(doc))):

@@ -6,7 +6,11 @@ will do about it (``quota_wait``); the granted volumes (read-only where the file
 file's node pools go into the Job through ``TrainingJobOperator.build_manifest(key, decision)``. Without a
 platform file (``[skiff] platform_file``) nothing is enforced and there is no decision. With ``queueing: kueue`` the
 decision carries Kueue's labels (``Decision.queue_labels``): the Job is created suspended in the team's
-LocalQueue and its follower waits for Kueue (``waiting.FollowSettings.queued``).
+LocalQueue and its follower waits for Kueue (``waiting.FollowSettings.queued``). Before that, ``queue_ready`` makes
+sure a queue can admit it: on a cluster that does not serve Kueue's API, or in a namespace without the team's
+LocalQueue, the step fails at once (``AdmissionError``) and nothing is created - Kueue itself would keep the
+Job's Workload pending with "LocalQueue skiff doesn't exist" until someone creates the queue
+(kueue pkg/controller/core/workload_controller.go, Reconcile), and the Job suspended forever.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from operators.platform.admission import AdmissionError, AdmissionRequest, Decision, decide, enforced_platform
-from operators.platform.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from operators.platform.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, not_served
 from operators.platform.model import QUOTA_NAME
 from operators.training.spec import TrainingJobSpec
 
@@ -51,6 +55,28 @@ def apply(decision: Decision, asked: TrainingJobSpec, owner: str, quota_wait: fl
     return decision
 
 
+NOT_STARTED = "the step was not started (no Job was created)"
+NO_LOCAL_QUEUE = ("queueing: kueue, but namespace {namespace} has no LocalQueue {queue} (Kueue would keep the Job "
+                  "suspended until one exists): {consequence}. Run the platform_sync DAG, which creates each team's "
+                  "LocalQueues, or set queueing: quota in the platform file")
+
+
+def queue_ready(kube, decision: Decision, namespace: str) -> None:
+    """Raise ``AdmissionError`` unless Kueue's API is served and the LocalQueue the Job names exists."""
+    from operators.k8s import KubeError
+    from operators.k8s.resource import LOCALQUEUES
+
+    queue = dict(decision.queue_labels).get(QUEUE_NAME_LABEL)
+    try:
+        names = {q["metadata"]["name"] for q in kube.list(LOCALQUEUES, namespace)}
+    except KubeError as exc:
+        if exc.status == 404:   # the kind is not served: Kueue's CRDs are not installed
+            raise AdmissionError(not_served("LocalQueue", NOT_STARTED)) from None
+        raise
+    if queue not in names:
+        raise AdmissionError(NO_LOCAL_QUEUE.format(namespace=namespace, queue=queue, consequence=NOT_STARTED))
+
+
 def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: float | None,
           log: logging.Logger, priority_class: str | None = None) -> Decision | None:
     """Observe, decide, apply (``TrainingJobOperator.execute``, before anything is created); None: no platform
@@ -62,5 +88,10 @@ def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: fl
     if platform is None:
         return None
     request = admission_request(spec, owner, priority_class)
-    quota = Kube(api_client(conn_id)).get(RESOURCEQUOTAS, platform.team(spec.namespace).namespace, QUOTA_NAME)
-    return apply(decide(platform, request, (quota or {}).get("status")), spec, owner, quota_wait, log)
+    kube = Kube(api_client(conn_id))
+    namespace = platform.team(spec.namespace).namespace
+    quota = kube.get(RESOURCEQUOTAS, namespace, QUOTA_NAME)
+    decision = decide(platform, request, (quota or {}).get("status"))
+    if decision.queued and not decision.refused:
+        queue_ready(kube, decision, namespace)
+    return apply(decision, spec, owner, quota_wait, log)

@@ -31,6 +31,7 @@ from operators.k8s.rest import MERGE_PATCH, AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.metrics.events import job_times
+from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
@@ -46,6 +47,8 @@ def container_name(pod: dict) -> str:
     """The pod's training container, read from the pod (a Job created under the old name keeps it)."""
     names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
     return next((n for n in (CONTAINER, *OLD_CONTAINERS) if n in names), names[0] if names else CONTAINER)
+# a queued Job's follower whose Workload watch finds Kueue's API gone (uninstalled while the step waited)
+KUEUE_GONE = "the step's suspended Job is deleted (no queue would ever start it)"
 LOG_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=30, sock_connect=30, sock_read=None)
 
 
@@ -294,4 +297,9 @@ async def _wait(kube: AsyncKube, namespace: str, name: str, obs: _Observed, sett
             await asyncio.wait_for(obs.changed.wait(), timeout=1.0)
         obs.changed.clear()
         for check in checks:
-            check()  # a watch that gave up raises here
+            try:
+                check()  # a watch that gave up raises here
+            except KubeError as exc:
+                if exc.status == 404 and settings.queued:   # Kueue's kinds no longer served: nothing will admit it
+                    return Outcome("failed", not_served("Workload", KUEUE_GONE), "queue")
+                raise

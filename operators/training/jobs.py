@@ -13,7 +13,7 @@ from operators.k8s.connection import api_client
 from operators.k8s.errors import KubeError
 from operators.k8s.resource import JOBS, PVCS
 from operators.k8s.rest import Kube
-from operators.training import failure
+from operators.training import failure, queued
 from operators.training.naming import ANNOTATION_CLEARS
 
 ANNOTATION_REPORTED = "skiff.io/success-reported-by-try"
@@ -50,7 +50,8 @@ class TrainingJobs:
             job = self.kube.get(JOBS, ref["namespace"], ref["name"])
         except KubeError as exc:
             raise AirflowException(f"cannot read Job {ref}: {exc}") from exc
-        if job is None or (ref.get("uid") and job["metadata"]["uid"] != ref["uid"]):
+        if job is None or (ref.get("uid") and job["metadata"]["uid"] != ref["uid"]) \
+                or job["metadata"].get("deletionTimestamp"):   # being deleted (drop_left_for_kueue): not resumable
             return "gone"
         state = adoption_state(job, clear_number)
         if state == "active":
@@ -69,6 +70,21 @@ class TrainingJobs:
                     self._claim(job, clear_number)
                 return _ref(job)
         return None
+
+    def drop_left_for_kueue(self, namespace: str, selector: str) -> list[str]:
+        """Delete the task instance's Jobs that wait suspended for Kueue (``queued.left_for_kueue``) when this try
+        is not queued (the platform file says ``queueing: quota`` now, or there is none): no queue would start
+        them, so a retry must neither reattach to nor adopt one. Returns their names; the new Job resumes from the
+        same checkpoint directory."""
+        dropped = []
+        for job in self._list(namespace, selector):
+            if queued.left_for_kueue(job):
+                deleted, error = self.delete(namespace, job["metadata"]["name"])
+                if error:
+                    raise AirflowException(f"cannot delete Job {namespace}/{job['metadata']['name']}, left suspended "
+                                           f"for Kueue by an earlier try: {error}")
+                dropped.append(job["metadata"]["name"])
+        return dropped
 
     def _claim(self, job: dict, clear_number: int | None) -> None:
         """Record on an active Job adopted after a clear that its result now belongs to this pass of the run

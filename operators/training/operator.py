@@ -265,7 +265,15 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                                    self.follow_settings.quota_wait, self.log, self.priority_class)
         if admitted and admitted.queued:
             self.follow_settings = replace(self.follow_settings, queued=True)
-        self._manifest = self.build_manifest(task_instance_key(context), admitted)
+        key = task_instance_key(context)
+        self._manifest = self.build_manifest(key, admitted)
+        if not self.follow_settings.queued:  # an earlier try's Job suspended for Kueue would never start now
+            namespace = self._manifest["metadata"]["namespace"]
+            for name in self._jobs().drop_left_for_kueue(namespace, ti_selector(key)):
+                self.log.warning("Deleted Job %s/%s: an earlier try left it suspended in Kueue's queue, but the "
+                                 "platform file does not queue steps in Kueue now (queueing: quota), so nothing "
+                                 "would ever start it; this try creates its own Job (same checkpoint directory)",
+                                 namespace, name)
         return self.execute_resumable(context)
 
     def _jobs(self):

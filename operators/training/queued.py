@@ -12,9 +12,16 @@ Kueue (kubernetes-sigs/kueue v0.19) writes its decisions on the Job's Workload (
 A LocalQueue's ``status.pendingWorkloads`` counts the Workloads waiting in it (``pkg/controller/core/
 localqueue_controller.go``); Kueue gives a Workload's own position only through its visibility API, which
 Skiff does not call, so the follower says how many wait in the queue.
+
+A Workload whose LocalQueue (or that queue's ClusterQueue) does not exist stays pending for good: Kueue's workload
+controller sets QuotaReserved False, reason Inadmissible, "LocalQueue <name> doesn't exist" / "ClusterQueue <name>
+doesn't exist" and admits it only once someone creates the queue (``pkg/controller/core/workload_controller.go``,
+Reconcile). ``no_queue`` reads that, so the step fails saying so instead of waiting on a queue no one serves.
 """
 
 from __future__ import annotations
+
+import re
 
 from operators.core.checks import bounded
 
@@ -35,6 +42,35 @@ def queue_name(job: dict) -> str | None:
     from operators.platform.kueue import QUEUE_NAME_LABEL
 
     return ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+
+# Kueue's words for a missing queue (workload_controller.go: fmt.Sprintf("LocalQueue %s doesn't exist", ...))
+_MISSING = re.compile(r"^(LocalQueue|ClusterQueue) (\S*) doesn't exist$")
+FIXES = {"LocalQueue": "run the platform_sync DAG, which creates each team's LocalQueues, or set queueing: quota in "
+                       "the platform file",
+         "ClusterQueue": "a cluster admin applies the team's ClusterQueue (python -m operators.rbac teams --platform "
+                         "FILE | kubectl apply -f -), or set queueing: quota in the platform file"}
+
+
+def no_queue(workload: dict | None, queue: dict | None) -> tuple[str, str] | None:
+    """(Kueue's message, the fix) when Kueue says the Workload's queue does not exist - unless the LocalQueue it
+    named has appeared since (Kueue then reconsiders it); None otherwise."""
+    reserved = condition(workload, "QuotaReserved")
+    if reserved is None or reserved.get("status") != "False":
+        return None
+    hit = _MISSING.match(reserved.get("message") or "")
+    if hit is None or (hit.group(1) == "LocalQueue" and queue is not None):
+        return None
+    return hit.group(0), FIXES[hit.group(1)]
+
+
+def left_for_kueue(job: dict) -> bool:
+    """A Job created suspended in a Kueue LocalQueue (or suspended by Kueue after a preemption) and not yet
+    finished: only Kueue will ever start it."""
+    from operators.training.failure import job_state
+
+    return suspended(job) and queue_name(job) is not None and job_state(job) == "active" \
+        and not job["metadata"].get("deletionTimestamp")
 
 
 def waiting_message(workload: dict | None, queue: dict | None, queue_label: str | None) -> str:

@@ -21,7 +21,8 @@ waiting policy is tested without a cluster:
   not a failure. The pod-discovery clock starts when Kueue starts the Job. While a preempted Job is suspended
   the decision asks for the count to be written on its pod template (``Wait.annotate``,
   ``checkpoint.preemption_annotations``), so the next pod starts knowing it resumes and how often it was
-  preempted; when Kueue starts it again the log says it resumed.
+  preempted; when Kueue starts it again the log says it resumed. A Job whose queue does not exist (Kueue's
+  "LocalQueue skiff doesn't exist", ``queued.no_queue``) fails at once: no one would ever admit it.
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def _in_queue(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
     if message != timers.said:
         lines.append(f"Job {ref} is queued in Kueue: {message}")
         timers = replace(timers, said=message)
+    if (missing := queued.no_queue(seen.workload, seen.queue)) is not None:
+        return Outcome("failed", f"no queue will admit Job {ref}: Kueue says \"{missing[0]}\" and keeps it suspended "
+                       f"until that queue exists; the Job is deleted (its checkpoint directory is kept for the next "
+                       f"try). To fix: {missing[1]}", "queue"), timers
     limit = settings.queue_wait
     if limit is not None and now - timers.queued_since >= limit:
         return Outcome("failed", f"Kueue did not admit Job {ref} within {limit:g}s (queue_wait): {message}",

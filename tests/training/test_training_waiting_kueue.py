@@ -141,3 +141,18 @@ def test_a_job_not_queued_is_judged_as_before():
     assert listing == Wait(list_events=True)                 # no pod: the events are listed first, as before
     out, _ = decide(Seen(job(True)), timers, 31.0, replace(QUEUED, queued=False), REF)
     assert isinstance(out, Outcome) and out.kind == "discovery"
+
+
+def test_a_workload_whose_queue_does_not_exist_fails_at_once_unless_the_local_queue_appeared_since():
+    missing_lq = "LocalQueue skiff doesn't exist"     # Kueue's words (workload_controller.go), reason Inadmissible
+    seen = Seen(job(True), workload=workload(("QuotaReserved", "False", missing_lq, "t0")), queue=None)
+    out, _ = decide(seen, Timers(start=0.0), 0.0, QUEUED, REF)
+    assert isinstance(out, Outcome) and out.kind == "queue"
+    assert out.reason.startswith(f"no queue will admit Job {REF}: Kueue says \"{missing_lq}\"")
+    assert "run the platform_sync DAG, which creates each team's LocalQueues" in out.reason
+    appeared, _ = decide(replace(seen, queue=queue(1)), Timers(start=0.0), 0.0, QUEUED, REF)
+    assert isinstance(appeared, Wait)           # Kueue reconsiders it now that the queue exists
+    no_cq = Seen(job(True), workload=workload(("QuotaReserved", "False", "ClusterQueue nlp doesn't exist", "t0")),
+                 queue=queue(1))
+    out, _ = decide(no_cq, Timers(start=0.0), 0.0, QUEUED, REF)
+    assert isinstance(out, Outcome) and "a cluster admin applies the team's ClusterQueue" in out.reason
