@@ -75,3 +75,70 @@ def test_a_pod_reaches_services_by_name_and_two_pods_on_one_port_are_told_apart(
     assert log(pcore, "envpod").splitlines() == [
         f"{_twin(ip_a)} svc-a.default.svc.cluster.local svc-a.default.svc svc-a.default svc-a",
         f"{_twin(ip_a)} 8888 9000", "1", "envpod"]
+
+
+def test_a_service_created_after_the_pod_started_becomes_reachable_and_its_name_goes_with_it(pcore):
+    """The hosts file and the agent's listeners follow Services created and deleted after the pod started."""
+    _server(pcore, "srv-late")
+    _ready(pcore, "srv-late")
+    script = ("until getent hosts late >/dev/null; do sleep 0.05; done; python3 -c \"$0\" late:8888; "
+              "while getent hosts late >/dev/null; do sleep 0.05; done; echo gone")
+    pcore.create_namespaced_pod("default", pod("waiter", ["bash", "-c", script, CLIENT]))
+    phase_is(pcore, "waiter", "Running")
+    assert log(pcore, "waiter") == ""
+    _service(pcore, "late", "srv-late")
+    wait_until(lambda: "late:8888" in log(pcore, "waiter"), 20, what="the client reached the late Service")
+    assert log(pcore, "waiter").splitlines() == ["late:8888 srv-late"]
+    pcore.delete_namespaced_service("late", "default")
+    phase_is(pcore, "waiter", "Succeeded", "Failed", timeout=20)
+    assert log(pcore, "waiter").splitlines() == ["late:8888 srv-late", "gone"]
+
+
+def test_no_ready_endpoint_ends_the_connection_and_other_namespaces_need_their_name(pcore):
+    """A Service selecting no ready pod: the connection is closed at once (kube-proxy's REJECT), no hang. A
+    Service of another namespace answers as `svc.ns` but not by its bare name (that is the pod's own
+    namespace's); a headless Service has no name here (no pod address to give)."""
+    from kubernetes.client import V1Namespace
+    pcore.create_namespace(V1Namespace(metadata={"name": "other"}))
+    _server(pcore, "srv-o", ns="other")
+    _service(pcore, "far", "srv-o", ns="other")
+    _service(pcore, "empty", "nobody")
+    pcore.create_namespaced_service("default", {"metadata": {"name": "headless"}, "spec": {
+        "clusterIP": "None", "selector": {"app": "srv-o"}, "ports": [{"port": 8888}]}})
+    _ready(pcore, "srv-o", ns="other")
+    pcore.create_namespaced_pod("default", pod("probe", ["python3", "-c", CLIENT, "empty:8888", "far.other:8888",
+                                                         "far:8888", "headless:8888"]))
+    phase_is(pcore, "probe", "Succeeded", "Failed", timeout=60)
+    assert log(pcore, "probe").splitlines() == ["empty:8888 closed", "far.other:8888 srv-o", "far:8888 gaierror",
+                                                "headless:8888 gaierror"]
+
+
+SVCS = [{"metadata": {"namespace": "ns1", "name": "agg"},
+         "spec": {"clusterIP": "10.96.0.20", "selector": {"app": "agg"}, "ports": [{"port": 7363}]}},
+        {"metadata": {"namespace": "ns2", "name": "web"},
+         "spec": {"clusterIP": "10.96.1.2", "ports": [{"name": "http", "port": 80, "targetPort": 8080},
+                                                       {"port": 53, "protocol": "UDP"}]}},
+        {"metadata": {"namespace": "ns1", "name": "hl"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}}]
+
+
+def test_hosts_file_listeners_and_service_links_of_a_pod():
+    """Pure: the kubelet's managed hosts file (managedHostsFileContent: localhost lines, `<podIP> <hostname>`
+    with the subdomain's FQDN, hostAliases) plus Service names; the listeners skip the ports the pod serves
+    itself and UDP; service links (envvars.FromServices) for the pod's namespace only, with the twin."""
+    worker = {"metadata": {"namespace": "ns1", "name": "w-0", "labels": {"app": "w"}},
+              "spec": {"hostname": "w", "subdomain": "sub", "hostAliases": [{"ip": "1.2.3.4", "hostnames": ["a", "b"]}],
+                       "containers": [{"name": "c"}]}}
+    text = hosts_file(worker, "10.244.0.7", SVCS)
+    assert text.splitlines()[0] == "# Kubernetes-managed hosts file."
+    assert "127.244.0.7\tw.sub.ns1.svc.cluster.local\tw\n\n# Entries added by HostAliases.\n1.2.3.4\ta\n1.2.3.4\tb\n" in text
+    assert text.endswith("127.96.0.20\tagg.ns1.svc.cluster.local agg.ns1.svc agg.ns1 agg\n"
+                         "127.96.1.2\tweb.ns2.svc.cluster.local web.ns2.svc web.ns2\n")
+    assert listeners(worker, SVCS) == [("127.96.0.20", 7363), ("127.96.1.2", 80)]
+    agg = {"metadata": {"namespace": "ns1", "name": "agg-0", "labels": {"app": "agg"}},
+           "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}
+    assert listeners(agg, SVCS) == []          # 7363: its own Service's target; 80: its containerPort
+    assert service_env(worker, SVCS) == {
+        "AGG_SERVICE_HOST": "127.96.0.20", "AGG_SERVICE_PORT": "7363", "AGG_PORT": "tcp://127.96.0.20:7363",
+        "AGG_PORT_7363_TCP": "tcp://127.96.0.20:7363", "AGG_PORT_7363_TCP_PROTO": "tcp",
+        "AGG_PORT_7363_TCP_PORT": "7363", "AGG_PORT_7363_TCP_ADDR": "127.96.0.20"}
+    assert service_env({**worker, "spec": {**worker["spec"], "enableServiceLinks": False}}, SVCS) == {}
