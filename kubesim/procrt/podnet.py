@@ -102,13 +102,13 @@ def own_ports(pod: dict, services: list[dict]) -> set[int]:
 
 def listeners(pod: dict, services: list[dict]) -> list[tuple[str, int]]:
     """The (twin, port) pairs the pod's agent listens on: its own namespace's Services first, at most
-    MAX_LISTENERS. Pure."""
+    MAX_LISTENERS; not the `kubernetes` Service's (its endpoint is the API server, not a pod). Pure."""
     ns, skip = pod["metadata"]["namespace"], own_ports(pod, services)
     out = []
     for svc in sorted(services, key=lambda s: (s["metadata"]["namespace"] != ns, s["metadata"]["namespace"],
                                                s["metadata"]["name"])):
         address = twin(svc["spec"].get("clusterIP"))
-        if address:
+        if address and (svc["metadata"]["namespace"], svc["metadata"]["name"]) != MASTER:
             out += [(address, int(p["port"])) for p in _tcp_ports(svc) if int(p["port"]) not in skip]
     return sorted(set(out[:MAX_LISTENERS]))
 
@@ -169,7 +169,7 @@ class PodNet:
         self.server: asyncio.AbstractServer | None = None
         self.lock = asyncio.Lock()
         self.hosts: str | None = None
-        self.pushed: list | None = None
+        self.pushed: list = []          # the agent starts with no listeners: nothing to wait for then
         self.allowed: set[tuple[str, int]] = set()
         self.active = 0
         self.problem: str | None = None
@@ -198,10 +198,12 @@ class PodNet:
         finally:
             self.active -= 1
 
-    async def refresh(self, sandbox, hosts: str, addrs: list[tuple[str, int]]) -> None:
-        """Bring the hosts file and the agent's listeners to `hosts` / `addrs` (only what changed)."""
-        async with self.lock:
-            if hosts != self.hosts:
+    async def refresh(self, sandbox, want) -> None:
+        """Bring the hosts file and the agent's listeners to `want()` = (hosts text, addresses), read under
+        the lock (a refresh never writes an older view over a newer one); only what changed."""
+        async with self.lock:       # the listeners first: a name appears once its address answers
+            hosts, addrs = want()
+            if self.hosts is None:      # the pod's first: no container runs yet, and each mounts the file
                 write_in_place(self.hosts_path, hosts)
                 self.hosts = hosts
             if addrs != self.pushed and sandbox is not None:
@@ -213,6 +215,9 @@ class PodNet:
                     f"the pod's agent refused the Service list: {answer[:200]}" if failed is None else
                     f"the pod's agent could not listen on {failed} Service address(es) (the pod's own "
                     "process holds the port, or a port below 1024 without root)")
+            if hosts != self.hosts:
+                write_in_place(self.hosts_path, hosts)
+                self.hosts = hosts
 
     def close(self) -> None:
         if self.server is not None:

@@ -236,7 +236,8 @@ class ProcessPods:
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
         mounts += _image_mounts(self._image_root(run, c.image), mounts)
-        if procs.net is not None and not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
+        if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
+                not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
         launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
         now_dt = kl.store.clock.now()
@@ -326,10 +327,13 @@ class ProcessPods:
         pod = kl.cluster.cache.get(kl.pods_rt, *procs.key)
         if run is None or pod is None or run.uid != uid:
             return
-        services = kl.cluster.cache.list(kl.cluster.rt("services"))
+
+        def want():
+            services = kl.cluster.cache.list(kl.cluster.rt("services"))
+            return hosts_file(pod, run.pod_ip, services), listeners(pod, services)
         had = procs.net.problem
         try:
-            await procs.net.refresh(procs.sandbox, hosts_file(pod, run.pod_ip, services), listeners(pod, services))
+            await procs.net.refresh(procs.sandbox, want)
         except (ConnectionError, OSError) as e:     # the sandbox is going away
             log.debug("pod %s/%s: services not refreshed: %s", *procs.key, e)
             return

@@ -110,11 +110,14 @@ class Sandbox:
 
     async def _ask(self, line: str, timeout: float):
         deadline = asyncio.get_running_loop().time() + timeout
-        while not os.path.exists(self.agent_socket):           # the agent is still starting
-            if asyncio.get_running_loop().time() > deadline:
-                raise ConnectionRefusedError("the pod's network agent is not running")
-            await asyncio.sleep(0.01)
-        reader, writer = await asyncio.open_unix_connection(self.agent_socket)
+        while True:           # the agent is still starting: no socket yet, or bound and not yet listening
+            try:
+                reader, writer = await asyncio.open_unix_connection(self.agent_socket)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ConnectionRefusedError("the pod's network agent is not running") from None
+                await asyncio.sleep(0.01)
         writer.write(f"{line}\n".encode())
         await writer.drain()
         return reader, writer, (await reader.readline()).decode().strip()

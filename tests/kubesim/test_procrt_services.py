@@ -81,17 +81,18 @@ def test_a_service_created_after_the_pod_started_becomes_reachable_and_its_name_
     """The hosts file and the agent's listeners follow Services created and deleted after the pod started."""
     _server(pcore, "srv-late")
     _ready(pcore, "srv-late")
-    script = ("until getent hosts late >/dev/null; do sleep 0.05; done; python3 -c \"$0\" late:8888; "
+    script = ("until getent hosts late >/dev/null; do sleep 0.05; done; echo seen; python3 -c \"$0\" late:8888; "
               "while getent hosts late >/dev/null; do sleep 0.05; done; echo gone")
     pcore.create_namespaced_pod("default", pod("waiter", ["bash", "-c", script, CLIENT]))
     phase_is(pcore, "waiter", "Running")
     assert log(pcore, "waiter") == ""
     _service(pcore, "late", "srv-late")
-    wait_until(lambda: "late:8888" in log(pcore, "waiter"), 20, what="the client reached the late Service")
-    assert log(pcore, "waiter").splitlines() == ["late:8888 srv-late"]
+    wait_until(lambda: "seen" in log(pcore, "waiter"), 20, what="the late Service's name in the pod")
+    wait_until(lambda: "late:8888" in log(pcore, "waiter"), 40, what="the client reaching the late Service")
+    assert log(pcore, "waiter").splitlines() == ["seen", "late:8888 srv-late"]
     pcore.delete_namespaced_service("late", "default")
     phase_is(pcore, "waiter", "Succeeded", "Failed", timeout=20)
-    assert log(pcore, "waiter").splitlines() == ["late:8888 srv-late", "gone"]
+    assert log(pcore, "waiter").splitlines() == ["seen", "late:8888 srv-late", "gone"]
 
 
 def test_no_ready_endpoint_ends_the_connection_and_other_namespaces_need_their_name(pcore):
