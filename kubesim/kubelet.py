@@ -37,6 +37,7 @@ class Kubelet(Controller):
     """All nodes' kubelets in one: a pod bound to a node is run by that node's kubelet."""
 
     name = "kubelet"
+    services_net = None      # procrt.network.LoopbackServices, when the cluster runs it (pod-to-Service traffic)
 
     def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)

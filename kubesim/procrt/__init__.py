@@ -10,7 +10,8 @@ PID, UTS and network namespaces; memory and CPU limits in cgroups), beside the s
 | `cgroups.py` | per-container memory/CPU cgroups (v1 or v2), OOM kill counts |
 | `runtime.py` | `ProcessRuntime`: sandboxes and container processes, their output and exits |
 | `probes.py` | exec/httpGet/tcpSocket probes and hooks, the prober's thresholds |
-| `agent.py` | the pod's network agent (stdlib script in the sandbox: a unix socket into the pod's namespace) |
-| `network.py` | `LoopbackServices`: Services and tcp-services entries on the host's loopback |
+| `agent.py` | the pod's network agent (stdlib script in the sandbox: a unix socket into the pod's namespace, and listeners on Service twins out of it) |
+| `podnet.py` | pod-to-Service traffic: the pod's `/etc/hosts` with Service names, service-link env, its listener list |
+| `network.py` | `LoopbackServices`: Services and tcp-services entries on the host's loopback, and pods' Service connections |
 | `pods.py` | `ProcessPods`: what the kubelet does for a process pod over the runtime |
 """

@@ -114,8 +114,10 @@ def _key_value(obj: dict | None, kind: str, ns: str, ref: dict) -> str | None:
 
 
 def container_env(pod: dict, container: dict, lookup: Lookup, allocatable: dict,
-                  base: dict[str, str]) -> dict[str, str]:
-    """makeEnvironmentVariables: `base` (the runtime's PATH, HOSTNAME...) overridden by envFrom, then env."""
+                  base: dict[str, str], services: dict[str, str] | None = None) -> dict[str, str]:
+    """makeEnvironmentVariables: `base` (the runtime's PATH, HOSTNAME...) overridden by the Service link
+    variables (`services`, which `$(VAR)` may also name), then envFrom, then env."""
+    services = services or {}
     ns = pod["metadata"]["namespace"]
     env: dict[str, str] = {}
     for src in container.get("envFrom") or []:
@@ -152,9 +154,9 @@ def container_env(pod: dict, container: dict, lookup: Lookup, allocatable: dict,
             else:
                 value = ""
         else:
-            value = expand(item.get("value") or "", lambda v: env.get(v))
+            value = expand(item.get("value") or "", lambda v: env.get(v, services.get(v)))
         env[name] = value
-    return {**base, **env}
+    return {**base, **services, **env}
 
 
 def command_line(container: dict, env: dict[str, str]) -> list[str]:

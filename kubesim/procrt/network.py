@@ -7,6 +7,10 @@ through its agent; with no ready process endpoint it is closed at once (kube-pro
 
 Upstream: pkg/proxy/iptables/proxier.go (`syncProxyRules`: a rule per Service port to its ready endpoints,
 REJECT when none) and ingress-nginx's `--tcp-services-configmap` (internal/ingress/controller/store).
+
+Inside a process pod the same twins answer too (podnet.py: the pod's agent listens on them and hands each
+connection to `forward_from_pod`, which takes this same path); on every Service change the pods' hosts files
+and listener lists are refreshed.
 """
 from __future__ import annotations
 
@@ -16,16 +20,13 @@ import logging
 
 from kubesim.controller import Controller
 from kubesim.procrt.agent import relay
+from kubesim.procrt.podnet import twin
 
 log = logging.getLogger("kubesim.procrt.network")
 TCP_SERVICES = "tcp-services"
 
 
-def loopback_twin(cluster_ip: str) -> str | None:
-    parts = (cluster_ip or "").split(".")
-    if len(parts) != 4 or not all(p.isdigit() for p in parts):
-        return None
-    return "127." + ".".join(parts[1:])
+loopback_twin = twin
 
 
 def desired(services: list[dict], configmaps: list[dict]) -> dict[tuple[str, int], tuple[str, str, int]]:
@@ -63,6 +64,7 @@ class LoopbackServices(Controller):
         self.servers: dict[tuple[str, int], asyncio.AbstractServer] = {}
         self.targets: dict[tuple[str, int], tuple[str, str, int]] = {}
         self._rr = itertools.count()
+        kubelet.services_net = self      # the process pods' agents forward through forward_from_pod
 
     def on_event(self, event_type, rt, obj, old):
         if rt.group == "" and (rt.plural == "services" or
@@ -79,6 +81,8 @@ class LoopbackServices(Controller):
         for addr in want:
             if addr not in self.servers:
                 asyncio.ensure_future(self._listen(addr))
+        if self.kubelet.procs_if_any is not None:
+            self.kubelet.procs_if_any.services_changed()
 
     async def _listen(self, addr) -> None:
         if addr in self.servers:
@@ -127,6 +131,17 @@ class LoopbackServices(Controller):
             writer.close()
             return
         await asyncio.gather(relay(reader, w2), relay(r2, writer))
+        writer.close()
+        w2.close()
+
+    async def forward_from_pod(self, ip: str, port: int, reader, writer) -> None:
+        """A process pod's connection to a Service twin (podnet.py): a Service port only, never a
+        tcp-services entry (127.0.0.1 is the pod's own loopback)."""
+        target = self.targets.get((ip, port))
+        if target is None or ip == "127.0.0.1":
+            writer.close()
+            return
+        await self._serve((ip, port), reader, writer)
 
     async def stop(self) -> None:
         for server in self.servers.values():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from kubesim.podruns import TERMINAL, Attempt, ContainerRun, PodRun
 from kubesim.procrt.env import ConfigError, command_line, container_env
 from kubesim.procrt.layers import unmount_under
+from kubesim.procrt.podnet import PodNet, hosts_file, listeners, service_env
 from kubesim.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
 from kubesim.procrt.sandbox import Launch, Mount, resolve
@@ -46,6 +47,8 @@ class PodProcs:
     volumes: dict[str, str] = field(default_factory=dict)
     containers: dict[str, Container] = field(default_factory=dict)
     tasks: list[asyncio.Task] = field(default_factory=list)
+    net: PodNet | None = None                          # its Service names and listeners (podnet.py)
+    key: tuple[str, str] | None = None
 
 
 def scripted(pod: dict) -> bool:
@@ -164,6 +167,10 @@ class ProcessPods:
             except StartError as e:
                 kl.recorder.record(pod, "Warning", "FailedCreatePodSandBox", str(e), host=run.node)
                 return
+            procs.key = run.key
+            procs.net = PodNet(procs.sandbox.run_dir, self._forward)
+            await procs.net.start()
+            await self._refresh_net(uid)
         if self.runtime.cgroups.problem and _limits_any(pod):
             kl.recorder.record(pod, "Warning", "LimitsNotEnforced", self.runtime.cgroups.problem, host=run.node)
         if not run.initialized:
@@ -214,8 +221,10 @@ class ProcessPods:
             return None
         allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
         live = kl.cluster.cache.get(kl.pods_rt, *run.key) or pod
+        services = kl.cluster.cache.list(kl.cluster.rt("services"))
         try:
-            env = container_env(live, spec, self._lookup, allocatable, self._base_env(run, pod, c.image))
+            env = container_env(live, spec, self._lookup, allocatable, self._base_env(run, pod, c.image),
+                                service_env(live, services))
         except ConfigError as e:
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(e)}}
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
@@ -227,6 +236,9 @@ class ProcessPods:
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
         mounts += _image_mounts(self._image_root(run, c.image), mounts)
+        if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
+                not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
+            mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
         launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
@@ -299,6 +311,42 @@ class ProcessPods:
         kl._exit(run, c.name, exit_code=code, reason=reason, message=message)
 
     # --- networking -------------------------------------------------------------------------------
+    async def _forward(self, ip: str, port: int, reader, writer) -> None:
+        services = self.kubelet.services_net
+        if services is None:
+            writer.close()
+            return
+        await services.forward_from_pod(ip, port, reader, writer)
+
+    async def _refresh_net(self, uid: str) -> None:
+        """The pod's hosts file and agent listeners from the Services in the cache now."""
+        kl, procs = self.kubelet, self.pods.get(uid)
+        if procs is None or procs.net is None or procs.sandbox is None:
+            return
+        run = kl.runs.get(procs.key)
+        pod = kl.cluster.cache.get(kl.pods_rt, *procs.key)
+        if run is None or pod is None or run.uid != uid:
+            return
+
+        def want():
+            services = kl.cluster.cache.list(kl.cluster.rt("services"))
+            return hosts_file(pod, run.pod_ip, services), listeners(pod, services)
+        had = procs.net.problem
+        try:
+            await procs.net.refresh(procs.sandbox, want)
+        except (ConnectionError, OSError) as e:     # the sandbox is going away
+            log.debug("pod %s/%s: services not refreshed: %s", *procs.key, e)
+            return
+        if procs.net.problem and procs.net.problem != had:
+            kl.recorder.record(pod, "Warning", "ServiceListenersFailed", procs.net.problem, host=run.node)
+
+    def services_changed(self) -> None:
+        """A Service came, changed or went: every running pod's names and listeners follow."""
+        for uid in list(self.pods):
+            task = asyncio.ensure_future(self._refresh_net(uid))
+            self.removals.add(task)
+            task.add_done_callback(self.removals.discard)
+
     def runs_pod(self, namespace: str, name: str) -> str | None:
         """The uid of the process pod `namespace/name` when its sandbox runs here, else None."""
         run = self.kubelet.runs.get((namespace, name))
@@ -348,6 +396,8 @@ class ProcessPods:
         if procs is None or procs.sandbox is None:
             return
         sandbox, procs.sandbox = procs.sandbox, None
+        if procs.net is not None:
+            procs.net.close()
         task = asyncio.ensure_future(sandbox.stop())
         self.removals.add(task)
         task.add_done_callback(self.removals.discard)
@@ -373,6 +423,8 @@ class ProcessPods:
             return
         for p in procs.containers.values():
             await p.stop(0)
+        if procs.net is not None:
+            procs.net.close()
         if procs.sandbox is not None:
             await procs.sandbox.stop()
         unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
@@ -388,6 +440,8 @@ class ProcessPods:
                 p.group.kill_all()
             await asyncio.gather(*procs.tasks, *(p.proc.wait() for p in procs.containers.values()),
                                  return_exceptions=True)
+            if procs.net is not None:
+                procs.net.close()
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
             unmount_under(self.dirs.pod_dir(uid))

@@ -96,19 +96,31 @@ class Sandbox:
     async def connect(self, port: int, timeout: float = 5.0):
         """A stream to 127.0.0.1:`port` inside the pod's network namespace (through its agent);
         ConnectionRefusedError with the agent's reason when nothing listens there."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not os.path.exists(self.agent_socket):           # the agent is still starting
-            if asyncio.get_running_loop().time() > deadline:
-                raise ConnectionRefusedError("the pod's network agent is not running")
-            await asyncio.sleep(0.01)
-        reader, writer = await asyncio.open_unix_connection(self.agent_socket)
-        writer.write(f"{int(port)}\n".encode())
-        await writer.drain()
-        answer = (await reader.readline()).decode().strip()
+        reader, writer, answer = await self._ask(f"{int(port)}", timeout)
         if answer != "OK":
             writer.close()
             raise ConnectionRefusedError(answer.removeprefix("ERR ") or "connection refused")
         return reader, writer
+
+    async def command(self, line: str, timeout: float = 5.0) -> str:
+        """One request to the agent (`SERVICES [...]`: agent.py); its answer line."""
+        _, writer, answer = await self._ask(line, timeout)
+        writer.close()
+        return answer
+
+    async def _ask(self, line: str, timeout: float):
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:           # the agent is still starting: no socket yet, or bound and not yet listening
+            try:
+                reader, writer = await asyncio.open_unix_connection(self.agent_socket)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ConnectionRefusedError("the pod's network agent is not running") from None
+                await asyncio.sleep(0.01)
+        writer.write(f"{line}\n".encode())
+        await writer.drain()
+        return reader, writer, (await reader.readline()).decode().strip()
 
     async def stop(self) -> None:
         """SIGKILL to the agent (PID 1 of the sandbox: its namespaces go with it), then to bwrap."""
