@@ -119,9 +119,13 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
         _sedna_samples_as_the_guide_says(stack.kubeconfig, tmp_path)
 
         team = f'team="{DEMO_TEAM}"'
-        succeeded = wait_until(lambda: prom.value(f"sum(skiff_training_succeeded_total{{{team}}})") >= 3 and
-                               prom.value(f"sum(skiff_training_succeeded_total{{{team}}})"), 120, 1,
-                               what="the pipeline's three successes in Prometheus")
+        # unpausing the daily pipeline also starts its latest scheduled run (catchup=False): every run finished,
+        # Prometheus counts each successful step of them all, from the first
+        wait_until(lambda: not _unfinished(stack, PIPELINE), RUN_TIMEOUT_S, 2, what=f"every {PIPELINE} run finished")
+        succeeded = _succeeded_steps(stack, PIPELINE)
+        assert succeeded >= 3, succeeded
+        wait_until(lambda: prom.value(f"sum(skiff_training_succeeded_total{{{team}}})") == succeeded, 120, 1,
+                   what=f"the pipeline's {succeeded} successful steps in Prometheus")
         wait_until(lambda: prom.value(f"sum(skiff_training_failed_total{{{team}}})") == 1, 120, 1,
                    what="the failure demo's failure in Prometheus")
         # 1 of 4 steps failed: evaluated after the counts arrived, the alert is inactive
@@ -146,7 +150,7 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
             f"fed panels without data: {empty()}; listed as not fed but returning data: {wrongly_listed}"
 
         # the failure demo until failures outnumber the pipeline's successes: 4 of 7 (57 %)
-        more = int(succeeded)  # 1 failure so far; succeeded + 1 in all
+        more = succeeded  # 1 failure so far; succeeded + 1 in all
         runs = [stack.trigger(FAILING) for _ in range(more)]
         for r in runs:
             assert stack.wait_run(FAILING, r, timeout=RUN_TIMEOUT_S) == "failed"
@@ -200,6 +204,17 @@ def _sedna_samples_as_the_guide_says(kubeconfig, tmp_path) -> None:
         done = subprocess.run([str(kubectl), "apply", "-f", "-"], input=text, text=True, capture_output=True,
                               env={"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
         assert done.returncode == 0, done.stderr
+
+
+def _unfinished(stack, dag_id: str) -> list:
+    runs = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
+    return [r["dag_run_id"] for r in runs if r["state"] not in ("success", "failed")]
+
+
+def _succeeded_steps(stack, dag_id: str) -> int:
+    """Successful task instances of every run of ``dag_id`` (each of the pipeline's tasks is a training step)."""
+    tis = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/~/taskInstances?limit=1000")["task_instances"]
+    return sum(ti["state"] == "success" for ti in tis)
 
 
 def _accepts(prom: Prom) -> bool:
