@@ -97,6 +97,7 @@ def run() -> str:
         stack._http = httpx.Client(timeout=SQLITE_BUSY_TIMEOUT_S + 30, transport=Timed("demo's REST calls", out))
         stack.start(timeout=STARTUP_TIMEOUT_S)
         started = time.monotonic() - t0
+        out.clear()  # the start's health polls (refused until the api-server listens) are not requests answered
         stop_poll = threading.Event()
         try:
             setup_demo(stack)
