@@ -32,6 +32,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "soak",
     "metrics",
     "procrt",
+    "loaded",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

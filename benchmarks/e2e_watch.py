@@ -101,6 +101,7 @@ def _fresh_triggerers(stack) -> dict:
     from devstack.stack import _stop_all
 
     for name in list(stack.triggerer_jobs):
+        stack.expect_exit(name)  # on purpose: the stack's watchdog must not restart it
         _stop_all([stack.procs[name]], signal.SIGTERM, timeout=60)
         stack.start_triggerer(name)
     return pp._triggerer_roots(stack)

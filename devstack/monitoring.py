@@ -9,6 +9,7 @@ loaded with the shipped ``deploy/monitoring/scrape.yaml`` (targets and token fil
 from __future__ import annotations
 
 import secrets
+import socket
 import subprocess
 from pathlib import Path
 
@@ -18,6 +19,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "deploy" / "monitoring"
 PROMETHEUS = Path("/usr/bin/prometheus")
 INTERVAL = "10s"  # the demo's scrape and rule interval: data within seconds of an event, not the shipped 30 s
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:
@@ -55,8 +62,11 @@ class Monitoring:
     def __init__(self, workdir: Path, *, free_port, spawn, python: str):
         self.workdir, self.spawn, self.python = workdir, spawn, python
         self.token = secrets.token_urlsafe(24)
-        self.statsd_port, self.bridge_port, self.port = free_port(), free_port(), free_port()
+        # StatsD is UDP: a port free for TCP may be another process's UDP port (a statsd-bridge that failed to
+        # bind with "Address already in use" stopped a test stack at start)
+        self.statsd_port, self.bridge_port, self.port = free_udp_port(), free_port(), free_port()
         self.procs: dict[str, subprocess.Popen] = {}
+        self.rules = SHIPPED / "alerts.yaml"  # the shipped rules (a test may load a copy with a shorter `for`)
 
     @property
     def url(self) -> str:
@@ -81,7 +91,7 @@ class Monitoring:
         token_file.chmod(0o600)
         config = prometheus_config(yaml.safe_load((SHIPPED / "scrape.yaml").read_text()),
                                    skiff_target=airflow_hostport, token_file=token_file,
-                                   statsd_target=f"127.0.0.1:{self.bridge_port}", rules=SHIPPED / "alerts.yaml")
+                                   statsd_target=f"127.0.0.1:{self.bridge_port}", rules=self.rules)
         (work / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         self.procs["prometheus"] = self.spawn(
             [str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",

@@ -19,7 +19,8 @@ from base64 import urlsafe_b64encode
 from pathlib import Path
 
 from devstack.services import Postgres, Redis
-from devstack.stack import BIN, Stack, _spawn, _stop_all, _tail, free_port
+from devstack.stack import BIN, LOG_SERVER_SETTINGS, Stack, _spawn, _stop_all, _tail, free_port
+from devstack.watchdog import ProcessWatchdog
 
 SCHEDULERS = 2
 TRIGGERERS = 2
@@ -53,6 +54,7 @@ class ProdStack(Stack):
         self.pg = Postgres(self.services_dir / "postgres")
         self.redis = Redis(self.services_dir / "redis")
         self.triggerer_jobs: dict[str, int] = {}  # process name -> its TriggererJob id in the metadata DB
+        self.commands: dict[str, tuple[list[str], dict[str, str]]] = {}  # component -> its argv, its own settings
 
     def _start_airflow(self, logs: Path) -> None:
         self.pg.start()
@@ -69,6 +71,16 @@ class ProdStack(Stack):
         self._component("worker", [airflow, "celery", "worker", "--concurrency", str(WORKER_CONCURRENCY)], logs)
         for i in range(1, TRIGGERERS + 1):  # one after the other, to know which Job row is which process
             self.start_triggerer(f"triggerer-{i}")
+        # nothing restarts a component here (Kubernetes restarts the chart's pods): the watchdog does, loudly
+        self.watchdog = ProcessWatchdog(self.procs, self._restart, logs, names=lambda: list(self.commands))
+        self.watchdog.start()
+
+    def _restart(self, name: str):
+        """``name`` again, as it was started; a log server on a new port (the dead one's may still hold the old)."""
+        argv, env = self.commands[name]
+        ports = {k: str(free_port()) for k in LOG_SERVER_SETTINGS if k in env or k in self.env}
+        self._component(name, argv, self.workdir / "logs", **{**env, **ports})
+        return self.procs[name]
 
     def start_triggerer(self, name: str) -> int:
         """Start (or restart) the triggerer ``name``; returns its new TriggererJob id."""
@@ -79,6 +91,7 @@ class ProdStack(Stack):
         return self.triggerer_jobs[name]
 
     def _component(self, name: str, argv: list[str], logs: Path, **env: str) -> None:
+        self.commands[name] = (argv, env)
         self.procs[name] = _spawn(argv, logs / f"{name}.log", {**self.env, **env})
 
     def _wait_new_triggerer_job(self, name: str, timeout: float = 120) -> int:
@@ -112,13 +125,22 @@ class ProdStack(Stack):
         return dict(self.query("SELECT triggerer_id, count(*) FROM trigger GROUP BY triggerer_id"))
 
     def kill(self, name: str) -> None:
-        """SIGKILL a component and everything it started (no clean shutdown: a crashed pod)."""
+        """SIGKILL a component and everything it started (no clean shutdown: a crashed pod), on purpose: the
+        watchdog leaves it dead (the caller starts it again, e.g. ``start_triggerer``)."""
+        self.expect_exit(name)
         proc = self.procs[name]
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
+    def expect_exit(self, name: str) -> None:
+        """``name`` is about to be stopped on purpose: the watchdog does not restart it."""
+        if self.watchdog is not None:
+            self.watchdog.expect_exit(name)
+
     def _stop_airflow(self) -> None:
-        airflow = [p for n, p in self.procs.items() if n not in ("smtp", "kubesim")]
+        if self.watchdog is not None:
+            self.watchdog.stop()
+        airflow = [p for n, p in self.procs.items() if n in self.commands]
         _stop_all(airflow, signal.SIGTERM, timeout=20)
 
     def stop(self) -> None:

@@ -60,6 +60,22 @@ def free_port_range(size: int, low: int = 20000, high: int = 32000) -> str:
     raise RuntimeError(f"no {size} consecutive free ports in {low}-{high}")
 
 
+# Airflow 3.3's log server (the scheduler's and the triggerer's serve-logs child) calls
+# ``uvicorn.run(..., host="", port=port)`` (airflow/utils/serve_logs/core.py, ``serve_logs``): every interface, and
+# no setting, variable or hook changes the host ([logging] has only the ports). Each stack therefore gives it free
+# ports, and says where it listens; it answers only requests signed with the stack's JWT secret (log_server.py,
+# ``JWTAuthStaticFiles``).
+LOG_SERVER_SETTINGS = ("AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT", "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT")
+
+
+def log_server_warning(env: dict[str, str]) -> str:
+    """The line a stack prints at start: its log servers' ports, on every interface, and why."""
+    worker, trigger = (env[k] for k in LOG_SERVER_SETTINGS)
+    return (f"[stack] warning: Airflow's log servers listen on every interface, not only loopback (ports {worker} "
+            "and " f"{trigger}): Airflow 3.3 hard-codes host=\"\" in airflow/utils/serve_logs/core.py, no setting "
+            "changes it; they serve task logs only to requests signed with this stack's JWT secret")
+
+
 def _restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -299,11 +315,22 @@ class Stack:
 
             self.pg = Postgres(self.services_dir / "postgres").start()
             self.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = self.pg.sqlalchemy_url
-        self.env.setdefault("AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT", str(free_port()))
-        self.env.setdefault("AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT", str(free_port()))
+        for setting in LOG_SERVER_SETTINGS:
+            self.env.setdefault(setting, str(free_port()))
+        self._warn(log_server_warning(self.env))
         self.procs["airflow"] = _spawn([str(BIN / "airflow"), "standalone"], logs / "airflow.log", self.env)
         self.watchdog = Watchdog(self.procs["airflow"], self.env, logs, spawn=_spawn,
                                  airflow=str(BIN / "airflow"), free_port=free_port)
+
+    def _warn(self, line: str) -> None:
+        """On stderr (the demo's terminal) and in ``logs/stack.log``; a reader gone never stops the stack."""
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        with open(self.workdir / "logs" / "stack.log", "a") as f:
+            f.write(line + "\n")
+        try:
+            print(line, file=sys.stderr, flush=True)
+        except OSError:
+            pass
 
     def _wait_healthy(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

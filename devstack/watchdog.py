@@ -41,6 +41,18 @@ def missing(seen: set[str], running: set[str]) -> list[str]:
     return [c for c in COMPONENTS if c in seen and c not in running]
 
 
+def announce(logs: Path, what: str) -> str:
+    """Say ``what`` loudly: on stderr and in ``logs/watchdog.log``; returns the line."""
+    line = f"[stack] {datetime.now(UTC):%H:%M:%S} {what}"
+    with open(logs / "watchdog.log", "a") as f:
+        f.write(line + "\n")
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:  # a reader gone (make demo | tee, Ctrl-C): the log file has it
+        pass
+    return line
+
+
 class Watchdog:
     def __init__(self, standalone, env: dict[str, str], logs: Path, *, spawn: Callable, airflow: str,
                  free_port: Callable[[], int] | None = None, interval: float = 2.0):
@@ -106,15 +118,8 @@ class Watchdog:
             env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(self.free_port())
         proc = self.spawn([self.airflow, name], log, env)
         self.restarted[name] = proc
-        line = (f"[stack] {datetime.now(UTC):%H:%M:%S} the {name} exited (airflow standalone does not restart it): "
-                f"restarted it as pid {proc.pid}, its log is {log}")
-        self.restarts.append(line)
-        with open(self.logs / "watchdog.log", "a") as f:
-            f.write(line + "\n")
-        try:
-            print(line, file=sys.stderr, flush=True)
-        except OSError:  # a reader gone (make demo | tee, Ctrl-C): the log file has it
-            pass
+        self.restarts.append(announce(self.logs, f"the {name} exited (airflow standalone does not restart it): "
+                                                 f"restarted it as pid {proc.pid}, its log is {log}"))
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -126,3 +131,65 @@ class Watchdog:
                 except OSError:
                     pass
             time.sleep(0)
+
+
+class ProcessWatchdog:
+    """The same for a stack whose components are processes of their own (the production profile,
+    devstack/prod.py: two schedulers, two triggerers, a Celery worker, a dag-processor, the api-server, as the Helm
+    chart's pods, which Kubernetes would restart). ``procs``: name -> process, the stack's own dict; a component
+    that exits unasked is started again by ``restart(name)`` (which puts the new process in ``procs``) and said
+    loudly. One stopped on purpose (``expect_exit``: a test's kill, a benchmark's restart) is left alone."""
+
+    def __init__(self, procs: dict, restart: Callable[[str], object], logs: Path, *,
+                 names: Callable[[], Iterable[str]] | None = None, interval: float = 2.0):
+        self.procs, self.restart, self.logs, self.interval = procs, restart, logs, interval
+        self.names = names or (lambda: list(procs))  # which of ``procs`` are components (not kubesim, the sink)
+        self.expected: set[int] = set()  # pids of processes stopped on purpose
+        self.restarts: list[str] = []
+        self._lock = threading.Lock()  # a restart and an expect_exit/stop never interleave
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="prod-watchdog", daemon=True)
+
+    def start(self, running: Iterable[str] = ()) -> None:
+        """Watch from now on (``running``: as ``Watchdog.start``; every process here is watched anyway)."""
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self._thread.start()
+
+    def expect_exit(self, name: str) -> None:
+        """``name``'s current process is about to be stopped on purpose."""
+        with self._lock:
+            self.expected.add(self.procs[name].pid)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            pass
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.interval + 5)
+
+    def check(self) -> list[str]:
+        """One look: restart what exited unasked; returns the components restarted."""
+        done = []
+        with self._lock:
+            for name in list(self.names()):
+                proc = self.procs.get(name)
+                if self._stop.is_set():
+                    break
+                if proc is None or proc.pid in self.expected or proc.poll() is None:
+                    continue
+                code = proc.returncode
+                new = self.restart(name)
+                self.restarts.append(announce(self.logs, f"the {name} exited (code {code}): restarted it as pid "
+                                                         f"{new.pid}, its log is {self.logs / (name + '.log')}"))
+                done.append(name)
+        return done
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.check()
+            except Exception as exc:  # noqa: BLE001 - a watchdog that dies silently is what it exists to prevent
+                try:
+                    print(f"[stack] watchdog error: {exc!r}", file=sys.stderr, flush=True)
+                except OSError:
+                    pass

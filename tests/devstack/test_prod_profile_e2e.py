@@ -75,3 +75,25 @@ def test_killed_triggerer_hands_its_deferred_jobs_to_the_other(prod_team_stack):
             if job.metadata.annotations.get("skiff.io/run-id") == run_id:  # room in recsys' Job quota
                 client.BatchV1Api(stack.k8s()).delete_namespaced_job(
                     job.metadata.name, "recsys", propagation_policy="Background")
+
+
+def test_a_component_that_dies_unasked_is_restarted_and_said(prod_stack):
+    """issue 29, no component dies unnoticed: nothing restarts this profile's processes (Kubernetes restarts the
+    chart's pods), so the stack's watchdog does and says so. A scheduler killed from outside (SIGKILL to its
+    process group, as the OOM killer would, not through ``stack.kill``) is back as a new process, the restart is
+    in ``logs/watchdog.log``, and two SchedulerJobs heartbeat again."""
+    import os
+    import signal
+
+    stack = prod_stack
+    victim = stack.procs["scheduler-2"]
+    os.killpg(victim.pid, signal.SIGKILL)
+    back = wait_until(lambda: (p := stack.procs["scheduler-2"]) is not victim and p.poll() is None and p, 60, 0.5,
+                      what="scheduler-2 restarted")
+    said = (stack.workdir / "logs" / "watchdog.log").read_text()
+    assert f"the scheduler-2 exited (code -9): restarted it as pid {back.pid}" in said, said
+    wait_until(lambda: stack.query(
+        "SELECT count(*) FROM job WHERE job_type = 'SchedulerJob' AND state = 'running' "
+        "AND latest_heartbeat > now() - interval '10 seconds'")[0][0] >= 2, 180, 1, what="two schedulers heartbeating")
+    run_id = stack.trigger("e2e_smoke")
+    assert stack.wait_run("e2e_smoke", run_id, timeout=300) == "success"

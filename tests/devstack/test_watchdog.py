@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from devstack.stack import _spawn
-from devstack.watchdog import Watchdog, component_of, missing
+from devstack.watchdog import ProcessWatchdog, Watchdog, component_of, missing
 from kubesim.testing import wait_until
 
 STANDALONE = """
@@ -93,5 +93,46 @@ def test_a_component_that_dies_before_the_first_look_is_restarted_too(fake_stand
         wait_until(lambda: "scheduler" in dog.restarted, 30, what="the scheduler restarted")
     finally:
         for p in dog.stop():
+            p.kill()
+            p.wait()
+
+
+def test_the_production_profiles_components_are_restarted_loudly_unless_stopped_on_purpose(tmp_path, capsys):
+    """devstack/prod.py runs each component as a process of its own: the ProcessWatchdog restarts one that exits
+    unasked (as Kubernetes would restart the chart's pod) and says so; one killed on purpose stays dead."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    argv = [sys.executable, "-c", "import time; time.sleep(3600)"]
+    procs = {"kubesim": _spawn(argv, logs / "kubesim.log", {})}  # not a component: never restarted
+    started = []
+
+    def restart(name):
+        procs[name] = _spawn(argv, logs / f"{name}.log", {})
+        started.append(name)
+        return procs[name]
+
+    for name in ("scheduler-1", "triggerer-1", "triggerer-2"):
+        restart(name)
+    started.clear()
+    dog = ProcessWatchdog(procs, restart, logs, names=lambda: [n for n in procs if n != "kubesim"], interval=0.1)
+    dog.start()
+    try:
+        victim = procs["triggerer-1"]
+        victim.kill()  # SIGKILL, as the OOM killer would
+        wait_until(lambda: started == ["triggerer-1"], 30, what="triggerer-1 restarted")
+        assert procs["triggerer-1"] is not victim and procs["triggerer-1"].poll() is None
+        said = (logs / "watchdog.log").read_text()
+        assert f"the triggerer-1 exited (code -9): restarted it as pid {procs['triggerer-1'].pid}" in said
+        assert "the triggerer-1 exited" in capsys.readouterr().err
+        # stopped on purpose (a test's kill, a benchmark's restart): left alone
+        dog.expect_exit("triggerer-2")
+        procs["triggerer-2"].kill()
+        procs["kubesim"].kill()
+        procs["triggerer-2"].wait()
+        dog.check()
+        assert started == ["triggerer-1"] and len(dog.restarts) == 1
+    finally:
+        dog.stop()
+        for p in procs.values():
             p.kill()
             p.wait()

@@ -369,3 +369,35 @@ def test_a_viewer_sees_their_teams_training_and_is_told_what_airflow_allows_beyo
     assert browser.find_element(By.CSS_SELECTOR, f"{row} .reason-class").text == "Out of memory (OOMKilled)"
     page.wait().until(lambda d: "Only my teams'" in d.find_element(By.CSS_SELECTOR, "#training .scope-note").text)
     page.shot("all-airflow-allows")
+
+
+@pytest.mark.timeout(1200)
+def test_the_gpu_hours_axis_of_short_steps_reads_five_different_ticks(stack, browser):
+    """issue 29: after steps of a few GPU-seconds the GPU-hours chart labelled its axis "0 0 0 0 0". alice's
+    pipeline (its train step takes a GPU for seconds), then the usage report, then her page through Airflow's
+    navigation: five distinct, evenly spaced ticks from 0, the last at least her bar's hours."""
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    run_id = stack.trigger("training_recommendation_daily")
+    assert stack.wait_run("training_recommendation_daily", run_id, timeout=600) == "success"
+    report = stack.trigger("usage_report")
+    assert stack.wait_run("usage_report", report, timeout=300) == "success"
+    rows = json.loads((stack.home / "skiff" / "usage.json").read_text())["by_user"]
+    alice = sum(r["gpu_hours"] for r in rows if r["user"] == "alice")
+    assert 0 < alice < 0.1, rows  # short steps: the case that drew "0 0 0 0 0"
+
+    page = Page(browser, stack)
+    page.prefix = "usage"
+    page.login("alice")
+    page.open_from_navigation()
+    page.css("#usage rect[data-user='alice']", 60)
+    ticks = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#usage svg text.tick")]
+    page.shot("gpu-hours-axis")
+    assert len(ticks) == 5 and len(set(ticks)) == 5, ticks
+    values = [float(t) for t in ticks]
+    step = values[1]
+    assert values[0] == 0 and all(math.isclose(v, i * step) for i, v in enumerate(values)), ticks
+    assert values[-1] >= alice, (ticks, alice)
+    assert ticks == ["0", "0.025", "0.05", "0.075", "0.1"]  # at least 0.1 h (6 minutes): AXIS_MIN
