@@ -21,10 +21,8 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.stream import stream
-from ui_support import AirflowPage
+from ui_support import ARTIFACTS, AirflowPage
 
-from devstack.airflow_env import REPO
-from devstack.testing import _with_demo_team, own_stack
 from kubesim.testing import wait_until
 from operators.devinstances import naming
 from operators.devinstances.inventory import get_instance
@@ -42,13 +40,11 @@ CELL = f"open({WRITTEN!r}, 'w').write('written by a kernel\\n'); print('cell ran
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with own_stack("standalone", tmp_path_factory, key="procrt",
-                   nodes_file=REPO / "devstack" / "demo_nodes.yaml") as s:
-        _with_demo_team(s)      # recsys, alice's and bob's home PVCs, the pools
-        for dag_id in LIFECYCLE:
-            s.unpause(dag_id)
-        yield s
+def stack(process_stack):
+    """devstack.testing's stack on the demo's process nodes (shared with tests/training/test_training_procrt_e2e.py)."""
+    for dag_id in LIFECYCLE:  # what an operator does once when deploying Skiff
+        process_stack.unpause(dag_id)
+    return process_stack
 
 
 class Page(AirflowPage):
@@ -108,10 +104,10 @@ def _run_cell(page: Page) -> None:
 
     page.css(".jp-LauncherCard[data-category='Notebook']", 60).click()
     editor = page.css(".jp-NotebookPanel .jp-Cell .cm-content", 60)
-    page.wait(60).until(lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-NotebookPanel .jp-Notebook-ExecutionIndicator"
-                                                  "[data-status='idle']") or
-                        "Idle" in d.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel").text or None,
-                        "the notebook's kernel never became idle")
+    # what a person waits for: the status bar's "Python 3 (ipykernel) | Idle" (the kernel started and connected)
+    page.wait(120).until(lambda d: any("| Idle" in w.text for w in d.find_elements(By.CSS_SELECTOR, ".jp-StatusBar-Widget"))
+                         and d.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator[data-status='idle']"),
+                         "the notebook's kernel never became idle")
     editor.click()
     editor.send_keys(CELL)
     editor.send_keys(Keys.SHIFT, Keys.ENTER)
@@ -215,3 +211,10 @@ def test_alice_runs_a_cell_in_jupyterlab_from_the_page_and_her_file_outlives_sto
         assert _ssh(port, new_password, "true").returncode == 0
     finally:
         page.shot("last")
+        for owner in ("alice", "bob"):  # the instances' start-up script, JupyterLab and kernel lines, for a failure
+            try:
+                log = core.read_namespaced_pod_log(naming.pod_name(owner, NAME), TEAM, container="notebook",
+                                                   tail_lines=300)
+            except client.ApiException as e:
+                log = f"no log: {e.status} {e.reason}"
+            (ARTIFACTS / f"jlab-{owner}-notebook.log").write_text(log)
