@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
+# the first module on process_stack starts it as its setup (up to SKIFF_TEST_STACK_START_S, 240 s: 270 s in all at
+# load 20), then the run's own 240 s
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")

@@ -214,7 +214,7 @@ def test_alice_runs_a_cell_in_jupyterlab_from_the_page_and_her_file_outlives_sto
         for owner in ("alice", "bob"):  # the instances' start-up script, JupyterLab and kernel lines, for a failure
             try:
                 log = core.read_namespaced_pod_log(naming.pod_name(owner, NAME), TEAM, container="notebook",
-                                                   tail_lines=300)
+                                                   tail_lines=300, _preload_content=False).data.decode()
             except client.ApiException as e:
                 log = f"no log: {e.status} {e.reason}"
             (ARTIFACTS / f"jlab-{owner}-notebook.log").write_text(log)
