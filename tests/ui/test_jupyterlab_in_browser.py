@@ -3,9 +3,9 @@ kubesim runs the demo's process nodes (devstack/demo_nodes.yaml: the start-up sc
 TensorBoard and sshd, kubesim/procrt).
 
 She logs in to Airflow, opens Skiff from the navigation, creates an instance through the form, reveals its
-password and clicks its JupyterLab link: a new tab, JupyterLab's login form takes the password, a notebook's cell
-runs on a kernel (its websocket through the address the page links to) and writes a file into her home, found
-there by ``kubectl exec``. She stops and starts the instance from the page: her JupyterLab tab, reloaded, asks
+password and clicks its links, each opening a new tab: VS Code says code-server is not in the image (the demo's
+has none); JupyterLab's login form takes the password, a notebook's cell runs on a kernel (its websocket through
+the address the page links to) and writes a file into her home, found there by ``kubectl exec``. She stops and starts the instance from the page: her JupyterLab tab, reloaded, asks
 for a password again, the old one is refused, the new revealed one opens it and the file is still there. bob's
 instance, also on 8888 in its pod, answers on its own address at the same time, and ssh takes alice's revealed
 password. Screenshots in ``.artifacts/ui/jlab-*``.
@@ -82,6 +82,17 @@ def _ssh(port: int, password: str, command: str) -> subprocess.CompletedProcess:
         env={**os.environ, "SSHPASS": password}, capture_output=True, text=True, timeout=60, check=False)
 
 
+def _open_link(page: Page, kind: str) -> str:
+    """Click the instance row's ``kind`` link: the new tab's window handle."""
+    from selenium.webdriver.common.by import By
+
+    before = set(page.d.window_handles)
+    page.row().find_element(By.CSS_SELECTOR, f"a[data-link='{kind}']").click()
+    page.wait().until(lambda d: set(d.window_handles) - before, f"the {kind} link opened no tab")
+    (tab,) = set(page.d.window_handles) - before
+    return tab
+
+
 def _jupyter_login(page: Page, password: str) -> None:
     """JupyterLab's own login form (the tab is on ``/login``): the password, then the Lab's shell."""
     from selenium.webdriver.common.by import By
@@ -149,13 +160,17 @@ def test_alice_runs_a_cell_in_jupyterlab_from_the_page_and_her_file_outlives_sto
         password = page.reveal_password()
         page.shot("password")
 
+        first = browser.current_window_handle
+        if shutil.which("code-server") is None:  # the demo's image has none: its VS Code link says so
+            browser.switch_to.window(_open_link(page, "code-server"))
+            page.wait(60).until(lambda d: "VS Code in the browser is not available" in d.page_source)
+            page.shot("no-code-server")
+            browser.close()
+            browser.switch_to.window(first)
+
         # the JupyterLab link opens a new tab on JupyterLab's login form
-        link = page.row().find_element(By.CSS_SELECTOR, "a[data-link='jupyter']")
-        jupyter = link.get_attribute("href")
-        first, before = browser.current_window_handle, set(browser.window_handles)
-        link.click()
-        page.wait().until(lambda d: set(d.window_handles) - before, "the JupyterLab link opened no tab")
-        (lab,) = set(browser.window_handles) - before
+        jupyter = page.row().find_element(By.CSS_SELECTOR, "a[data-link='jupyter']").get_attribute("href")
+        lab = _open_link(page, "jupyter")
         browser.switch_to.window(lab)
         _jupyter_login(page, "not-the-password")
         page.css("input#password_input")             # refused: the form again
