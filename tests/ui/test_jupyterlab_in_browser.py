@@ -58,11 +58,16 @@ class Page(AirflowPage):
         self.wait(timeout).until(lambda d: self.row().get_attribute("data-state") == want,
                                  f"{NAME} never showed {want!r}")
 
-    def reveal_password(self) -> str:
+    def click(self, selector: str, timeout: float = 60) -> None:
+        """Click ``selector`` in the instance's row, found again if the page's live refresh redrew the row between
+        finding and clicking (a stale element: the click did not happen; ``wait`` ignores that and retries)."""
         from selenium.webdriver.common.by import By
 
-        self.wait(60).until(lambda d: self.row().find_elements(By.CSS_SELECTOR, "button.show-password"))
-        self.row().find_element(By.CSS_SELECTOR, "button.show-password").click()
+        self.wait(timeout).until(lambda d: self.row().find_element(By.CSS_SELECTOR, selector).click() or True,
+                                 f"{selector} in {NAME}'s row")
+
+    def reveal_password(self) -> str:
+        self.click("button.show-password")
         return self.css(f"tr[data-instance='{NAME}'] code.password").text
 
 
@@ -84,10 +89,9 @@ def _ssh(port: int, password: str, command: str) -> subprocess.CompletedProcess:
 
 def _open_link(page: Page, kind: str) -> str:
     """Click the instance row's ``kind`` link: the new tab's window handle."""
-    from selenium.webdriver.common.by import By
 
     before = set(page.d.window_handles)
-    page.row().find_element(By.CSS_SELECTOR, f"a[data-link='{kind}']").click()
+    page.click(f"a[data-link='{kind}']")
     page.wait().until(lambda d: set(d.window_handles) - before, f"the {kind} link opened no tab")
     (tab,) = set(page.d.window_handles) - before
     return tab
@@ -169,7 +173,8 @@ def test_alice_runs_a_cell_in_jupyterlab_from_the_page_and_her_file_outlives_sto
             browser.switch_to.window(first)
 
         # the JupyterLab link opens a new tab on JupyterLab's login form
-        jupyter = page.row().find_element(By.CSS_SELECTOR, "a[data-link='jupyter']").get_attribute("href")
+        jupyter = page.wait().until(lambda d: page.row().find_element(By.CSS_SELECTOR, "a[data-link='jupyter']")
+                                    .get_attribute("href"))
         lab = _open_link(page, "jupyter")
         browser.switch_to.window(lab)
         _jupyter_login(page, "not-the-password")
@@ -195,15 +200,15 @@ def test_alice_runs_a_cell_in_jupyterlab_from_the_page_and_her_file_outlives_sto
 
         # ssh with the revealed password (the page's ssh line)
         browser.switch_to.window(first)
-        ssh_line = page.row().find_element(By.CSS_SELECTOR, ".ssh").text
+        ssh_line = page.wait().until(lambda d: page.row().find_element(By.CSS_SELECTOR, ".ssh").text)
         port = int(ssh_line.split("-p ")[1].split()[0])
         done = _ssh(port, password, f"cat /root/{WRITTEN}")
         assert done.returncode == 0 and done.stdout == "written by a kernel\n", done.stderr[-500:]
 
         # stop and start from the page
-        page.row().find_element(By.CSS_SELECTOR, "button[data-action='stop']").click()
+        page.click("button[data-action='stop']")
         page.wait_state("Stopped", timeout=300)
-        page.row().find_element(By.CSS_SELECTOR, "button[data-action='start']").click()
+        page.click("button[data-action='start']")
         page.wait_state("Running", timeout=400)
         new_password = page.reveal_password()
         assert new_password != password
