@@ -125,7 +125,7 @@ def show_dev_instance(stack: Stack) -> None:
         "show); ssh: the line above, same password; TensorBoard: the event files under her home's tensorboard/, "
         "no login")
     if not shutil.which("code-server", path=os.pathsep.join([os.path.join(sys.prefix, "bin"), os.defpath])):
-        say("  code-server is not installed in the demo's image, so the code-server address does not answer")
+        say("  code-server is not installed in the demo's image: the VS Code address shows a page saying so")
     say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")
 
 

@@ -270,12 +270,15 @@ class Stack:
             self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs)
 
     def scripted_nodes(self) -> bool:
-        """Whether any of kubesim's nodes is scripted (no ``runtime: process``): the default nodes are."""
+        """Whether any of kubesim's nodes is scripted (no ``runtime: process``): the default nodes are. The nodes
+        file is read into Node manifests, where a process node is marked by an annotation (it has no ``runtime``
+        key: reading one said "scripted" for the demo's nodes, and the demo's pipeline printed scripted lines)."""
         if not self.nodes_file:
             return True
         from kubesim.nodes import load_nodes_file
+        from kubesim.procrt.pods import is_process_node
 
-        return any(spec.get("runtime", "scripted") != "process" for spec in load_nodes_file(str(self.nodes_file)))
+        return not all(is_process_node(node) for node in load_nodes_file(str(self.nodes_file)))
 
     def _write_platform_file(self) -> None:
         """The platform file in force when it is not the packaged example (``airflow_env``'s default): the given

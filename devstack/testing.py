@@ -99,6 +99,18 @@ def prod_stack(tmp_path_factory):
     stack.stop()
 
 
+@pytest.fixture(scope="session")
+def process_stack(tmp_path_factory):
+    """A stack on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/procrt runs every pod as real
+    processes), with the example teams, shared by every module that asks for it: those tests run one after the
+    other (``pytest_collection_modifyitems``), so it starts once."""
+    stack = _start_stack("standalone", tmp_path_factory, key="procrt", nodes_file=REPO / "devstack" / "demo_nodes.yaml")
+    _with_demo_team(stack)  # recsys and nlp, alice's and bob's home PVCs, the pools
+    yield stack
+    _running.pop("procrt", None)
+    stack.stop()
+
+
 @contextmanager
 def own_stack(profile: str, tmp_path_factory, *, key: str, **kw):
     """A stack for one test module with settings of its own, stopped when the module is done (or when
@@ -159,9 +171,10 @@ def pytest_configure(config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """Run the ``own_stack`` tests after the other standalone ones and the ``prod`` tests last (stable order
-    otherwise), so each profile's stack starts once, and the short
+    """Run the ``own_stack`` tests after the other standalone ones (those on ``process_stack`` last among them) and
+    the ``prod`` tests last (stable order otherwise), so each profile's stack starts once, and the short
     soak after them: it stops every running stack to start its own, which the tests after it would find dead."""
     items.sort(key=lambda item: (item.get_closest_marker("soak") is not None,
                                  item.get_closest_marker("prod") is not None,
-                                 item.get_closest_marker("own_stack") is not None))
+                                 item.get_closest_marker("own_stack") is not None,
+                                 "process_stack" in getattr(item, "fixturenames", ())))

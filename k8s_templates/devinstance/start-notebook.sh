@@ -3,7 +3,7 @@
 #
 # Starts, all behind the instance's password ($PASSWORD, from its Secret; new at every start):
 #   JupyterLab   :8888  hashed password in a config file only root can read (never on a command line)
-#   code-server  :8080  reads $PASSWORD itself (skipped, saying so, if the image has no code-server)
+#   code-server  :8080  reads $PASSWORD itself (if the image has no code-server: a page on 8080 saying so)
 #   sshd         :22    root's password set with chpasswd from stdin
 #   TensorBoard  :6006  logs from $HOME/tensorboard (TensorBoard has no login of its own)
 # Jupyter's Prometheus /metrics is left unauthenticated: it is Skiff's idle signal
@@ -74,6 +74,23 @@ if command -v code-server >/dev/null 2>&1; then
     --disable-telemetry "$HOME_DIR"
 else
   log "code-server is not installed in this image: VS Code in the browser is not available"
+  # the page's VS Code link opens this note rather than "site can't be reached" (503: nothing is served here)
+  run code-server-note python3 -c '
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+NOTE = (b"<!doctype html><title>VS Code is not available</title><p>code-server is not installed in this "
+        b"instance\x27s image, so VS Code in the browser is not available. JupyterLab (its terminal too) and ssh "
+        b"are; ask your platform team for an image with code-server.")
+class Note(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(503)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        self.wfile.write(NOTE)
+    def log_message(self, *args):
+        pass
+HTTPServer(("0.0.0.0", int(sys.argv[1])), Note).serve_forever()
+' "$CODE_SERVER_PORT"
 fi
 
 status=0

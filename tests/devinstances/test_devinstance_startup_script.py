@@ -59,6 +59,14 @@ def answers(url: str) -> bool:
         return False
 
 
+def _response(url: str) -> tuple[requests.Response] | None:
+    """(the response,) once ``url`` answers at all (a Response is false for an error status)."""
+    try:
+        return (requests.get(url, timeout=2),)
+    except requests.ConnectionError:
+        return None
+
+
 def jupyter_login(base: str, password: str) -> tuple[int, int]:
     """(status of POST /login, status of GET /api/status with the session it got)."""
     session = requests.Session()
@@ -140,8 +148,11 @@ def test_startup_script_serves_everything_behind_the_secrets_password(started):
     # the password never reaches a command line (visible to every process on the machine)
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert password not in out
-    if not cs:
+    if not cs:  # the VS Code link opens a page saying why, not "site can't be reached"
         assert "code-server is not installed in this image" in log.read_text()
+        (note,) = wait_until(lambda: _response(f"http://127.0.0.1:{ports['CODE_SERVER_PORT']}/"), 60, interval=0.2,
+                          what="the code-server note answering")
+        assert note.status_code == 503 and "VS Code in the browser is not available" in note.text
 
 
 @pytest.mark.skipif(code_server_bin() is None,

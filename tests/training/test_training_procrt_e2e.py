@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from devstack.airflow_env import REPO
-from devstack.testing import _with_demo_team, own_stack
-
-pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
+# the first module on process_stack starts it as its setup (up to SKIFF_TEST_STACK_START_S, 240 s: 270 s in all at
+# load 20), then the run's own 240 s
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with own_stack("standalone", tmp_path_factory, key="procrt",
-                   nodes_file=REPO / "devstack" / "demo_nodes.yaml") as s:
-        _with_demo_team(s)      # the recsys namespace, alice's home PVC, the pools
-        yield s
+def stack(process_stack):
+    return process_stack  # devstack.testing: shared with tests/ui/test_jupyterlab_in_browser.py
 
 
 def test_a_step_exiting_3_fails_with_exit_code_3_and_its_own_output(stack):
