@@ -33,3 +33,13 @@ def log(core, name: str, **kw) -> str:
 def events_for(core, name: str, reason: str | None = None) -> list:
     return [e for e in core.list_namespaced_event("default").items
             if e.involved_object.name == name and (reason is None or e.reason == reason)]
+
+
+def last_state_before_removal(pcore, name, resource_version, namespace: str = "default", timeout: int = 15):
+    """The DELETED watch event carries the pod's last state (what the kubelet reported before removing it)."""
+    from kubernetes import watch
+    for event in watch.Watch().stream(pcore.list_namespaced_pod, namespace, field_selector=f"metadata.name={name}",
+                                      resource_version=resource_version, timeout_seconds=timeout):
+        if event["type"] == "DELETED":
+            return event["object"]
+    raise AssertionError(f"pod {name} was not removed")

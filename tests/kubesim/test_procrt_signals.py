@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from kubesim.testing import wait_until
-from tests.kubesim.procrt_support import log, phase_is, pod
+from tests.kubesim.procrt_support import last_state_before_removal, log, phase_is, pod
 
 CLAIM = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "home"},
          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
@@ -52,16 +52,6 @@ def test_a_command_ignoring_sigterm_is_killed_after_the_grace_period(pcore):
     last = last_state_before_removal(pcore, "stubborn", deleting.metadata.resource_version)
     assert time.monotonic() - start >= 0.9
     assert last.status.container_statuses[0].state.terminated.exit_code == 137
-
-
-def last_state_before_removal(pcore, name, resource_version):
-    """The DELETED watch event carries the pod's last state (what the kubelet reported before removing it)."""
-    from kubernetes import watch
-    for event in watch.Watch().stream(pcore.list_namespaced_pod, "default", field_selector=f"metadata.name={name}",
-                                      resource_version=resource_version, timeout_seconds=15):
-        if event["type"] == "DELETED":
-            return event["object"]
-    raise AssertionError(f"pod {name} was not removed")
 
 
 def test_active_deadline_stops_the_process_and_fails_the_pod_deadline_exceeded(pcore):
