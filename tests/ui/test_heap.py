@@ -29,12 +29,13 @@ def test_freeze_moves_every_live_object_out_of_collection_once_per_process(unfro
     assert gc.get_freeze_count() == 0
     kept = [[i] for i in range(1000)]  # container objects alive at the freeze
     frozen = heap.freeze()
-    assert frozen == gc.get_freeze_count() > len(kept)
+    # a frozen object that dies leaves the count (in the full suite, threads of earlier tests free some meanwhile)
+    assert frozen >= gc.get_freeze_count() > len(kept)
     assert gc.get_threshold()[0] == heap.GEN0_THRESHOLD != 700
     collected = {id(x) for x in gc.get_objects()}  # what collections walk: none of the frozen objects
     assert gc.is_tracked(kept[0]) and not {id(x) for x in kept} & collected
     later = [[i] for i in range(1000)]  # made after the freeze: collected as usual, and a second call freezes nothing
-    assert heap.freeze() == frozen == gc.get_freeze_count()
+    assert heap.freeze() <= frozen  # a second freeze would add `later` (1,000 more) to the count
     assert id(later[0]) in {id(x) for x in gc.get_objects()}
 
 
