@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +50,18 @@ def announce(logs: Path, what: str) -> str:
     except OSError:  # a reader gone (make demo | tee, Ctrl-C): the log file has it
         pass
     return line
+
+
+def watch(stop: threading.Event, interval: float, check: Callable[[], object]) -> None:
+    """Call ``check`` every ``interval`` seconds until ``stop`` is set (both watchdogs' thread)."""
+    while not stop.wait(interval):
+        try:
+            check()
+        except Exception as exc:  # noqa: BLE001 - a watchdog that dies silently is what it exists to prevent
+            try:
+                print(f"[stack] watchdog error: {exc!r}", file=sys.stderr, flush=True)
+            except OSError:
+                pass
 
 
 class Watchdog:
@@ -122,15 +133,7 @@ class Watchdog:
                                                  f"restarted it as pid {proc.pid}, its log is {log}"))
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception as exc:  # noqa: BLE001 - a watchdog that dies silently is what it exists to prevent
-                try:
-                    print(f"[stack] watchdog error: {exc!r}", file=sys.stderr, flush=True)
-                except OSError:
-                    pass
-            time.sleep(0)
+        watch(self._stop, self.interval, self.check)
 
 
 class ProcessWatchdog:
@@ -185,11 +188,4 @@ class ProcessWatchdog:
         return done
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception as exc:  # noqa: BLE001 - a watchdog that dies silently is what it exists to prevent
-                try:
-                    print(f"[stack] watchdog error: {exc!r}", file=sys.stderr, flush=True)
-                except OSError:
-                    pass
+        watch(self._stop, self.interval, self.check)

@@ -20,6 +20,7 @@ import logging
 from operators.platform.admission import AdmissionError, AdmissionRequest, Decision, decide, enforced_platform
 from operators.platform.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, not_served
 from operators.platform.model import QUOTA_NAME
+from operators.training.queued import FIXES
 from operators.training.spec import TrainingJobSpec
 
 
@@ -56,9 +57,9 @@ def apply(decision: Decision, asked: TrainingJobSpec, owner: str, quota_wait: fl
 
 
 NOT_STARTED = "the step was not started (no Job was created)"
+_FIX = FIXES["LocalQueue"]  # the same fix as for Kueue's own "LocalQueue ... doesn't exist"
 NO_LOCAL_QUEUE = ("queueing: kueue, but namespace {namespace} has no LocalQueue {queue} (Kueue would keep the Job "
-                  "suspended until one exists): {consequence}. Run the platform_sync DAG, which creates each team's "
-                  "LocalQueues, or set queueing: quota in the platform file")
+                  "suspended until one exists): {consequence}. " + _FIX[:1].upper() + _FIX[1:])
 
 
 def queue_ready(kube, decision: Decision, namespace: str) -> None:

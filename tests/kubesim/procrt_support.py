@@ -13,6 +13,11 @@ PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "3
                   "images": {"skiff/venv": sys.prefix}}]
 
 
+def as_process_nodes(nodes: list[dict]) -> list[dict]:
+    """``nodes`` (e.g. kubesim's DEFAULT_NODES) as process nodes whose every image is this test run's virtualenv."""
+    return [{**n, "runtime": "process", "images": {"*": sys.prefix}} for n in nodes]
+
+
 def pod(name: str, command: list[str], restart: str = "Never", **spec) -> dict:
     container = {"name": "main", "image": "debian:12", "command": command, **spec.pop("container", {})}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},

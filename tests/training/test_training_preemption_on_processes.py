@@ -8,8 +8,6 @@ wrote meanwhile - resumes from the checkpoint and ends with exactly the model th
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from kubernetes import client
 from kueue_support import logged
@@ -18,6 +16,7 @@ from training_support import operator, sim
 
 from devstack.demo_setup import install_demo_home
 from kubesim.testing import wait_until
+from tests.kubesim.procrt_support import as_process_nodes
 
 TRAIN = ["--epochs", "3", "--samples", "20000", "--throttle", "0.08", "--log-every", "10"]
 
@@ -27,8 +26,7 @@ def process_kueue_server():
     from kubesim.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
 
-    nodes = [{**n, "runtime": "process", "images": {"*": sys.prefix}} for n in DEFAULT_NODES]
-    server = KubeSim(kueue=True, nodes=nodes).start()
+    server = KubeSim(kueue=True, nodes=as_process_nodes(DEFAULT_NODES)).start()
     yield server
     server.stop()
 

@@ -10,7 +10,6 @@ nodes run the argv Skiff builds (``bash -ic SCRIPT ...`` then the program), no A
 
 from __future__ import annotations
 
-import sys
 import threading
 from datetime import timedelta
 
@@ -23,7 +22,7 @@ from training_support import NAMESPACE, make_context, operator
 from kubesim.testing import wait_until
 from operators import TrainingJobFailed
 from operators.training.naming import LABEL_JOB
-from tests.kubesim.procrt_support import last_state_before_removal
+from tests.kubesim.procrt_support import as_process_nodes, last_state_before_removal
 
 # SIGTERM's handler writes "SIGTERM <token>" to $MARK, then exits 42 (a SIGKILL would be 137), or returns and
 # waits on when STUBBORN=1 (a program that goes on ignoring the request to stop)
@@ -61,9 +60,7 @@ def process_server():
     from kubesim.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
 
-    # the image is this test run's virtualenv on PATH (python), on every process node
-    nodes = [{**n, "runtime": "process", "images": {"*": sys.prefix}} for n in DEFAULT_NODES if n["name"].startswith("cpu-")]
-    server = KubeSim(nodes=nodes).start()
+    server = KubeSim(nodes=as_process_nodes([n for n in DEFAULT_NODES if n["name"].startswith("cpu-")])).start()
     yield server
     server.stop()
 
