@@ -8,12 +8,19 @@ histograms in seconds): Skiff's events (``airflow.skiff.*``) become Prometheus s
 ``statsd_exporter_samples_total`` counting every sample as the exporter does (SkiffStatsdSilent reads it).
 Airflow's own metrics are counted and dropped (the chart maps them; the demo's dashboard does not use them).
 
-Pure parts: ``parse_line`` and ``map_name``; ``main`` is the UDP loop and the HTTP endpoint.
+UDP loses what the receiver has no room for, silently: a CPU-starved bridge behind a burst of Airflow's own
+metrics once lost Skiff's failure counts in a full test run. So, as statsd_exporter's ``--statsd.read-buffer``
+does, the socket asks for a large receive buffer (``--read-buffer``, capped by ``net.core.rmem_max`` unless
+root, which may force it), one thread only drains the socket into a queue, and the kernel's drop count for the
+socket is exported as ``statsd_bridge_udp_drops`` (the ``drops`` column of /proc/net/udp): a loss is visible.
+
+Pure parts: ``parse_line``, ``map_name`` and ``udp_drops``; ``main`` is the UDP loop and the HTTP endpoint.
 """
 
 from __future__ import annotations
 
 import argparse
+import queue
 import re
 import signal
 import socket
@@ -27,6 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 HELM_VALUES = REPO / "deploy" / "monitoring" / "helm-values.yaml"
 LINE = re.compile(r"^(?P<name>[^,:]+)(?P<tags>(,[^,:=]+=[^,:]*)*):(?P<value>[-+0-9.eE]+)\|(?P<type>c|ms|g|h)(\|.*)?$")
 TYPES = {"c": "counter", "ms": "observer", "h": "observer", "g": "gauge"}
+READ_BUFFER = 8 << 20  # bytes asked for the socket's receive buffer (a burst of ~10,000 datagrams)
+SO_RCVBUFFORCE = 33  # <asm-generic/socket.h>; root may exceed net.core.rmem_max with it (Python has no name)
 
 
 def parse_line(line: str) -> tuple[str, dict[str, str], float, str] | None:
@@ -92,21 +101,69 @@ class Bridge:
         return self._metrics[key]
 
 
+def udp_drops(proc_net_udp: str, port: int) -> int | None:
+    """The kernel's count of datagrams dropped on the socket bound to 127.0.0.1:``port`` (the last column of
+    /proc/net/udp, whose local address is little-endian hex on x86), or None when no such socket is listed."""
+    want = f"0100007F:{port:04X}"
+    for row in proc_net_udp.splitlines()[1:]:
+        cols = row.split()
+        if len(cols) >= 13 and cols[1].upper() == want:
+            return int(cols[-1])
+    return None
+
+
+def open_socket(port: int, read_buffer: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, read_buffer)
+    except OSError:  # not root: the kernel caps SO_RCVBUF at net.core.rmem_max
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, read_buffer)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+class _Drops:
+    """A collector read at each scrape: the socket's drop count from /proc/net/udp."""
+
+    def __init__(self, port: int):
+        self.port = port
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            drops = udp_drops(Path("/proc/net/udp").read_text(), self.port)
+        except OSError:
+            drops = None
+        if drops is not None:
+            yield GaugeMetricFamily("statsd_bridge_udp_drops", "datagrams the kernel dropped on the bridge's socket "
+                                    "(receive buffer full)", value=drops)
+
+
 def main(argv: list[str] | None = None) -> int:
     from prometheus_client import start_http_server
 
     ap = argparse.ArgumentParser(prog="python -m devstack.statsd_bridge")
     ap.add_argument("--udp-port", type=int, required=True)
     ap.add_argument("--http-port", type=int, required=True)
+    ap.add_argument("--read-buffer", type=int, default=READ_BUFFER, help="socket receive buffer, bytes")
     args = ap.parse_args(argv)
     bridge = Bridge(load_mappings())
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", args.udp_port))
+    sock = open_socket(args.udp_port, args.read_buffer)
+    bridge.registry.register(_Drops(args.udp_port))
     start_http_server(args.http_port, addr="127.0.0.1", registry=bridge.registry)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"statsd bridge ready udp {args.udp_port} http {args.http_port}", flush=True)
+    received: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+
+    def drain() -> None:  # nothing else in this thread: the socket is emptied as fast as the GIL allows
+        while True:
+            received.put(sock.recv(65535))
+
+    threading.Thread(target=drain, daemon=True, name="udp-reader").start()
+    print(f"statsd bridge ready udp {args.udp_port} http {args.http_port} "
+          f"read buffer {sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)} bytes", flush=True)
     while True:
-        data = sock.recv(65535)
+        data = received.get()
         for line in data.decode("utf-8", "replace").splitlines():
             try:
                 bridge.handle(line)

@@ -158,8 +158,12 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
         runs = [stack.trigger(FAILING) for _ in range(more)]
         for r in runs:
             assert stack.wait_run(FAILING, r, timeout=RUN_TIMEOUT_S) == "failed"
-        wait_until(lambda: prom.value(f"sum(skiff_training_failed_total{{{team}}})") == succeeded + 1, 120, 1,
-                   what="every failure in Prometheus")
+        failed = f"sum(skiff_training_failed_total{{{team}}})"
+        try:
+            wait_until(lambda: prom.value(failed) == succeeded + 1, 120, 1, what="every failure in Prometheus")
+        except TimeoutError:  # say what arrived and whether the bridge's socket dropped datagrams
+            raise AssertionError(f"{failed} = {prom.value(failed)}, not {succeeded + 1}; statsd bridge drops: "
+                                 f"{prom.query('statsd_bridge_udp_drops')}") from None
         firing = wait_until(
             lambda: prom.query(f'ALERTS{{alertname="{ALERT}", alertstate="firing", {team}}}'), 180, 2,
             what=f"{ALERT} firing for {DEMO_TEAM}")
