@@ -62,8 +62,17 @@ NO_LOCAL_QUEUE = ("queueing: kueue, but namespace {namespace} has no LocalQueue 
                   "suspended until one exists): {consequence}. " + _FIX[:1].upper() + _FIX[1:])
 
 
+class QueueNotReady(AdmissionError):
+    """No queue can admit the step's Job (Kueue's API not served, or no LocalQueue): a Job an earlier try left
+    suspended in ``namespace`` would never start either (the operator deletes it before failing)."""
+
+    def __init__(self, message: str, namespace: str):
+        super().__init__(message)
+        self.namespace = namespace
+
+
 def queue_ready(kube, decision: Decision, namespace: str) -> None:
-    """Raise ``AdmissionError`` unless Kueue's API is served and the LocalQueue the Job names exists."""
+    """Raise ``QueueNotReady`` unless Kueue's API is served and the LocalQueue the Job names exists."""
     from operators.k8s import KubeError
     from operators.k8s.resource import LOCALQUEUES
 
@@ -72,10 +81,11 @@ def queue_ready(kube, decision: Decision, namespace: str) -> None:
         names = {q["metadata"]["name"] for q in kube.list(LOCALQUEUES, namespace)}
     except KubeError as exc:
         if exc.status == 404:   # the kind is not served: Kueue's CRDs are not installed
-            raise AdmissionError(not_served("LocalQueue", NOT_STARTED)) from None
+            raise QueueNotReady(not_served("LocalQueue", NOT_STARTED), namespace) from None
         raise
     if queue not in names:
-        raise AdmissionError(NO_LOCAL_QUEUE.format(namespace=namespace, queue=queue, consequence=NOT_STARTED))
+        raise QueueNotReady(NO_LOCAL_QUEUE.format(namespace=namespace, queue=queue, consequence=NOT_STARTED),
+                            namespace)
 
 
 def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: float | None,

@@ -261,20 +261,28 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):
         # bad input fails here, then the platform file's rules and the team's quota: before anything is created
-        admitted = admission.admit(self.build_spec(), self.owner, self.kubernetes_conn_id,
-                                   self.follow_settings.quota_wait, self.log, self.priority_class)
+        key = task_instance_key(context)
+        try:
+            admitted = admission.admit(self.build_spec(), self.owner, self.kubernetes_conn_id,
+                                       self.follow_settings.quota_wait, self.log, self.priority_class)
+        except admission.QueueNotReady as exc:  # Kueue gone or no LocalQueue: an earlier try's Job never starts
+            self._drop_left_for_kueue(exc.namespace, key, "no queue can admit it (below), so nothing would ever "
+                                      "start it; this try fails without creating one")
+            raise
         if admitted and admitted.queued:
             self.follow_settings = replace(self.follow_settings, queued=True)
-        key = task_instance_key(context)
         self._manifest = self.build_manifest(key, admitted)
         if not self.follow_settings.queued:  # an earlier try's Job suspended for Kueue would never start now
-            namespace = self._manifest["metadata"]["namespace"]
-            for name in self._jobs().drop_left_for_kueue(namespace, ti_selector(key)):
-                self.log.warning("Deleted Job %s/%s: an earlier try left it suspended in Kueue's queue, but the "
-                                 "platform file does not queue steps in Kueue now (queueing: quota), so nothing "
-                                 "would ever start it; this try creates its own Job (same checkpoint directory)",
-                                 namespace, name)
+            self._drop_left_for_kueue(self._manifest["metadata"]["namespace"], key,
+                                      "the platform file does not queue steps in Kueue now (queueing: quota), so "
+                                      "nothing would ever start it; this try creates its own Job (same checkpoint "
+                                      "directory)")
         return self.execute_resumable(context)
+
+    def _drop_left_for_kueue(self, namespace: str, key: TaskInstanceKey, why: str) -> None:
+        for name in self._jobs().drop_left_for_kueue(namespace, ti_selector(key)):
+            self.log.warning("Deleted Job %s/%s: an earlier try left it suspended in Kueue's queue, but %s",
+                             namespace, name, why)
 
     def _jobs(self):
         from operators.training.jobs import TrainingJobs

@@ -8,7 +8,8 @@ DAG runs it, against kubesim over HTTP:
 * a LocalQueue whose ClusterQueue is gone: Kueue says "ClusterQueue nlp doesn't exist" on the Workload; the step
   fails at once saying so and its suspended Job is deleted;
 * the file switched back to ``queueing: quota`` while an earlier try's Job waits suspended for Kueue: the retry
-  deletes that Job (nothing would ever start it) and runs its own.
+  deletes that Job (nothing would ever start it) and runs its own;
+* Kueue uninstalled while an earlier try's Job waits suspended: the retry fails at once and deletes that Job.
 """
 from __future__ import annotations
 
@@ -147,3 +148,28 @@ async def test_a_queued_follower_that_finds_kueues_api_gone_fails_saying_so(k8s,
         assert out["reason"] == (
             "queueing: kueue, but this cluster does not serve Kueue's API (kueue.x-k8s.io/v1beta2 Workload: 404 Not "
             "Found): the step's suspended Job is deleted (no queue would ever start it). " + HOW_TO_FIX)
+
+
+def test_a_retry_after_kueue_is_gone_deletes_the_job_left_for_it_and_fails_at_once(
+        k8s, team, tmp_path, monkeypatch, capsys):
+    """The file still says ``queueing: kueue`` but the cluster no longer serves Kueue's API (uninstalled): try 1's
+    Job waits suspended in a queue that no longer exists. Try 2 fails at once, as a first try would, and deletes
+    that Job: a later retry after the fix must not find it, and nothing is left suspended for ever."""
+    use_platform(tmp_path, monkeypatch, PLATFORM)
+    store = JsonFileTaskStateStore(tmp_path / "state.json")
+    first = operator("gone", pod_annotations=sim(0.5))
+    from operators.training.jobs import TrainingJobs
+    from operators.training.operator import task_instance_key
+
+    ctx1 = make_context("gone", 1, store)
+    queued = Decision(ADMIT, queue_labels=queue_labels(False, "skiff-scheduled"))
+    old = TrainingJobs(None).create(first.build_manifest(task_instance_key(ctx1), queued))   # what try 1 created
+    store.set(first.external_id_key, old)
+    assert client.BatchV1Api(k8s).read_namespaced_job(old["name"], team).spec.suspend is True
+
+    with pytest.raises(AdmissionError) as info:
+        operator("gone", pod_annotations=sim(0.5)).execute(make_context("gone", 2, store))
+    assert str(info.value).startswith("queueing: kueue, but this cluster does not serve Kueue's API")
+    assert (f"Deleted Job {team}/{old['name']}: an earlier try left it suspended in Kueue's queue, but no queue can "
+            "admit it") in capsys.readouterr().out
+    wait_until(lambda: jobs(k8s, team) == [], timeout=30, what="try 1's suspended Job deleted, none created")
