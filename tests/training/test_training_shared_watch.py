@@ -96,7 +96,8 @@ async def test_triggers_in_one_process_share_the_watches(kubesim, k8s, team):
         logs = kubesim.stats()["by_resource"].get("get pods/log", 0)
         return len(pods) == N and all(p.status.phase == "Running" for p in pods) and logs == N
 
-    await async_wait_until(all_streaming, timeout=20)
+    # the Job watch opens after its list, which may finish after the pods' streams started (seen in a full run)
+    await async_wait_until(lambda: all_streaming() and kubesim.store.watch_count >= 2, timeout=20)
     assert kubesim.store.watch_count == 2  # open now: one Job watch and one pod watch for the namespace
     results = await asyncio.wait_for(runs, timeout=30)
     assert [r["status"] for r in results] == ["success"] * N

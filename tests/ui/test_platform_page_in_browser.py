@@ -51,6 +51,21 @@ class Page(AirflowPage):
     def instance_row(self, timeout: float = 30):
         return self.css(f"tr[data-instance='{NAME}'][data-team='recsys']", timeout)
 
+    def click_in_row(self, selector: str, timeout: float = 30) -> None:
+        """Click ``selector`` in the instance's row; the page re-renders the table on each poll (every 4 s), so a
+        row found just before a re-render is stale by the click: find it again (seen in a full run)."""
+        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.webdriver.common.by import By
+
+        def clicked(_) -> bool:
+            try:
+                self.instance_row(timeout).find_element(By.CSS_SELECTOR, selector).click()
+                return True
+            except StaleElementReferenceException:
+                return False
+
+        self.wait(timeout).until(clicked, f"{selector} in {NAME}'s row never clickable")
+
     def state(self) -> str:
         from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
         from selenium.webdriver.common.by import By
@@ -222,12 +237,12 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         # the password: not in the page until "show", then exactly the Secret's
         password = _secret_password(core)
         assert password not in browser.page_source
-        page.instance_row().find_element(By.CSS_SELECTOR, "button.show-password").click()
+        page.click_in_row("button.show-password")
         assert page.css(f"tr[data-instance='{NAME}'] code.password").text == password
         page.shot("password-shown")
 
         # stop: the state changes on the page without a reload; the password is gone and not offered
-        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='stop']").click()
+        page.click_in_row("button[data-action='stop']")
         page.wait_state("Stopped", timeout=300)
         assert password not in browser.page_source
         assert page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password") == []
@@ -236,10 +251,10 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         _refused_stop_by_bob(stack)
 
         # start: a new password in the Secret; the page shows that one, never the old
-        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='start']").click()
+        page.click_in_row("button[data-action='start']")
         page.wait_state("Running", timeout=300)
         page.wait().until(lambda d: page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password"))
-        page.instance_row().find_element(By.CSS_SELECTOR, "button.show-password").click()
+        page.click_in_row("button.show-password")
         new_password = _secret_password(core)
         assert new_password != password
         assert page.css(f"tr[data-instance='{NAME}'] code.password").text == new_password
@@ -263,7 +278,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         # alice deletes it through the in-page confirmation
         page.login("alice")
         page.open_from_navigation()
-        page.instance_row().find_element(By.CSS_SELECTOR, "button[data-action='delete']").click()
+        page.click_in_row("button[data-action='delete']")
         page.css("#confirm-yes").click()
         page.wait().until(lambda d: NAME not in d.find_element(By.ID, "instances").text or None, 300)
         page.shot("instance-deleted")
