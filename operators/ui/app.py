@@ -8,6 +8,7 @@ with a JSON body (``auth.json_body_only``). The page uses relative URLs only, so
 from __future__ import annotations
 
 import asyncio
+import logging
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -17,7 +18,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from operators.core.checks import short_repr
-from operators.ui import actions, heap, instances, sources, views
+from operators.ui import actions, heap, instances, sources, views, warmup
 from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
@@ -27,6 +28,7 @@ MODULES = ("skiff.js", "skiff-common.js", "skiff-quota.js", "skiff-usage.js", "s
            "skiff-sedna.js", "skiff-i18n.js")
 ASSETS = {**{m: "text/javascript" for m in MODULES}, "skiff.css": "text/css", "skiff.svg": "image/svg+xml"}
 NO_STORE = {"Cache-Control": "no-store"}
+log = logging.getLogger("skiff.ui")
 
 
 def readable_dag_ids(caller: Caller) -> set[str] | None:
@@ -46,7 +48,13 @@ async def _off_loop(fn, *args):
 @asynccontextmanager
 async def lifespan(_: FastAPI):
     """At the api-server's start-up (Airflow enters each mounted app's lifespan once every plugin is mounted, in
-    each worker process): the loaded heap leaves the collected generations (``heap``)."""
+    each worker process, before uvicorn listens): the Execution API is built (``warmup``: else the first task's
+    call builds it on the event loop and every request waits), then the loaded heap, that included, leaves the
+    collected generations (``heap``)."""
+    try:
+        await warmup.warm_execution_api()
+    except Exception:  # the first task's call builds it then, as without the warm-up; the api-server still starts
+        log.warning("could not build the Execution API before serving", exc_info=True)
     heap.freeze()
     heap.watch_pauses()  # after the freeze's own full collection: from here on, what a request waits for
     yield

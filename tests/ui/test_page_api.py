@@ -85,6 +85,16 @@ def test_the_api_server_froze_its_loaded_heap_at_start_up(api_server):
     assert len(frozen) == 1 and frozen[0] > 100_000, frozen  # one worker, one freeze
 
 
+def test_the_api_server_built_its_execution_api_before_it_listened(api_server):
+    """The plugin app's lifespan sent the Execution API its first request (``operators.ui.warmup``): no task's call
+    builds Cadwyn's routers on the event loop while every other request waits (issue 29's 40 s request)."""
+    with api_server.client("alice") as alice:
+        assert alice.get("/api/me").status_code == 200
+    built = re.findall(r"Execution API built before serving: \S+ s \(GET /health -> (\d+)\)",
+                       api_server.log.read_text())
+    assert built == ["200"], built  # one worker, built once, and its health route answered
+
+
 def test_me_names_the_user_their_teams_and_what_airflow_lets_them_trigger(api_server):
     with api_server.client("alice") as alice, api_server.client("carol") as carol, \
             api_server.client("admin") as admin:
