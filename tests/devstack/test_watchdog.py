@@ -65,7 +65,8 @@ def test_a_killed_triggerer_is_restarted_and_the_restart_is_said(fake_standalone
     try:
         triggerer = next(c for c in psutil.Process(proc.pid).children() if c.cmdline()[-1] == "triggerer")
         triggerer.kill()
-        wait_until(lambda: "triggerer" in dog.restarted, 30, what="the triggerer restarted")
+        # said once the restart is written (restarted is set before the line: reading the log then races it)
+        wait_until(lambda: len(dog.restarts) == 1, 30, what="the triggerer restarted and said so")
         new = dog.restarted["triggerer"]
         assert new.poll() is None and psutil.Process(new.pid).cmdline()[-1] == "triggerer"
         said = (logs / "watchdog.log").read_text()
@@ -73,8 +74,8 @@ def test_a_killed_triggerer_is_restarted_and_the_restart_is_said(fake_standalone
         assert "the triggerer exited" in capsys.readouterr().err
         # the restarted one is watched too: killed again, started again
         new.kill()
-        wait_until(lambda: dog.restarted["triggerer"] is not new, 30, what="the triggerer restarted again")
-        assert len(dog.restarts) == 2
+        wait_until(lambda: len(dog.restarts) == 2, 30, what="the triggerer restarted again and said so")
+        assert dog.restarted["triggerer"] is not new
     finally:
         for p in dog.stop():
             p.kill()
@@ -119,7 +120,9 @@ def test_the_production_profiles_components_are_restarted_loudly_unless_stopped_
     try:
         victim = procs["triggerer-1"]
         victim.kill()  # SIGKILL, as the OOM killer would
-        wait_until(lambda: started == ["triggerer-1"], 30, what="triggerer-1 restarted")
+        # said once the restart is written (restart() runs before the line: reading the log then races it)
+        wait_until(lambda: len(dog.restarts) == 1, 30, what="triggerer-1 restarted and said so")
+        assert started == ["triggerer-1"]
         assert procs["triggerer-1"] is not victim and procs["triggerer-1"].poll() is None
         said = (logs / "watchdog.log").read_text()
         assert f"the triggerer-1 exited (code -9): restarted it as pid {procs['triggerer-1'].pid}" in said
