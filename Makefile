@@ -70,7 +70,7 @@ code-server:
 # A PostgreSQL / Redis already answering on 127.0.0.1 (the project's machines run both) is used through
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
-# about 4 minutes of the 2-core machine (docs/development.md, `make soak`).
+# 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
 test: venv browser kubectl sshd services monitoring bubblewrap
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not known_defect"
 
