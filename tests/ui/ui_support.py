@@ -61,6 +61,19 @@ class AirflowPage:
         self.css("input[name='username']").send_keys(user)
         self.d.find_element(By.CSS_SELECTOR, "input[name='password']").send_keys(self.password(user))
         self.d.find_element(By.CSS_SELECTOR, "button[type='submit']").click()
+        self.wait_navigated_from("input[name='username']")
+
+    def wait_navigated_from(self, selector: str, timeout: float = 60) -> None:
+        """Wait until the page that had ``selector`` is gone: a command sent while the browser navigates fails with
+        "aborted by navigation" (seen in a full run, opening Skiff right after the login), so those are retried
+        here, where a navigation is what is waited for."""
+        from selenium.common.exceptions import WebDriverException
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(self.d, timeout, ignored_exceptions=(WebDriverException,)).until(
+            lambda d: d.execute_script("return document.readyState") == "complete"
+            and not d.find_elements(By.CSS_SELECTOR, selector), f"still on the page with {selector}")
 
     def open_from_navigation(self) -> None:
         """Click "Skiff" in Airflow's navigation: the React app renders inside the UI's page (no frame)."""
