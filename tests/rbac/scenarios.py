@@ -27,6 +27,7 @@ from operators.rbac import BOUND_IN, FEATURES, apply_manifests, install_manifest
 
 SKIFF_NS, SKIFF_SA = "airflow", "skiff"
 SKIFF_USER = f"system:serviceaccount:{SKIFF_NS}:{SKIFF_SA}"
+
 TEAM = "recsys"
 SEDNA_NS = "default"                      # tests/sedna's samples live there: bound like a team namespace
 BOUND = (TEAM, SEDNA_NS)
@@ -100,6 +101,14 @@ def denied(sim, atom: Atom) -> bool:
 def skiff_denials(sim) -> list[str]:
     return [f"{d.verb} {d.resource}{'/' + d.subresource if d.subresource else ''}.{d.api_group} "
             f"ns={d.namespace} name={d.name}" for d in sim.access.denials if d.user.name == SKIFF_USER]
+
+
+def stack_skiff_denials(stack) -> list[dict]:
+    """``skiff_denials`` of a running stack's kubesim process, through its ``/kubesim/denials``, oldest first."""
+    import httpx
+
+    got = httpx.get(f"{stack.kubesim_url}/kubesim/denials", timeout=10).json()["denials"]
+    return [d for d in got if d["user"] == SKIFF_USER]
 
 
 @dataclass

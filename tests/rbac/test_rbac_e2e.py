@@ -9,14 +9,9 @@ import httpx
 import pytest
 import yaml
 
-from tests.rbac.scenarios import SKIFF_USER
+from tests.rbac.scenarios import stack_skiff_denials
 
 pytestmark = pytest.mark.e2e
-
-
-def _skiff_denials(stack) -> list[dict]:
-    got = httpx.get(f"{stack.kubesim_url}/kubesim/denials", timeout=10).json()["denials"]
-    return [d for d in got if d["user"] == SKIFF_USER]
 
 
 def test_airflow_acts_as_skiffs_service_account_under_enforcement(team_stack):
@@ -32,4 +27,4 @@ def test_airflow_acts_as_skiffs_service_account_under_enforcement(team_stack):
     # Secrets are not Skiff's to list
     headers = {"Authorization": f"Bearer {user['user']['token']}"}
     assert httpx.get(f"{stack.kubesim_url}/api/v1/secrets", headers=headers, timeout=10).status_code == 403
-    assert any(d["resource"] == "secrets" and d["verb"] == "list" for d in _skiff_denials(stack))
+    assert any(d["resource"] == "secrets" and d["verb"] == "list" for d in stack_skiff_denials(stack))

@@ -8,14 +8,13 @@ pipeline and the failing run must be refused nothing.
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from devstack.testing import profile_params
 from kubesim.testing import wait_until
-from tests.rbac.scenarios import SKIFF_USER
+from tests.rbac.scenarios import stack_skiff_denials
 
 pytestmark = [pytest.mark.e2e]
 NAMESPACE = "recsys"
@@ -25,12 +24,6 @@ NAMESPACE = "recsys"
 def stack(request):
     """The session's stack of each profile, with the demo team's ``recsys`` queue and alice's default PVC."""
     return request.getfixturevalue("team_stack" if request.param == "standalone" else "prod_team_stack")
-
-
-def _skiff_denials(stack) -> list[dict]:
-    """Every request of Skiff's ServiceAccount kubesim refused so far."""
-    got = httpx.get(f"{stack.kubesim_url}/kubesim/denials", timeout=10).json()["denials"]
-    return [d for d in got if d["user"] == SKIFF_USER]
 
 
 def _jobs(stack, task_id: str) -> list:
@@ -43,7 +36,7 @@ def _jobs(stack, task_id: str) -> list:
 # context of the trigger that started it. tests/training/test_training_shared_watch.py pins the cause.
 @pytest.mark.parametrize("stack", ["standalone", pytest.param("prod", marks=pytest.mark.prod)], indirect=True)
 def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack):
-    denied = len(_skiff_denials(stack))
+    denied = len(stack_skiff_denials(stack))
     run_id = stack.trigger("training_recommendation_daily")
     assert stack.wait_run("training_recommendation_daily", run_id, timeout=240) == "success"
     log = stack.task_log("training_recommendation_daily", run_id, "train")
@@ -53,11 +46,11 @@ def test_example_pipeline_succeeds_deferred_with_pod_logs_in_the_task_log(stack)
     # last lines of a trigger that fires right after them)
     assert "Last 12 log lines of the Job's pods" in log and "\nline 12\n" in log
     assert "Job recsys/" in log and "succeeded" in log
-    assert _skiff_denials(stack)[denied:] == []  # watches, live logs, Jobs: nothing refused under RBAC
+    assert stack_skiff_denials(stack)[denied:] == []  # watches, live logs, Jobs: nothing refused under RBAC
 
 
 def test_failure_sends_the_alert_with_the_reason(stack):
-    denied = len(_skiff_denials(stack))
+    denied = len(stack_skiff_denials(stack))
     run_id = stack.trigger("training_failure_demo")
     assert stack.wait_run("training_failure_demo", run_id, timeout=180) == "failed"
     subject = "[Skiff] training_failure_demo.train_too_big failed: OOMKilled"
@@ -65,7 +58,7 @@ def test_failure_sends_the_alert_with_the_reason(stack):
                       what="alert")
     body = mail.get_body(("html", "plain")).get_content()
     assert "line 60" in body and "train_too_big" in body and "/dags/training_failure_demo/" in body
-    assert _skiff_denials(stack)[denied:] == []  # events, Job deletion, the alert: nothing refused under RBAC
+    assert stack_skiff_denials(stack)[denied:] == []  # events, Job deletion, the alert: nothing refused under RBAC
 
 
 def test_worker_crash_then_retry_reattaches_to_the_same_job(stack):

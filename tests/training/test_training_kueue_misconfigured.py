@@ -98,6 +98,20 @@ def test_a_job_whose_cluster_queue_is_gone_fails_at_once_with_kueues_words_and_i
     wait_until(lambda: jobs(api, "nlp") == [], timeout=30, what="the suspended Job deleted")
 
 
+def _left_suspended_by_try_1(task: str, store, k8s, team: str) -> dict:
+    """What try 1 of ``task`` created under ``queueing: kueue``: its Job, suspended in LocalQueue skiff, its id in
+    the task state store."""
+    from operators.training.jobs import TrainingJobs
+    from operators.training.operator import task_instance_key
+
+    first = operator(task, pod_annotations=sim(0.5))
+    queued = Decision(ADMIT, queue_labels=queue_labels(False, "skiff-scheduled"))
+    old = TrainingJobs(None).create(first.build_manifest(task_instance_key(make_context(task, 1, store)), queued))
+    store.set(first.external_id_key, old)
+    assert client.BatchV1Api(k8s).read_namespaced_job(old["name"], team).spec.suspend is True
+    return old
+
+
 def test_a_retry_after_switching_back_to_quota_deletes_the_job_left_for_kueue_and_runs_its_own(
         k8s, team, tmp_path, monkeypatch, capsys):
     """The earlier try ran under ``queueing: kueue``: its Job is suspended in LocalQueue skiff (on this cluster
@@ -105,15 +119,7 @@ def test_a_retry_after_switching_back_to_quota_deletes_the_job_left_for_kueue_an
     its task state store, must not reattach to it."""
     use_platform(tmp_path, monkeypatch, QUOTA_PLATFORM)
     store = JsonFileTaskStateStore(tmp_path / "state.json")
-    first = operator("switched", pod_annotations=sim(0.5))
-    from operators.training.jobs import TrainingJobs
-    from operators.training.operator import task_instance_key
-
-    ctx1 = make_context("switched", 1, store)
-    queued = Decision(ADMIT, queue_labels=queue_labels(False, "skiff-scheduled"))
-    old = TrainingJobs(None).create(first.build_manifest(task_instance_key(ctx1), queued))   # what try 1 created
-    store.set(first.external_id_key, old)
-    assert client.BatchV1Api(k8s).read_namespaced_job(old["name"], team).spec.suspend is True
+    old = _left_suspended_by_try_1("switched", store, k8s, team)
 
     retry = operator("switched", pod_annotations=sim(0.5))
     result = retry.execute(make_context("switched", 2, store))   # its own logger: the mixin logs with key=values
@@ -157,15 +163,7 @@ def test_a_retry_after_kueue_is_gone_deletes_the_job_left_for_it_and_fails_at_on
     that Job: a later retry after the fix must not find it, and nothing is left suspended for ever."""
     use_platform(tmp_path, monkeypatch, PLATFORM)
     store = JsonFileTaskStateStore(tmp_path / "state.json")
-    first = operator("gone", pod_annotations=sim(0.5))
-    from operators.training.jobs import TrainingJobs
-    from operators.training.operator import task_instance_key
-
-    ctx1 = make_context("gone", 1, store)
-    queued = Decision(ADMIT, queue_labels=queue_labels(False, "skiff-scheduled"))
-    old = TrainingJobs(None).create(first.build_manifest(task_instance_key(ctx1), queued))   # what try 1 created
-    store.set(first.external_id_key, old)
-    assert client.BatchV1Api(k8s).read_namespaced_job(old["name"], team).spec.suspend is True
+    old = _left_suspended_by_try_1("gone", store, k8s, team)
 
     with pytest.raises(AdmissionError) as info:
         operator("gone", pod_annotations=sim(0.5)).execute(make_context("gone", 2, store))

@@ -53,18 +53,12 @@ class Page(AirflowPage):
 
     def click_in_row(self, selector: str, timeout: float = 30) -> None:
         """Click ``selector`` in the instance's row; the page re-renders the table on each poll (every 4 s), so a
-        row found just before a re-render is stale by the click: find it again (seen in a full run)."""
-        from selenium.common.exceptions import StaleElementReferenceException
+        row found just before a re-render is stale by the click: find it again (seen in a full run; ``wait``
+        ignores stale elements)."""
         from selenium.webdriver.common.by import By
 
-        def clicked(_) -> bool:
-            try:
-                self.instance_row(timeout).find_element(By.CSS_SELECTOR, selector).click()
-                return True
-            except StaleElementReferenceException:
-                return False
-
-        self.wait(timeout).until(clicked, f"{selector} in {NAME}'s row never clickable")
+        self.wait(timeout).until(lambda _: self.instance_row(timeout).find_element(By.CSS_SELECTOR, selector).click()
+                                 or True, f"{selector} in {NAME}'s row never clickable")
 
     def state(self) -> str:
         from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
