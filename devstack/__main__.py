@@ -142,6 +142,14 @@ def _gpu_shares(stack: Stack) -> str:
                      for team in ("recsys", "nlp") if (g := rows.get(team, {}).get("nvidia.com/gpu")))
 
 
+def _task_log(stack: Stack, dag_id: str, run_id: str) -> str:
+    """The ``train`` task's log so far; empty while Airflow has none to serve yet."""
+    try:
+        return stack.task_log(dag_id, run_id, "train")
+    except (RuntimeError, OSError):  # not served yet (no try, no log server): the caller waits and asks again
+        return ""
+
+
 def show_kueue(stack: Stack) -> bool:
     """nlp borrows recsys' idle GPUs, recsys' online step reclaims them: Kueue preempts nlp's step, which saves its
     checkpoint on SIGTERM and resumes from it when admitted again. True when both runs succeeded after a
@@ -161,6 +169,15 @@ def show_kueue(stack: Stack) -> bool:
     wait_until(lambda: (j := nlp_job()) is not None and not j.spec.suspend and (j.status.active or 0) > 0,
                RUN_TIMEOUT_S, interval=0.5, what=f"{KUEUE_BORROW}'s Job admitted and running")
     say(f"  admitted and running; GPUs per team queue: {_gpu_shares(stack)} (the page's team cards show the same)")
+    # the task log has the pod's lines only once the deferred task's trigger follows the pod: a pod preempted
+    # and deleted before that takes its lines with it (as on a real cluster), so reclaim only after
+    try:
+        wait_until(lambda: "] epoch 1/" in _task_log(stack, KUEUE_BORROW, borrow), RUN_TIMEOUT_S, interval=1,
+                   what=f"{KUEUE_BORROW}'s task log following its pod")
+        say("  its task log follows the pod: " + next(ln for ln in _task_log(stack, KUEUE_BORROW, borrow)
+                                                      .splitlines() if "] epoch 1/" in ln).strip()[:160])
+    except TimeoutError as exc:
+        say(f"  {exc}")
     say(f"Kueue: {KUEUE_ONLINE} (team recsys, owner alice): an online step on 1 GPU; none is free in the cohort, "
         "so Kueue reclaims recsys' lent GPUs by preempting nlp's borrower ...")
     online = stack.trigger(KUEUE_ONLINE)

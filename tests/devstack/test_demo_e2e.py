@@ -165,6 +165,7 @@ def _kueue_part_as_the_page_says(text: str) -> None:
     assert "switched to queueing: kueue (one cohort; GPUs: recsys 2, nlp 1)" in text, text
     assert re.search(r"admitted and running; GPUs per team queue: recsys: 0 of 2 used, 0 borrowed, 2 lent; "
                      r"nlp: 3 of 1 used, 2 borrowed", text), text
+    assert re.search(r"its task log follows the pod: \[kueue-demo-nlp-borrow-train-\S+\] epoch 1/", text), text
     assert "nlp's Job is suspended (preempted)" in text, text
     assert "kueue_demo_recsys_online: SUCCESS" in text and "kueue_demo_nlp_borrow: SUCCESS" in text, text
     job = re.search(r"Job (nlp/kueue-demo-nlp-borrow-train-\S+-t1) was preempted by Kueue at \S+: Preempted to "

@@ -92,7 +92,9 @@ class AirflowPage:
               const el = n.parentElement;
               if (!n.textContent.trim() || el.closest("[translate='no']")) continue;
               if (el.closest(".hidden") || getComputedStyle(el).display === "none") continue;
-              out.push(n.textContent.trim());
+              // an SVG tooltip cannot hold a translate="no" element: its value is its bar's data-user
+              const value = el.tagName === "title" && el.parentElement.dataset.user;
+              out.push(value ? n.textContent.split(value).join(" ").trim() : n.textContent.trim());
             }
             for (const el of root.querySelectorAll("input[placeholder]")) out.push(el.placeholder);
             return out;""")
