@@ -109,3 +109,22 @@ def test_the_failure_demo_arguments_allocate_past_a_gibibyte(tmp_path):
     assert done.returncode != 0
     assert "batch 4096: about 6.00 GiB of activations" in done.stdout
     assert "MemoryError" in done.stderr or "Unable to allocate" in done.stderr
+
+
+def test_two_steps_writing_the_same_output_at_once_both_succeed(tmp_path, monkeypatch):
+    """A scheduled and a manual run of one day both write /root/features/<day>/train.npz: each in a pod of its own,
+    where both processes can have the same pid. The demo's atomic write must not share a temporary name between
+    them (with ``<path>.tmp-<pid>`` the second renamed the first's file away: FileNotFoundError, a failed try)."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import demo_lib
+
+    path = str(tmp_path / "features" / "train.npz")
+
+    def outer(f):
+        f.write(b"first")
+        demo_lib.atomic_write(path, lambda g: g.write(b"second"))  # the other pod's write, while this one writes
+
+    demo_lib.atomic_write(path, outer)
+    assert Path(path).read_bytes() == b"first"            # the later rename wins, whole
+    assert os.listdir(tmp_path / "features") == ["train.npz"]  # no temporary file left behind
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"

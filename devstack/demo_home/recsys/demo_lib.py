@@ -11,11 +11,13 @@ simple_value = 2 float), encoded here by hand so the demo needs no TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import socket
 import struct
+import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one thread: deterministic sums, fair on a shared machine
@@ -85,14 +87,22 @@ def params_sha256(params: dict) -> str:
 
 # ---- files ---------------------------------------------------------------------------------------------------------
 def atomic_write(path: str, write) -> None:
-    """``write(file)`` into a temporary file beside ``path``, then rename it over ``path``."""
+    """``write(file)`` into a temporary file beside ``path``, then rename it over ``path``. The temporary name is
+    random, not the pid: two steps writing the same output at once (a scheduled and a manual run of one day)
+    run in pods of their own, where both processes can be pid 3, and one would rename the other's file away."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        write(f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # what open() gives under the usual umask, not mkstemp's 0600
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def save_npz(path: str, **arrays) -> None:
