@@ -42,12 +42,15 @@ class Cgroups:
 
     def __init__(self, root: str = "/sys/fs/cgroup"):
         self.version, self.memory_base, self.cpu_base, self.problem = None, None, None, None
+        self.memory_mount = self.cpu_mount = None   # where each hierarchy is mounted: what a container sees there
         mem_v1 = os.path.join(root, "memory")
         if os.path.exists(os.path.join(mem_v1, "memory.limit_in_bytes")):
             self.memory_base = _try_group(mem_v1 + _own_path("memory"))
+            self.memory_mount = os.path.realpath(mem_v1)
             cpu_v1 = os.path.join(root, "cpu")
             if os.path.exists(os.path.join(cpu_v1, "cpu.cfs_quota_us")):
                 self.cpu_base = _try_group(cpu_v1 + _own_path("cpu"))
+                self.cpu_mount = os.path.realpath(cpu_v1)       # Debian: cpu -> cpu,cpuacct
             self.version = "v1" if self.memory_base else None
         if self.memory_base is None:
             v2 = root if os.path.exists(os.path.join(root, "cgroup.controllers")) else os.path.join(root, "unified")
@@ -59,16 +62,18 @@ class Cgroups:
                 self.memory_base = _try_group(v2 + _own_path(None))
                 self.cpu_base = self.memory_base if "cpu" in controllers else None
                 self.version = "v2" if self.memory_base else None
+                self.memory_mount = self.cpu_mount = root       # a container's cgroup namespace shows it here
         if self.memory_base is None:
             self.problem = (f"no writable memory cgroup under {root} (kubesim runs without root or without "
                             "cgroup access): container memory and CPU limits are NOT enforced")
 
     def group(self, name: str, memory_bytes: int | None, milli_cpu: int | None) -> Group:
-        dirs, mem_dir = [], None
+        dirs, mem_dir, views = [], None, []
         if self.memory_base:
             mem_dir = os.path.join(self.memory_base, name)
             os.makedirs(mem_dir, exist_ok=True)
             dirs.append(mem_dir)
+            views.append((mem_dir, self.memory_mount))
             if memory_bytes:
                 limit_file = "memory.limit_in_bytes" if self.version == "v1" else "memory.max"
                 _write(os.path.join(mem_dir, limit_file), str(memory_bytes))
@@ -83,7 +88,8 @@ class Cgroups:
                 _write(os.path.join(cpu_dir, "cpu.max"), f"{quota} {PERIOD_US}")
             if cpu_dir not in dirs:
                 dirs.append(cpu_dir)
-        return Group(dirs, mem_dir, self.version)
+                views.append((cpu_dir, self.cpu_mount))
+        return Group(dirs, mem_dir, self.version, views)
 
     def remove_base(self) -> None:
         for base in {self.memory_base, self.cpu_base} - {None}:
@@ -101,8 +107,13 @@ def _write(path: str, text: str) -> None:
 class Group:
     """One container's groups: join them (in the child before exec), read its OOM kills, kill all, remove."""
 
-    def __init__(self, dirs: list[str], memory_dir: str | None, version: str | None):
+    def __init__(self, dirs: list[str], memory_dir: str | None, version: str | None,
+                 views: list[tuple[str, str]] | None = None):
         self.dirs, self.memory_dir, self.version = dirs, memory_dir, version
+        # (group dir, where the container sees it): runc bind-mounts a v1 container's own group read-only on
+        # /sys/fs/cgroup/<controller> (libcontainer/rootfs_linux.go mountCgroupV1) and mounts cgroup2 inside the
+        # container's cgroup namespace on v2 (mountCgroupV2), so a process reads its own limit where it looks
+        self.views = views or []
 
     def join(self) -> None:
         """Called in the child between fork and exec: every process it starts stays in the groups."""

@@ -200,7 +200,7 @@ class ProcessRuntime:
         if layer is not None:
             launch = replace(launch, mounts=[*layer.mount(), *launch.mounts])
         group = self.cgroups.group(group_name, memory_bytes, milli_cpu)
-        argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0)]
+        argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0, group.views)]
         argv[3] = tool("bwrap")
         argv[argv.index("--info-fd") + 1] = "{info}"
         proc, pid = await _spawn(argv, launch.env, preexec=group.join)

@@ -83,8 +83,10 @@ def mount_target(target: str) -> str:
     return target
 
 
-def container_args(launch: Launch, tmp_dir: str, info_fd: int) -> list[str]:
-    """bwrap's argv for one container (run inside the pod's network namespace)."""
+def container_args(launch: Launch, tmp_dir: str, info_fd: int,
+                   cgroup_views: list[tuple[str, str]] = ()) -> list[str]:
+    """bwrap's argv for one container (run inside the pod's network namespace); ``cgroup_views``: the container's
+    own cgroup directories and where it sees them (read-only, as runc mounts them for an unprivileged one)."""
     targets = [m.target for m in launch.mounts] + ([launch.cwd] if launch.cwd else [])
     args = ["bwrap", *root_args(targets), "--dev", "/dev", "--proc", "/proc", "--bind", tmp_dir, "/tmp",
             "--tmpfs", "/run",
@@ -92,6 +94,8 @@ def container_args(launch: Launch, tmp_dir: str, info_fd: int) -> list[str]:
             "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
     for m in sorted(launch.mounts, key=lambda m: m.target.count("/")):
         args += ["--ro-bind" if m.read_only else "--bind", m.host, mount_target(m.target)]
+    for host, target in cgroup_views:
+        args += ["--ro-bind", host, target]
     if launch.cwd:
         args += ["--chdir", launch.cwd]
     return [*args, "--", *launch.argv]

@@ -25,6 +25,27 @@ def test_going_over_the_memory_limit_is_a_kernel_oom_kill_reported_as_oomkilled_
     assert (term.exit_code, term.reason) == (137, "OOMKilled")
 
 
+def test_a_container_reads_its_own_limits_where_runc_mounts_its_cgroup(pcore):
+    """runc mounts a container's own cgroup read-only at /sys/fs/cgroup/<controller> (v1, rootfs_linux.go
+    mountCgroupV1) or cgroup2 in its cgroup namespace at /sys/fs/cgroup (v2): a process sizing itself by its
+    limit (the JVM, numpy's users, the demo's train.py) reads the pod's limit, not the host's. Read-only."""
+    from kubesim.procrt.cgroups import Cgroups
+    version = Cgroups().version
+    if version is None:
+        import pytest
+        pytest.skip("no writable cgroup on this machine: limits are off (said at kubesim's start)")
+    files = {"v1": ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+             "v2": ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/cpu.max")}[version]
+    script = f"cat {files[0]} {files[1]}; (echo x > {files[0]}) 2>/dev/null && echo writable || echo read-only"
+    pcore.create_namespaced_pod("default", pod("limits", ["bash", "-c", script], container={
+        "resources": {"limits": {"memory": "96Mi", "cpu": "250m"}}}))
+    phase_is(pcore, "limits", "Succeeded", timeout=30)
+    memory, cpu, mode = log(pcore, "limits").split("\n")[:3]
+    assert memory == str(96 * 2**20)
+    assert cpu == ("25000" if version == "v1" else "25000 100000")   # MilliCPUToQuota: 250m of a 100 ms period
+    assert mode == "read-only"
+
+
 def test_a_command_that_does_not_exist_fails_to_start_with_the_runtimes_message(pcore):
     """runc's exec lookup fails: containerd's StartError, exit code 128, the message in the status and
     an Event `Error: ...`; the pod (restartPolicy Never) fails instead of hanging."""
