@@ -172,10 +172,10 @@ def show_kueue(stack: Stack) -> bool:
     # the task log has the pod's lines only once the deferred task's trigger follows the pod: a pod preempted
     # and deleted before that takes its lines with it (as on a real cluster), so reclaim only after
     try:
-        wait_until(lambda: "] epoch 1/" in _task_log(stack, KUEUE_BORROW, borrow), RUN_TIMEOUT_S, interval=1,
-                   what=f"{KUEUE_BORROW}'s task log following its pod")
-        say("  its task log follows the pod: " + next(ln for ln in _task_log(stack, KUEUE_BORROW, borrow)
-                                                      .splitlines() if "] epoch 1/" in ln).strip()[:160])
+        line = wait_until(lambda: next((ln for ln in _task_log(stack, KUEUE_BORROW, borrow).splitlines()
+                                        if "] epoch 1/" in ln), None),
+                          RUN_TIMEOUT_S, interval=1, what=f"{KUEUE_BORROW}'s task log following its pod")
+        say(f"  its task log follows the pod: {line.strip()[:160]}")
     except TimeoutError as exc:
         say(f"  {exc}")
     say(f"Kueue: {KUEUE_ONLINE} (team recsys, owner alice): an online step on 1 GPU; none is free in the cohort, "

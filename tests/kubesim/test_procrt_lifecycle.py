@@ -2,6 +2,8 @@
 containers, env and volumes, as a kubelet over containerd reports them (kubesim/procrt cites the sources)."""
 from __future__ import annotations
 
+import pytest
+
 from tests.kubesim.procrt_support import events_for, log, phase_is, pod
 
 
@@ -32,7 +34,6 @@ def test_a_container_reads_its_own_limits_where_runc_mounts_its_cgroup(pcore):
     from kubesim.procrt.cgroups import Cgroups
     version = Cgroups().version
     if version is None:
-        import pytest
         pytest.skip("no writable cgroup on this machine: limits are off (said at kubesim's start)")
     files = {"v1": ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
              "v2": ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/cpu.max")}[version]
