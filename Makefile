@@ -19,7 +19,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 demo: venv bubblewrap sshd services monitoring
 	$(BIN)/python -m devstack demo $(if $(KUEUE),--kueue)
 
-# Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/procrt).
+# Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/kubelet/procrt).
 bubblewrap:
 	@if [ -x /usr/bin/bwrap ]; then echo "bubblewrap: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; fi

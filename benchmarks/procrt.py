@@ -1,4 +1,4 @@
-"""kubesim's process nodes (kubesim/procrt) side by side with its scripted nodes, in one kubesim process:
+"""kubesim's process nodes (kubesim/kubelet/procrt) side by side with its scripted nodes, in one kubesim process:
 pod create -> Running (p50/p95, target p95 <= 500 ms), a 1-second Job create -> Complete (target <= 2.5 s),
 20 CPU-bound training pods at once on this machine's cores, and the memory an idle pod costs."""
 

@@ -20,7 +20,7 @@ def _setup(kubeconfig: Path) -> str:
     """Skiff's RBAC, TEAMS team namespaces with Skiff's and the members' RoleBindings, a PVC; returns Skiff's token."""
     from kubernetes import client, config
 
-    from kubesim.authz import request_token
+    from kubesim.apiserver.auth.authz import request_token
     from operators.k8s import Kube
     from operators.rbac import apply_manifests, install_manifests, team_manifests
 

@@ -168,7 +168,7 @@ def run() -> str:
 
     from devstack.airflow_env import SCRIPTED_NODES_ENV, airflow_env
     from devstack.stack import BIN, _spawn, free_port
-    from kubesim.nodes import DEFAULT_NODES
+    from kubesim.kubelet.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
     from kubesim.testing import wait_until
     from operators.k8s.rest import Kube

@@ -79,7 +79,7 @@ with DAG(
 
 # ---- not part of the pipeline a team copies: kubesim's scripted nodes (the test stacks') run no process, so there a
 # pod's `kubesim.io/*` annotations script its outcome (how long, which lines). devstack sets
-# SKIFF_KUBESIM_SCRIPTED_NODES only for such stacks; on the demo's process nodes (kubesim/procrt) and on a real
+# SKIFF_KUBESIM_SCRIPTED_NODES only for such stacks; on the demo's process nodes (kubesim/kubelet/procrt) and on a real
 # cluster the steps run the scripts above for real.
 if os.environ.get("SKIFF_KUBESIM_SCRIPTED_NODES") == "1":
     for _task, (_seconds, _lines) in {"preprocess": (4, 8), "train": (8, 12), "evaluate": (3, 5)}.items():

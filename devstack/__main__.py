@@ -78,7 +78,7 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
 
 def show_dev_instance(stack: Stack) -> None:
     """alice, logged in, creates her development instance through dev_instance_create; print how to open it.
-    The demo's nodes run it for real (kubesim/procrt): its start-up script starts JupyterLab, TensorBoard and
+    The demo's nodes run it for real (kubesim/kubelet/procrt): its start-up script starts JupyterLab, TensorBoard and
     sshd, reached through the tcp-services ports on this machine's loopback, all behind the instance's password
     (on alice's page, never printed here)."""
     import shutil

@@ -275,8 +275,8 @@ class Stack:
         key: reading one said "scripted" for the demo's nodes, and the demo's pipeline printed scripted lines)."""
         if not self.nodes_file:
             return True
-        from kubesim.nodes import load_nodes_file
-        from kubesim.procrt.pods import is_process_node
+        from kubesim.kubelet.nodes import load_nodes_file
+        from kubesim.kubelet.procrt.pods import is_process_node
 
         return not all(is_process_node(node) for node in load_nodes_file(str(self.nodes_file)))
 

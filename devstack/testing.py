@@ -101,7 +101,7 @@ def prod_stack(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def process_stack(tmp_path_factory):
-    """A stack on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/procrt runs every pod as real
+    """A stack on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/kubelet/procrt runs every pod as real
     processes), with the example teams, shared by every module that asks for it: those tests run one after the
     other (``pytest_collection_modifyitems``), so it starts once."""
     stack = _start_stack("standalone", tmp_path_factory, key="procrt", nodes_file=REPO / "devstack" / "demo_nodes.yaml")

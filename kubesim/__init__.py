@@ -2,10 +2,10 @@
 
 `KubeSim` runs it in-process; `python -m kubesim` runs it as a process. See INTERNALS.md.
 """
-from kubesim.errors import ApiError
-from kubesim.registry import Registry, ResourceType
+from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.registry.kinds import Registry, ResourceType
+from kubesim.apiserver.registry.store import AdmissionRequest, Clock, Store
 from kubesim.server import KubeSim, write_kubeconfig
-from kubesim.store import AdmissionRequest, Clock, Store
 
 __all__ = ["AdmissionRequest", "ApiError", "Clock", "KubeSim", "Registry", "ResourceType", "Store",
            "write_kubeconfig"]

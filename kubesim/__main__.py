@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kubesim", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
     parser.add_argument("--kubeconfig", required=True, help="where to write a kubeconfig for this server")
-    parser.add_argument("--nodes", default=None, help="a nodes file (see kubesim/nodes.py) instead of the defaults")
+    parser.add_argument("--nodes", default=None, help="a nodes file (see kubesim/kubelet/nodes.py) instead of the defaults")
     parser.add_argument("--authz", choices=["none", "rbac"], default="none",
                         help="rbac: authenticate tokens and enforce RBAC (the kubeconfig written is the admin's)")
     parser.add_argument("--kueue", action="store_true", help="install Kueue's CRDs (kubesim/kueue simulates Kueue)")

@@ -12,7 +12,7 @@ binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and 
 
 What it does not simulate (differences from a real cluster): on scripted nodes (the default) no containers
 run (outcomes are scripted by `kubesim.io/*` annotations) and a deleted pod goes at once (with finalizers its
-containers are killed with exit 137); process nodes (`runtime: process`) really run pods (kubesim/procrt) and
+containers are killed with exit 137); process nodes (`runtime: process`) really run pods (kubesim/kubelet/procrt) and
 delete them gracefully and run their probes; no probes on scripted nodes (a running container is ready); no metrics server (HPAs
 only keep their target within bounds); no preemption, pod/node affinity between pods, topology spread,
 DaemonSets, CronJobs, PersistentVolumes or storage classes (a PVC is Bound at once with the capacity it
@@ -27,12 +27,17 @@ import os
 import threading
 from collections.abc import Iterable
 
-from kubesim import bootstrap, gc, kubelet, kueue, quota, scheduler, serviceaccounts, validation, workloads
-from kubesim.controller import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
-from kubesim.errors import ApiError
-from kubesim.nodes import load_nodes_file, node_manifests
-from kubesim.procrt.network import LoopbackServices
-from kubesim.procrt.pods import is_process_node
+from kubesim import kueue
+from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.admission import resourcequota as quota
+from kubesim.apiserver.admission import serviceaccount as serviceaccounts
+from kubesim.apiserver.admission import validation
+from kubesim.controllers import bootstrap, gc, scheduler, workloads
+from kubesim.controllers.framework import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
+from kubesim.kubelet import kubelet
+from kubesim.kubelet.nodes import load_nodes_file, node_manifests
+from kubesim.kubelet.procrt.pods import is_process_node
+from kubesim.kubeproxy.services import LoopbackServices
 
 log = logging.getLogger("kubesim.cluster")
 
@@ -40,7 +45,7 @@ log = logging.getLogger("kubesim.cluster")
 class Cluster:
     """Controllers, scheduler and kubelets of a simulated cluster on `store`.
 
-    `nodes`: Node manifests or compact node specs (see `kubesim.nodes`), or the path of a `--nodes FILE`;
+    `nodes`: Node manifests or compact node specs (see `kubesim.kubelet.nodes`), or the path of a `--nodes FILE`;
     default: `nodes.DEFAULT_NODES`.
     """
 
@@ -140,7 +145,7 @@ class Cluster:
 def components(cluster: Cluster) -> tuple[list, list]:
     """The admission plugins (in order) and the controllers of a cluster: the one place a new component
     is registered. An admission plugin is `plugin(AdmissionRequest)` (mutate `req.obj` or raise ApiError);
-    a controller is a `kubesim.controller.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
+    a controller is a `kubesim.controllers.framework.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)

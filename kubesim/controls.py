@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from kubesim.errors import REASONS, ApiError
-from kubesim.wire import Target, error, response
+from kubesim.apimachinery.errors import REASONS, ApiError
+from kubesim.apiserver.endpoints.wire import Target, error, response
 
 
 @dataclass

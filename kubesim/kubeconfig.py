@@ -10,7 +10,7 @@ import yaml
 
 def kubeconfig(url: str, token: str = "kubesim", user: str = "kubesim", namespace: str = "default",
                ca_pem: bytes | None = None) -> dict:
-    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.authz); `ca_pem`: the server's
+    """A kubeconfig for `url`; the default token is kubesim's admin (see kubesim.apiserver.auth.authz); `ca_pem`: the server's
     certificate when it serves HTTPS (kubesim.tls)."""
     cluster = {"server": url}
     if ca_pem:

@@ -11,12 +11,12 @@ from pathlib import Path
 from aiohttp import web
 
 from kubesim import tls as tls_mod
-from kubesim.app import ApiServer
-from kubesim.authz import Access
+from kubesim.apiserver.auth.authz import Access
+from kubesim.apiserver.endpoints.app import ApiServer
+from kubesim.apiserver.endpoints.routes_discovery import GIT_VERSION  # noqa: F401  (kubesim.server.GIT_VERSION)
+from kubesim.apiserver.registry.store import Store
 from kubesim.controls import TestControls
 from kubesim.kubeconfig import kubeconfig, write_kubeconfig  # noqa: F401  (kubesim.server.write_kubeconfig)
-from kubesim.routes_discovery import GIT_VERSION  # noqa: F401  (kubesim.server.GIT_VERSION)
-from kubesim.store import Store
 
 
 def _cluster_class():
@@ -49,7 +49,7 @@ class KubeSim:
         self.controls = TestControls()
         self.cluster = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.access = Access(self.store, enforce=authz == "rbac")    # kubesim.authz: tokens, RBAC
+        self.access = Access(self.store, enforce=authz == "rbac")    # kubesim.apiserver.auth.authz: tokens, RBAC
         self.api = ApiServer(self.store, self.controls, bookmark_interval, self.access)
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()

@@ -8,7 +8,7 @@
 - `kubesim_kueue_server` (session) / `kubesim_kueue` (function, reset): a KubeSim with Kueue installed.
 - `kubesim_rbac_server` (session) / `kubesim_rbac` (function, reset, 403 log cleared): a KubeSim enforcing
   RBAC (`authz="rbac"`); `sync_api_client(url, token="kubesim")` is its admin, a ServiceAccount's client comes
-  from `kubesim.authz.write_service_account_kubeconfig`.
+  from `kubesim.apiserver.auth.authz.write_service_account_kubeconfig`.
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def kubesim_rbac(kubesim_rbac_server):
 
 @pytest.fixture(scope="session")
 def kubesim_kueue_server():
-    from kubesim.nodes import DEFAULT_NODES
+    from kubesim.kubelet.nodes import DEFAULT_NODES
     # two big untainted nodes besides the default set: Kueue's documented examples use 9- to 21-CPU Jobs
     big = [{"name": f"big-{i}", "cpu": 32, "memory": "128Gi"} for i in (1, 2)]
     sim = KubeSim(kueue=True, nodes=DEFAULT_NODES + big).start()

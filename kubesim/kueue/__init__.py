@@ -40,7 +40,7 @@ def crd_manifests() -> list[dict]:
 
 def install(store) -> None:
     """Create Kueue's CRDs in `store` (what `helm install kueue` does first); existing ones are kept."""
-    from kubesim.errors import ApiError
+    from kubesim.apimachinery.errors import ApiError
     rt = store.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     for crd in crd_manifests():
         try:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import copy
 import logging
 
-from kubesim.controller import Controller, ControllerContext, EventRecorder, Key, key_of
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.admission.resourcequota import format_qty
+from kubesim.controllers.framework import Controller, ControllerContext, EventRecorder, Key, key_of
 from kubesim.kueue import cycle, quota
 from kubesim.kueue import workload as wlib
-from kubesim.quota import format_qty
 
 log = logging.getLogger("kubesim.kueue")
 CYCLE: Key = (None, "cycle")

@@ -36,10 +36,10 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from kubesim.apimachinery.selectors import label_selector_from_dict
 from kubesim.kueue import flavors as fa
 from kubesim.kueue import preemption, quota
 from kubesim.kueue import workload as wlib
-from kubesim.selectors import label_selector_from_dict
 
 
 @dataclass

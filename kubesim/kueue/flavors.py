@@ -34,10 +34,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from kubesim.apimachinery.selectors import selector_from_map
+from kubesim.apiserver.admission.resourcequota import format_qty, pod_requests
+from kubesim.controllers.scheduler import tolerates
 from kubesim.kueue import quota as q
-from kubesim.quota import format_qty, pod_requests
-from kubesim.scheduler import tolerates
-from kubesim.selectors import selector_from_map
 
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
 _RANK = {FIT: 0, PREEMPT: 1, NOFIT: 2}

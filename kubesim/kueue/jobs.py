@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import copy
 
-from kubesim.controller import EventRecorder, Key, key_of
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
+from kubesim.controllers.framework import EventRecorder, Key, key_of
 from kubesim.kueue import workload as wlib
 from kubesim.kueue.controller import KueueController, installed
 

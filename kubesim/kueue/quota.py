@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from kubesim.quota import qty
+from kubesim.apiserver.admission.resourcequota import qty
 
 FR = tuple[str, str]     # (flavor, resource): Kueue's resources.FlavorResource
 ZERO = Decimal(0)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import copy
 
-from kubesim.controller import Key, key_of
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
+from kubesim.controllers.framework import Key, key_of
 from kubesim.kueue import workload as wlib
 from kubesim.kueue.controller import KueueController, installed
 from kubesim.kueue.jobs import merged_template

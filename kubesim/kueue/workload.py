@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import hashlib
 
-from kubesim.quota import qty
+from kubesim.apiserver.admission.resourcequota import qty
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

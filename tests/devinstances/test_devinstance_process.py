@@ -1,4 +1,4 @@
-"""Development instances really serve on kubesim's process nodes (kubesim/procrt): the objects Skiff renders
+"""Development instances really serve on kubesim's process nodes (kubesim/kubelet/procrt): the objects Skiff renders
 (operators.devinstances.lifecycle) run the real start-up script, and through the ingress-nginx tcp-services
 ports on this machine's loopback JupyterLab takes the revealed password (and only it), ssh logs in with it, a
 file written through JupyterLab lands in the home volume's directory and survives stop/start, and two

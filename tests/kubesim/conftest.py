@@ -194,7 +194,7 @@ def deployment(name: str, replicas: int = 1) -> dict:
 
 @pytest.fixture(scope="session")
 def procsim_server():
-    """kubesim with process nodes (kubesim/procrt): the test_procrt_* modules' pods really run."""
+    """kubesim with process nodes (kubesim/kubelet/procrt): the test_procrt_* modules' pods really run."""
     from kubesim import KubeSim
     from tests.kubesim.procrt_support import PROCESS_NODES
     sim = KubeSim(nodes=PROCESS_NODES).start()

@@ -2,7 +2,7 @@
 every write before anything is stored, as kube-apiserver's admission chain; subscribers see every commit."""
 from __future__ import annotations
 
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
 from tests.kubesim.conftest import configmap
 
 

@@ -8,7 +8,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.authz import request_token, write_service_account_kubeconfig
+from kubesim.apiserver.auth.authz import request_token, write_service_account_kubeconfig
 from kubesim.testing import sync_api_client
 
 RBAC = "rbac.authorization.k8s.io"

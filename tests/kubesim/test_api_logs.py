@@ -6,14 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
 from tests.kubesim.conftest import pod
 
 LINES = ["line 1", "line 2", "line 3", "line 4"]
 
 
 class ScriptedLogs:
-    """A LogProvider (kubesim.kubelet's protocol) over fixed lines; line 1 is an hour old."""
+    """A LogProvider (kubesim.kubelet.kubelet's protocol) over fixed lines; line 1 is an hour old."""
 
     def __init__(self):
         now = datetime.now(UTC)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from kubesim.openapi_proto import _varint  # noqa: F401  (the encoder the reader below inverts)
+from kubesim.apiserver.endpoints.openapi_proto import _varint  # noqa: F401  (the encoder the reader below inverts)
 
 FL_CRD_PATH = "k8s_templates/sedna/crds/sedna.io_federatedlearningjobs.yaml"
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim import patch as p
-from kubesim.errors import ApiError
+from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.registry import patch as p
 from tests.kubesim.conftest import configmap, deployment
 
 STRATEGIC, MERGE, JSON_PATCH, APPLY = p.STRATEGIC, p.MERGE, p.JSON_PATCH, p.APPLY

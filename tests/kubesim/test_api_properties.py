@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.patch import json_merge, json_patch, strategic_merge
-from kubesim.selectors import parse_label_selector
+from kubesim.apimachinery.selectors import parse_label_selector
+from kubesim.apiserver.registry.patch import json_merge, json_patch, strategic_merge
 
 KEYS = ["app", "tier", "example.com/team", "x_y"]
 VALUES = ["a", "b", "prod", "v1.2", ""]
@@ -94,8 +94,8 @@ def test_exact_reads_replay_history(ops):
     resourceVersionMatch=Exact returns exactly the state the store had then."""
     import json
 
-    from kubesim.errors import ApiError
-    from kubesim.store import Store
+    from kubesim.apimachinery.errors import ApiError
+    from kubesim.apiserver.registry.store import Store
     store = Store()
     rt = store.registry.lookup("", "v1", "configmaps")
 
@@ -132,8 +132,8 @@ label_op_st = st.lists(st.tuples(st.sampled_from(["put", "delete"]), st.sampled_
 @given(label_op_st, st.lists(requirement_st, min_size=1, max_size=3))
 def test_label_index_agrees_with_a_full_scan(ops, reqs):
     """Lists answered through the label index return exactly what filtering every object would."""
-    from kubesim.errors import ApiError
-    from kubesim.store import Store
+    from kubesim.apimachinery.errors import ApiError
+    from kubesim.apiserver.registry.store import Store
     store = Store()
     rt = store.registry.lookup("", "v1", "configmaps")
     ns_rt = store.registry.lookup("", "v1", "namespaces")
@@ -181,10 +181,10 @@ def test_watch_index_offers_what_a_full_scan_would(ops, reqs, namespace, name):
     store's watch index skips only watches an event cannot concern."""
     import asyncio
 
-    from kubesim.errors import ApiError
-    from kubesim.selectors import parse_field_selector, parse_label_selector
-    from kubesim.store import Store
-    from kubesim.watch import Watch
+    from kubesim.apimachinery.errors import ApiError
+    from kubesim.apimachinery.selectors import parse_field_selector, parse_label_selector
+    from kubesim.apiserver.registry.store import Store
+    from kubesim.apiserver.storage.watch import Watch
 
     async def scenario():
         store = Store()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.errors import ApiError
-from kubesim.selectors import parse_label_selector
+from kubesim.apimachinery.errors import ApiError
+from kubesim.apimachinery.selectors import parse_label_selector
 from tests.kubesim.conftest import configmap, pod
 
 LABELS = {"a": {"env": "prod", "tier": "web"}, "b": {"env": "dev", "tier": "web"}, "c": {"env": "qa"}, "d": {}}

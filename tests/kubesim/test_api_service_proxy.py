@@ -1,4 +1,4 @@
-"""The API server's service proxy (kubesim/proxy.py), through the `kubernetes` client's
+"""The API server's service proxy (kubesim/apiserver/endpoints/proxy.py), through the `kubernetes` client's
 `connect_get_namespaced_service_proxy_with_path`, on the full simulated cluster (Endpoints come from pods)."""
 from __future__ import annotations
 

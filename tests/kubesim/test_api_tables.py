@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kubesim.printers_kinds import CELLS, human_duration
+from kubesim.apiserver.endpoints.printers_kinds import CELLS, human_duration
 from tests.kubesim.conftest import configmap, pod
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

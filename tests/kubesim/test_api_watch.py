@@ -251,7 +251,7 @@ async def test_events_keep_commit_order_when_writers_are_on_other_threads():
     `nonblockingAdd`). Deterministic: a write on another thread (an in-process test, a benchmark) hands its event
     to the watch's loop; a write on the loop right after it must not overtake it, nor must a close or a bookmark.
     Before the fix the loop's write was queued first (rv 2 before rv 1) and a close dropped the first event."""
-    from kubesim.store import Store
+    from kubesim.apiserver.registry.store import Store
     store = Store()
     rt = store.registry.lookup("", "v1", "configmaps")
 

@@ -7,7 +7,7 @@ import kubernetes_validate
 import pytest
 from kubernetes.client import CoreV1Api
 
-from kubesim.nodes import load_nodes_file, node_manifests, parse_taint
+from kubesim.kubelet.nodes import load_nodes_file, node_manifests, parse_taint
 from kubesim.server import KubeSim
 from kubesim.testing import sync_api_client, wait_until
 

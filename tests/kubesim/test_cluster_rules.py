@@ -9,9 +9,9 @@ import pytest
 from kubernetes.client import AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.clock import parse_time
-from kubesim.qos import qos_class
-from kubesim.scheduler import match_term
+from kubesim.apimachinery.clock import parse_time
+from kubesim.apimachinery.qos import qos_class
+from kubesim.controllers.scheduler import match_term
 from kubesim.testing import wait_until
 
 

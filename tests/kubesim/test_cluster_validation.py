@@ -251,8 +251,8 @@ def test_custom_resource_embedded_pod_template_kept(k8s):
 def test_every_builtin_kind_has_a_self_contained_schema():
     """Each built-in kind kubesim serves is validated against its 1.31 schema, with every `$ref` resolved
     ahead of time (a dangling reference would otherwise fail only on the request that reaches it)."""
-    from kubesim.builtin_schema import SCHEMAS
-    from kubesim.registry import BUILTINS
+    from kubesim.apiserver.admission.builtin_schema import SCHEMAS
+    from kubesim.apiserver.registry.kinds import BUILTINS
 
     def refs(node, seen):
         if id(node) in seen:
@@ -344,9 +344,9 @@ def test_unknown_fields_of_builtin_kinds_are_dropped(k8s):
 def test_fast_schema_walk_agrees_with_jsonschema(kind, api_version, obj):
     """The direct schema walk used on every request reports exactly what the generic JSON-schema
     validator reports on the same 1.31 schema (fields and messages)."""
-    from kubesim.builtin_schema import SCHEMAS, builtin_errors
-    from kubesim.builtin_schema import schema_errors as _schema_errors
-    from kubesim.fielderrors import Causes
+    from kubesim.apimachinery.fielderrors import Causes
+    from kubesim.apiserver.admission.builtin_schema import SCHEMAS, builtin_errors
+    from kubesim.apiserver.admission.builtin_schema import schema_errors as _schema_errors
     obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, **obj}
     v = SCHEMAS.validator(api_version, kind)
     slow, fast = Causes(), Causes()
@@ -383,10 +383,10 @@ _POD_EDITS = [
 
 @pytest.mark.parametrize("path,value", [((), None), *_POD_EDITS])
 def test_compiled_schema_check_agrees_with_the_walk(path, value):
-    """The compiled check admission runs first (kubesim.builtin_schema.schema_ok) passes exactly the objects on which
+    """The compiled check admission runs first (kubesim.apiserver.admission.builtin_schema.schema_ok) passes exactly the objects on which
     the direct walk finds no cause (the walk then names them)."""
-    from kubesim.builtin_schema import SCHEMAS, builtin_errors, schema_ok
-    from kubesim.fielderrors import Causes
+    from kubesim.apimachinery.fielderrors import Causes
+    from kubesim.apiserver.admission.builtin_schema import SCHEMAS, builtin_errors, schema_ok
     obj = _valid_pod()
     if path:
         node = obj
@@ -405,9 +405,9 @@ def test_custom_resource_errors_are_the_whole_objects_and_remembered():
     messages, order) are those of validating the whole object, on the first write and on a repeated one."""
     import copy
 
-    from kubesim.builtin_schema import schema_errors as _schema_errors
-    from kubesim.crschema import CustomValidator
-    from kubesim.fielderrors import Causes
+    from kubesim.apimachinery.fielderrors import Causes
+    from kubesim.apiserver.admission.builtin_schema import schema_errors as _schema_errors
+    from kubesim.apiserver.admission.crschema import CustomValidator
     crd = yaml.safe_load((REPO / "k8s_templates/sedna/crds/sedna.io_federatedlearningjobs.yaml").read_text())
     schema_json = json.dumps(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"], sort_keys=True)
     validator = CustomValidator(schema_json)
@@ -439,7 +439,7 @@ def test_crd_without_schema_is_invalid(k8s):
 
 
 def _drop_walk(obj, schema, depth=0):
-    """The direct walk kubesim.builtin_schema.drop_unknown_fields compiles (the reference it must agree with)."""
+    """The direct walk kubesim.apiserver.admission.builtin_schema.drop_unknown_fields compiles (the reference it must agree with)."""
     if depth > 64 or not isinstance(schema, dict):
         return
     if isinstance(obj, dict):
@@ -462,7 +462,7 @@ def _drop_walk(obj, schema, depth=0):
 def test_dropping_unknown_fields_agrees_with_the_walk(kind, api_version):
     import copy
 
-    from kubesim.builtin_schema import SCHEMAS, drop_unknown_fields
+    from kubesim.apiserver.admission.builtin_schema import SCHEMAS, drop_unknown_fields
     pod = _valid_pod()
     pod["spec"]["containers"][0].update(bogus=1, resources={"limits": {"cpu": "1"}, "nope": {}})
     pod["spec"]["affinity"]["nodeAffinity"]["x"] = [1]

@@ -1,5 +1,5 @@
 """Claims and volumes: kubesim's PersistentVolume controller and dynamic provisioner
-(``kubesim/workloads/pvcbinder.py``), and how kube-apiserver prints both and a ResourceQuota
+(``kubesim/controllers/workloads/pvcbinder.py``), and how kube-apiserver prints both and a ResourceQuota
 (pkg/printers/internalversion/printers.go ``printPersistentVolume``, ``printPersistentVolumeClaim``,
 ``printResourceQuota``), seen through the Python client and the Table endpoint kubectl reads."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.printers_kinds import CELLS
+from kubesim.apiserver.endpoints.printers_kinds import CELLS
 from kubesim.testing import wait_until
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

@@ -346,7 +346,7 @@ async def test_rolling_update_respects_max_surge_and_unavailable(kubesim):
 def test_rollout_steps_pure():
     """One rollout step as the deployment controller computes it (25%/25% of 4 = surge 1, unavailable 1;
     Recreate: the new set waits until the old pods are gone)."""
-    from kubesim.workloads.deployment import rollout_targets
+    from kubesim.controllers.workloads.deployment import rollout_targets
     rolling = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}}
     assert rollout_targets(rolling, 4, (0, 0), [(4, 4, 4)]) == (1, [3])     # 5 pods at most, 3 available
     assert rollout_targets(rolling, 4, (1, 1), [(3, 3, 3)]) == (2, [2])

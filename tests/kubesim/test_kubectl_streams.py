@@ -1,4 +1,4 @@
-"""Real kubectl's `exec` and `port-forward` into process pods (kubesim/procrt), once per kubectl found as
+"""Real kubectl's `exec` and `port-forward` into process pods (kubesim/kubelet/procrt), once per kubectl found as
 test_kubectl.py finds them: Debian's 1.20 speaks SPDY/3.1 for both (streams_spdy.py over a plain HTTP
 upgrade); a kubectl >= 1.31 on PATH execs over WebSocket (v5.channel.k8s.io) and port-forwards SPDY tunnelled
 in a WebSocket (`SPDY/3.1+portforward.k8s.io`). RBAC is on, over HTTPS, as kubectl needs to send a token.

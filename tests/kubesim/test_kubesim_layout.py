@@ -18,17 +18,17 @@ PACKAGE = Path(kubesim.__file__).parent
 
 # lowest first: a module may import its own layer and those below, never one above
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "clock", "names", "registry", "resources", "mergekeys", "nodes", "qos", "selectors",
-              "rbac", "views", "wire", "kubeconfig", "fielderrors", "gojson", "tls", "openapi", "openapi_proto",
-              "printers", "printers_kinds", "field_validation", "spdy"}),
-    ("storage", {"apply", "patch", "watch", "storage", "watchcache"}),
-    ("registry", {"objectmeta", "deletion", "namespaces", "crds", "strategy", "viewstore", "store"}),
-    ("admission and controllers", {"controller", "validation", "defaults", "builtin_schema", "kindvalidation",
-                                   "crschema", "quota", "serviceaccounts", "scheduler", "kubelet", "podruns",
-                                   "podstatus", "podlogs", "procrt", "gc", "workloads", "kueue", "bootstrap"}),
+    ("base", {"apimachinery.errors", "apimachinery.clock", "apimachinery.names", "apiserver.registry.kinds", "apimachinery.resources", "apimachinery.mergekeys", "kubelet.nodes", "apimachinery.qos", "apimachinery.selectors",
+              "apiserver.auth.rbac", "apiserver.registry.views", "apiserver.endpoints.wire", "kubeconfig", "apimachinery.fielderrors", "apimachinery.gojson", "tls", "apiserver.endpoints.openapi", "apiserver.endpoints.openapi_proto",
+              "apiserver.endpoints.printers", "apiserver.endpoints.printers_kinds", "apiserver.endpoints.field_validation", "apiserver.endpoints.spdy"}),
+    ("storage", {"apiserver.registry.apply", "apiserver.registry.patch", "apiserver.storage.watch", "apiserver.storage.storage", "apiserver.storage.watchcache"}),
+    ("registry", {"apiserver.registry.objectmeta", "apiserver.registry.deletion", "apiserver.registry.namespaces", "apiserver.registry.crds", "apiserver.registry.strategy", "apiserver.registry.viewstore", "apiserver.registry.store"}),
+    ("admission and controllers", {"controllers.framework", "apiserver.admission.validation", "apiserver.admission.defaults", "apiserver.admission.builtin_schema", "apiserver.admission.kindvalidation",
+                                   "apiserver.admission.crschema", "apiserver.admission.resourcequota", "apiserver.admission.serviceaccount", "controllers.scheduler", "kubelet.kubelet", "kubelet.podruns",
+                                   "kubelet.podstatus", "kubelet.podlogs", "kubelet.procrt", "controllers.gc", "controllers.workloads", "kueue", "controllers.bootstrap"}),
     ("cluster", {"cluster"}),
-    ("http", {"controls", "proxy", "routes_streams", "streams_spdy", "routes_discovery", "routes_logs", "routes_resources", "routes_openapi", "access_review", "authz",
-              "app"}),
+    ("http", {"controls", "apiserver.endpoints.proxy", "apiserver.endpoints.routes_streams", "apiserver.endpoints.streams_spdy", "apiserver.endpoints.routes_discovery", "apiserver.endpoints.routes_logs", "apiserver.endpoints.routes_resources", "apiserver.endpoints.routes_openapi", "apiserver.auth.access_review", "apiserver.auth.authz",
+              "apiserver.endpoints.app"}),
     ("process", {"server", "testing", "__main__", "__init__"}),
 ]
 
@@ -87,10 +87,10 @@ def graph() -> dict[str, set[str]]:
 def test_the_graph_sees_every_kind_of_import():
     """The reader itself: top-level, `from kubesim import x`, function-level and TYPE_CHECKING imports all count."""
     g = graph()
-    assert "errors" in g["wire"]                       # from kubesim.errors import ApiError
-    assert {"gc", "kubelet", "workloads"} <= g["cluster"]   # from kubesim import gc, kubelet, ...
+    assert "apimachinery.errors" in g["apiserver.endpoints.wire"]   # from kubesim.apimachinery.errors import ApiError
+    assert {"controllers.gc", "kubelet.kubelet", "controllers.workloads"} <= g["cluster"]   # from kubesim.x import gc, ...
     assert "cluster" in g["server"]                    # imported inside a function
-    assert g["errors"] == set()
+    assert g["apimachinery.errors"] == set()
 
 
 def test_kubesim_has_no_import_cycle():
@@ -105,7 +105,13 @@ def test_layers_point_one_way():
     named = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
     mods = modules()
     assert set(named) - set(mods) == set(), "LAYERS names a module that does not exist"
-    rank = {m: named[m.split(".")[0]] for m in mods if m.split(".")[0] in named}
+    def layer(m: str) -> int | None:      # a module takes the layer of the longest LAYERS name it is under
+        parts = m.split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in named:
+                return named[".".join(parts[:i])]
+        return None
+    rank = {m: layer(m) for m in mods if layer(m) is not None}
     upward = sorted(f"{a} ({LAYERS[rank[a]][0]}) imports {b} ({LAYERS[rank[b]][0]})"
                     for a, deps in graph().items() if a in rank
                     for b in deps if b in rank and rank[b] > rank[a])

@@ -247,7 +247,7 @@ def test_without_root_the_layer_is_not_mounted_and_says_why(tmp_path):
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root to drop to nobody (setpriv)")
     tmp_path.chmod(0o777)
-    code = ("import sys; from kubesim.procrt.layers import Layer; layer = Layer(sys.argv[1]); "
+    code = ("import sys; from kubesim.kubelet.procrt.layers import Layer; layer = Layer(sys.argv[1]); "
             "print(layer.mount(), layer.problem)")
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,

@@ -1,5 +1,5 @@
 """Pods on process nodes really run: exit codes, a kernel OOM kill, a command that does not exist, init
-containers, env and volumes, as a kubelet over containerd reports them (kubesim/procrt cites the sources)."""
+containers, env and volumes, as a kubelet over containerd reports them (kubesim/kubelet/procrt cites the sources)."""
 from __future__ import annotations
 
 import pytest
@@ -31,7 +31,7 @@ def test_a_container_reads_its_own_limits_where_runc_mounts_its_cgroup(pcore):
     """runc mounts a container's own cgroup read-only at /sys/fs/cgroup/<controller> (v1, rootfs_linux.go
     mountCgroupV1) or cgroup2 in its cgroup namespace at /sys/fs/cgroup (v2): a process sizing itself by its
     limit (the JVM, numpy's users, the demo's train.py) reads the pod's limit, not the host's. Read-only."""
-    from kubesim.procrt.cgroups import Cgroups
+    from kubesim.kubelet.procrt.cgroups import Cgroups
     version = Cgroups().version
     if version is None:
         pytest.skip("no writable cgroup on this machine: limits are off (said at kubesim's start)")

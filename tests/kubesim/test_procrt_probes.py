@@ -1,4 +1,4 @@
-"""Probes and preStop hooks really run on process pods (kubesim/procrt/probes.py cites the prober)."""
+"""Probes and preStop hooks really run on process pods (kubesim/kubelet/procrt/probes.py cites the prober)."""
 from __future__ import annotations
 
 from kubesim.testing import wait_until

@@ -1,4 +1,4 @@
-"""The pure parts of kubesim/procrt: `$(VAR)` expansion as expand.go, the env as makeEnvironmentVariables,
+"""The pure parts of kubesim/kubelet/procrt: `$(VAR)` expansion as expand.go, the env as makeEnvironmentVariables,
 config volume files, the probe thresholds, and a machine without a writable cgroup said out loud."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import base64
 
 import pytest
 
-from kubesim.procrt.cgroups import Cgroups
-from kubesim.procrt.env import ConfigError, command_line, container_env, expand
-from kubesim.procrt.probes import Counter
-from kubesim.procrt.volumes import config_files
+from kubesim.kubelet.procrt.cgroups import Cgroups
+from kubesim.kubelet.procrt.env import ConfigError, command_line, container_env, expand
+from kubesim.kubelet.procrt.probes import Counter
+from kubesim.kubelet.procrt.volumes import config_files
 
 ENV = {"A": "alpha", "EMPTY": ""}
 

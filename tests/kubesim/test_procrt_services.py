@@ -1,11 +1,11 @@
-"""Pod-to-Service traffic on process nodes (kubesim/procrt/podnet.py): a process pod reaches a Service by the
+"""Pod-to-Service traffic on process nodes (kubesim/kubelet/procrt/podnet.py): a process pod reaches a Service by the
 names cluster DNS would answer (its /etc/hosts, as the kubelet manages it), through the Service's loopback
 twin inside its own network namespace, to a ready endpoint in another pod's namespace; Services created
 later become reachable, a Service without a ready endpoint ends the connection at once. Real processes,
 the `kubernetes` client over HTTP."""
 from __future__ import annotations
 
-from kubesim.procrt.podnet import hosts_file, listeners, service_env
+from kubesim.kubelet.procrt.podnet import hosts_file, listeners, service_env
 from kubesim.testing import wait_until
 from tests.kubesim.procrt_support import log, phase_is, pod
 

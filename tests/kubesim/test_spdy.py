@@ -1,4 +1,4 @@
-"""kubesim/spdy.py, the SPDY/3.1 codec and session behind kubectl's exec and port-forward: frames round-trip,
+"""kubesim/apiserver/endpoints/spdy.py, the SPDY/3.1 codec and session behind kubectl's exec and port-forward: frames round-trip,
 header blocks another implementation compressed decode (one built by hand per RFC 1950/1951, one written
 live by Debian's kubectl), bad frames are refused with a clear, bounded error, and a session keeps its
 bounds (streams, windows). Real kubectl end to end: test_kubectl_streams.py."""
@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from kubesim import spdy
+from kubesim.apiserver.endpoints import spdy
 from tests.kubesim.test_kubectl import DEBIAN_KUBECTL
 
 

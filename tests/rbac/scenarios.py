@@ -20,7 +20,7 @@ from pathlib import Path
 import kubernetes
 
 from devstack.airflow_env import kubernetes_connection_uri
-from kubesim.authz import ADMIN_TOKEN, write_service_account_kubeconfig
+from kubesim.apiserver.auth.authz import ADMIN_TOKEN, write_service_account_kubeconfig
 from kubesim.testing import sync_api_client
 from operators.k8s import Kube
 from operators.rbac import BOUND_IN, FEATURES, apply_manifests, install_manifests, team_manifests

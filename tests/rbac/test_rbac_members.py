@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.rbac import User
+from kubesim.apiserver.auth.rbac import User
 from kubesim.testing import sync_api_client
 from operators.k8s import Kube
 from tests.rbac.scenarios import TEAM, skiff_env

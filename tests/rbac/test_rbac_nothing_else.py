@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from kubesim.rbac import service_account_user
+from kubesim.apiserver.auth.rbac import service_account_user
 from tests.rbac.scenarios import SKIFF_NS, SKIFF_SA, TEAM, skiff_env
 
 SKIFF = service_account_user(SKIFF_NS, SKIFF_SA)

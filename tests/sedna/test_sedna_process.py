@@ -1,5 +1,5 @@
 """A Sedna FL train worker reaches its aggregation Service on kubesim's process nodes (pod-to-Service
-traffic, kubesim/procrt/podnet.py): the Service and the `AGG_IP`/`AGG_PORT` env come from Skiff's own FL
+traffic, kubesim/kubelet/procrt/podnet.py): the Service and the `AGG_IP`/`AGG_PORT` env come from Skiff's own FL
 reconcile; the worker processes stand in for the Sedna images (which are not pulled on process nodes, and
 whose plain-path Model/Dataset volumes are writable hostPaths a process node refuses), carrying the
 reconciled pods' labels and env."""

@@ -23,7 +23,7 @@ TRAIN = ["--epochs", "3", "--samples", "20000", "--throttle", "0.08", "--log-eve
 
 @pytest.fixture(scope="module")
 def process_kueue_server():
-    from kubesim.nodes import DEFAULT_NODES
+    from kubesim.kubelet.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
 
     server = KubeSim(kueue=True, nodes=as_process_nodes(DEFAULT_NODES)).start()

@@ -1,4 +1,4 @@
-"""End to end on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/procrt runs every pod as real
+"""End to end on the demo's process nodes (devstack/demo_nodes.yaml: kubesim/kubelet/procrt runs every pod as real
 processes): under a real ``airflow standalone``, a step whose command exits 3 fails with exit code 3 and its own
 output in the task log. The only e2e module that executes the argv Skiff builds (one stack, ~1 run)."""
 

@@ -57,7 +57,7 @@ print("try", os.environ["SKIFF_TRY_NUMBER"], "resume", os.environ["SKIFF_RESUME"
 
 @pytest.fixture(scope="module")
 def process_server():
-    from kubesim.nodes import DEFAULT_NODES
+    from kubesim.kubelet.nodes import DEFAULT_NODES
     from kubesim.server import KubeSim
 
     server = KubeSim(nodes=as_process_nodes([n for n in DEFAULT_NODES if n["name"].startswith("cpu-")])).start()

@@ -1,6 +1,6 @@
 """alice's development instance as she uses it, in headless Debian chromium, on a real ``airflow standalone`` whose
 kubesim runs the demo's process nodes (devstack/demo_nodes.yaml: the start-up script really runs JupyterLab,
-TensorBoard and sshd, kubesim/procrt).
+TensorBoard and sshd, kubesim/kubelet/procrt).
 
 She logs in to Airflow, opens Skiff from the navigation, creates an instance through the form, reveals its
 password and clicks its links, each opening a new tab: VS Code says code-server is not in the image (the demo's

@@ -1,0 +1,1 @@
+"""kube-apiserver: storage, registry, admission, authentication and authorization, HTTP endpoints."""

@@ -1,0 +1,1 @@
+"""Admission: validation, defaulting, schemas and the admission plugins."""

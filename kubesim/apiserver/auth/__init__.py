@@ -1,0 +1,1 @@
+"""Authentication, RBAC authorization and the access reviews."""

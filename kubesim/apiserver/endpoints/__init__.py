@@ -1,0 +1,1 @@
+"""The HTTP side of the API server: routes, wire format, printers, OpenAPI, streams, proxy."""

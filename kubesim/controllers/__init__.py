@@ -1,0 +1,1 @@
+"""kube-controller-manager and kube-scheduler: the controller framework and each controller."""

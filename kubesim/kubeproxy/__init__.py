@@ -1,0 +1,1 @@
+"""kube-proxy: Services on the host's loopback for process pods."""
