@@ -103,14 +103,20 @@ NEW_SUBMODULES = {"kubelet": {"kubelet", "podruns", "podstatus", "podlogs", "nod
 _ORDER = sorted(MOVES, key=len, reverse=True)
 _ALT = "|".join(re.escape(k) for k in _ORDER)
 # `kubesim.kubelet` is both an old module and a new package: don't touch `kubesim.kubelet.<new submodule>`
-_DOTTED = re.compile(r"\bkubesim\.(" + _ALT + r")\b(?!\.(?:kubelet|podruns|podstatus|podlogs|nodes|procrt)\b)")
-_PATHS = re.compile(r"\bkubesim/(" + "|".join(re.escape(k.replace(".", "/")) for k in _ORDER) + r")(\.py\b|/|\b)")
+_DOTTED = re.compile(r"\bkubesim\.(" + _ALT + r")\b(?!\.(?:kubelet|podruns|podstatus|podlogs|nodes|procrt)\b)"
+                     # a `kubesim` fixture's `.store.<attribute>` is not the old module
+                     r"(?P<attr>\.[a-z_]\w*)?")
+_PATHS = re.compile(r"\bkubesim/(" + "|".join(re.escape(k.replace(".", "/")) for k in _ORDER) + r")(\.py\b|/|\b)"
+                    r"(?<!kubesim/kubelet/)(?<!kubesim/kubelet\b)")   # `kubesim/kubelet/` is the new package
 _FROM_PKG = re.compile(r"^(\s*)from kubesim import (\(?)([^\n()]+?)(\)?)\s*(#.*)?$", re.M)
 _FROM_KUBELET = re.compile(r"^(\s*)from kubesim\.kubelet import ([^\n]+)$", re.M)
 
 
 def _dotted(m: re.Match) -> str:
-    return "kubesim." + MOVES[m.group(1)]
+    attr = m.group("attr") or ""
+    if m.group(1) == "store" and attr and attr != ".py":
+        return m.group(0)                      # `kubesim.store.watch_count`: an attribute of a KubeSim object
+    return "kubesim." + MOVES[m.group(1)] + attr
 
 
 def _path(m: re.Match) -> str:
