@@ -10,7 +10,10 @@ stops every process, also when the output is piped and the reader died with the 
 ``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
 ``queueing: kueue``; after the failure example, nlp's step borrows recsys' idle GPUs and recsys' online step
 reclaims them: Kueue preempts the borrower, which saves its checkpoint on SIGTERM, waits in the queue and resumes
-from it (``show_kueue``; the DAGs are ``devstack/demo_dags/kueue_demo.py``).
+from it (``devstack/demo_kueue.py``; the DAGs are ``devstack/demo_dags/kueue_demo.py``).
+
+Whatever did not go as told is said at the end, with its reason, and the UI stays up to look at it (``--exit``:
+the exit status is 1 then).
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ import time
 from pathlib import Path
 
 from devstack.airflow_env import REPO, STACK_USERS
+from devstack.demo_kueue import show_kueue
 from devstack.stack import Stack
 
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
-KUEUE_BORROW, KUEUE_ONLINE = "kueue_demo_nlp_borrow", "kueue_demo_recsys_online"   # devstack/demo_dags/kueue_demo.py
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 # the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
@@ -74,6 +77,27 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
             if pod.metadata.annotations.get("skiff.io/task-id") == ti["task_id"]:
                 line += f"  pod {pod.metadata.name} ran on node {pod.spec.node_name}"
         say(line)
+
+
+def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
+    """Why a run did not succeed, task by task, in the words of the page's row (``views.failure_from_log``: the
+    try's ``TrainingJobFailed`` reason, else its last exception), and where the logs are."""
+    from operators.ui.views import failure_from_log
+
+    parts = []
+    for ti in stack.task_instances(dag_id, run_id):
+        if ti["state"] in ("success", "skipped"):
+            continue
+        reason = None
+        try:
+            body = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{ti['task_id']}/logs/"
+                             f"{max(1, ti['try_number'] or 1)}?full_content=true")
+            content = body.get("content")
+            reason = failure_from_log(m for m in content if isinstance(m, dict)) if isinstance(content, list) else None
+        except Exception:  # noqa: BLE001 - no log to read (HTTP error, none yet): the state is all there is to say
+            pass
+        parts.append(f"{ti['task_id']} {ti['state']} (try {ti['try_number']})" + (f": {reason}" if reason else ""))
+    return "; ".join(parts or ["no task failed (the run itself did)"]) + f"; task logs: {stack.home / 'logs'}"
 
 
 def show_dev_instance(stack: Stack) -> None:
@@ -127,77 +151,6 @@ def show_dev_instance(stack: Stack) -> None:
     if not shutil.which("code-server", path=os.pathsep.join([os.path.join(sys.prefix, "bin"), os.defpath])):
         say("  code-server is not installed in the demo's image: the VS Code address shows a page saying so")
     say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")
-
-
-def _gpu_shares(stack: Stack) -> str:
-    """Each training ClusterQueue's GPUs: used, borrowed and lent (what the page's team cards show)."""
-    from kubernetes import client
-
-    from operators.platform.kueue import queue_shares
-
-    cqs = client.CustomObjectsApi(stack.k8s()).list_cluster_custom_object("kueue.x-k8s.io", "v1beta2",
-                                                                         "clusterqueues")["items"]
-    rows = queue_shares(cqs)
-    return "; ".join(f"{team}: {g['used']:g} of {g['nominal']:g} used, {g['borrowed']:g} borrowed, {g['lent']:g} lent"
-                     for team in ("recsys", "nlp") if (g := rows.get(team, {}).get("nvidia.com/gpu")))
-
-
-def _task_log(stack: Stack, dag_id: str, run_id: str) -> str:
-    """The ``train`` task's log so far; empty while Airflow has none to serve yet."""
-    try:
-        return stack.task_log(dag_id, run_id, "train")
-    except (RuntimeError, OSError):  # not served yet (no try, no log server): the caller waits and asks again
-        return ""
-
-
-def show_kueue(stack: Stack) -> bool:
-    """nlp borrows recsys' idle GPUs, recsys' online step reclaims them: Kueue preempts nlp's step, which saves its
-    checkpoint on SIGTERM and resumes from it when admitted again. True when both runs succeeded after a
-    preemption."""
-    from kubernetes import client
-
-    from kubesim.testing import wait_until
-
-    batch = client.BatchV1Api(stack.k8s())
-    say(f"Kueue: {KUEUE_BORROW} (team nlp, owner carol): training on 3 GPUs, nlp's 1 and recsys' 2 idle ones, "
-        "borrowed ...")
-    borrow = stack.trigger(KUEUE_BORROW)
-
-    def nlp_job():
-        return next((j for j in batch.list_namespaced_job("nlp").items
-                     if (j.metadata.annotations or {}).get("skiff.io/run-id") == borrow), None)
-    wait_until(lambda: (j := nlp_job()) is not None and not j.spec.suspend and (j.status.active or 0) > 0,
-               RUN_TIMEOUT_S, interval=0.5, what=f"{KUEUE_BORROW}'s Job admitted and running")
-    say(f"  admitted and running; GPUs per team queue: {_gpu_shares(stack)} (the page's team cards show the same)")
-    # the task log has the pod's lines only once the deferred task's trigger follows the pod: a pod preempted
-    # and deleted before that takes its lines with it (as on a real cluster), so reclaim only after
-    try:
-        line = wait_until(lambda: next((ln for ln in _task_log(stack, KUEUE_BORROW, borrow).splitlines()
-                                        if "] epoch 1/" in ln), None),
-                          RUN_TIMEOUT_S, interval=1, what=f"{KUEUE_BORROW}'s task log following its pod")
-        say(f"  its task log follows the pod: {line.strip()[:160]}")
-    except TimeoutError as exc:
-        say(f"  {exc}")
-    say(f"Kueue: {KUEUE_ONLINE} (team recsys, owner alice): an online step on 1 GPU; none is free in the cohort, "
-        "so Kueue reclaims recsys' lent GPUs by preempting nlp's borrower ...")
-    online = stack.trigger(KUEUE_ONLINE)
-    preempted = False
-    try:
-        wait_until(lambda: (j := nlp_job()) is not None and bool(j.spec.suspend), RUN_TIMEOUT_S, interval=0.5,
-                   what=f"{KUEUE_BORROW}'s Job suspended by Kueue")
-        preempted = True
-        say(f"  nlp's Job is suspended (preempted); GPUs per team queue: {_gpu_shares(stack)}")
-    except TimeoutError as exc:
-        say(f"  {exc}")
-    say(f"{KUEUE_ONLINE}: {stack.wait_run(KUEUE_ONLINE, online, timeout=RUN_TIMEOUT_S).upper()}")
-    state = stack.wait_run(KUEUE_BORROW, borrow, timeout=RUN_TIMEOUT_S)
-    say(f"{KUEUE_BORROW}: {state.upper()}; its task log (one try, one Job):")
-    log = stack.task_log(KUEUE_BORROW, borrow, "train")
-    for needle in ("was preempted by Kueue", "SIGTERM: saved a checkpoint", "resumed: Kueue admitted it again",
-                   "resuming from the checkpoint", "wrote /root/models"):
-        line = next((ln for ln in log.splitlines() if needle in ln), None)
-        say(f"  {line.strip()[:240]}" if line else f"  (no line with {needle!r} in the task log)")
-    return preempted and state == "success"
 
 
 def say_users(stack: Stack) -> None:
@@ -279,17 +232,16 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
             time.sleep(0.5)
         for m in stack.mails():
             say(f"e-mail to {m['To']}: {m['Subject']}")
-        if kueue and not show_kueue(stack):
-            say(f"the Kueue demo did not show a preempted step resume; see {stack.workdir / 'logs'}")
-            state = "failed"
+        problems = [] if state == "success" else [f"{PIPELINE} {state}: {run_failure(stack, PIPELINE, run_id)}"]
+        if kueue:
+            problems += show_kueue(stack, say, RUN_TIMEOUT_S)
         show_dev_instance(stack)
-        if state != "success":
-            say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
-            return 1
         say(f"ready {time.monotonic() - t0:.0f} s after start")
         say_next_steps(stack)
+        for problem in problems:
+            say(f"NOT AS TOLD: {problem}")
         if exit_after:
-            return 0
+            return 1 if problems else 0
         say("everything is up: Ctrl-C stops every process the demo started.")
         while True:
             signal.pause()

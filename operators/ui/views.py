@@ -14,6 +14,7 @@ from urllib.parse import quote
 from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
 from operators.metrics.events import failure_class
+from operators.training.checkpoint import written_preemptions
 
 GI = Decimal(2**30)
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}
@@ -117,6 +118,8 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
     if problem:
         return problem
     if job is not None and (job.get("spec") or {}).get("suspend"):
+        if written_preemptions(job):   # Kueue preempted it and it waits to be admitted again (checkpoint.py)
+            return "preempted_gpus" if _template_gpus(job) else "preempted"
         return "kueue"
     if job is not None and pod is None:
         return "quota"
@@ -124,6 +127,13 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
             "nodeName"):
         return "scheduling"
     return None
+
+
+def _template_gpus(job: Mapping, gpu_resource: str = GPU_RESOURCE) -> float:
+    """The GPUs a Job's pod template asks for (a suspended Job has no pod to read them from)."""
+    spec = (((job.get("spec") or {}).get("template") or {}).get("spec") or {})
+    return sum(float(parse_quantity(str(((c.get("resources") or {}).get("limits") or {}).get(gpu_resource, "0"))))
+               for c in spec.get("containers") or [])
 
 
 def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: datetime,
@@ -150,7 +160,7 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
                                   max(1, ti.get("try_number") or 1)),
     }
     row.update(_pod_facts(pod, gpu_resource))
-    if row["waiting_for"] == "kueue":
+    if row["waiting_for"] in ("kueue", "preempted", "preempted_gpus"):
         row["queue_reason"] = queue_reason
     return row
 

@@ -166,7 +166,13 @@ def _kueue_part_as_the_page_says(text: str) -> None:
     assert re.search(r"admitted and running; GPUs per team queue: recsys: 0 of 2 used, 0 borrowed, 2 lent; "
                      r"nlp: 3 of 1 used, 2 borrowed", text), text
     assert re.search(r"its task log follows the pod: \[kueue-demo-nlp-borrow-train-\S+\] epoch 1/", text), text
-    assert "nlp's Job is suspended (preempted)" in text, text
+    # read from the Job's history (Kueue's events), and seen waiting: the online step takes ~25 s
+    assert re.search(r"Kueue preempted nlp's Job \S+ \(its event Stopped: Preempted to accommodate a workload", text), text
+    assert "it waits suspended for GPUs while recsys' online step runs (the page's row: preempted, waiting for GPUs)" \
+        in text, text
+    waited = re.search(r"Kueue admitted nlp's Job again once recsys' step had finished, after (\d+) s suspended", text)
+    assert waited and int(waited.group(1)) >= 5, text
+    assert "NOT AS TOLD" not in text, text
     assert "kueue_demo_recsys_online: SUCCESS" in text and "kueue_demo_nlp_borrow: SUCCESS" in text, text
     job = re.search(r"Job (nlp/kueue-demo-nlp-borrow-train-\S+-t1) was preempted by Kueue at \S+: Preempted to "
                     r"accommodate a workload", text)

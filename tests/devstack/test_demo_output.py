@@ -96,3 +96,61 @@ def test_ctrl_c_is_a_clean_end_exit_0_after_the_stack_stopped(monkeypatch, tmp_p
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert stopped == [True] and "stopped every process the demo started." in capsys.readouterr().out
+
+
+def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_success_and_the_ui_stays_up(
+        monkeypatch, tmp_path, capsys):
+    """issue 36: the Kueue part's miss made the demo say "the example pipeline did not succeed" (it had) and stop
+    everything; now the miss is said with its reason, after the next steps, and the stack stays up for the UI."""
+    import signal
+
+    import devstack.__main__ as demo
+    import devstack.demo_setup
+
+    stopped, paused = [], []
+
+    class Stack:
+        workdir = home = tmp_path
+        airflow_url = kubesim_url = "http://localhost:1"
+        kubeconfig, kubeconfigs, maildir, monitoring = tmp_path / "kubeconfig", {}, tmp_path, None
+
+        def __init__(self, *a, **kw):
+            pass
+
+        def start(self, timeout):
+            pass
+
+        def trigger(self, dag_id, *a, **kw):
+            return f"manual__{dag_id}"
+
+        def wait_run(self, dag_id, run_id, timeout):
+            return "failed" if dag_id == demo.FAILING else "success"
+
+        def mails(self):
+            return [{"To": "alice@example.com", "Subject": "[Skiff] failed"}]
+
+        def stop(self):
+            stopped.append(True)
+
+    def pause():
+        paused.append(True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("SKIFF_DEMO_DIR", str(tmp_path))
+    monkeypatch.setattr(demo, "Stack", Stack)
+    for name in ("show_run", "show_dev_instance", "say_users", "say_kubeconfigs"):
+        monkeypatch.setattr(demo, name, lambda *a, **kw: None)
+    monkeypatch.setattr(devstack.demo_setup, "setup_demo", lambda stack: None)
+    monkeypatch.setattr(demo, "show_kueue", lambda stack, say, timeout: ["Kueue did not preempt the borrower: why"])
+    monkeypatch.setattr(signal, "pause", pause)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert demo.demo(exit_after=False, kueue=True) == 0      # up until Ctrl-C
+        out = capsys.readouterr().out
+        assert demo.demo(exit_after=True, kueue=True) == 1       # --exit: the miss is the exit status
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert "NOT AS TOLD: Kueue did not preempt the borrower: why" in out, out
+    assert "did not succeed" not in out and f"{demo.PIPELINE} run manual__{demo.PIPELINE}: SUCCESS" in out, out
+    assert paused == [True] and "everything is up" in out and stopped == [True, True]

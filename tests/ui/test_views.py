@@ -86,6 +86,21 @@ def test_waiting_rows_say_what_they_wait_for():
     assert views.training_row(ti("failed", end_date=NOW), job(), None, now=NOW)["waiting_for"] is None
 
 
+def test_a_preempted_job_waiting_to_be_admitted_again_says_so():
+    """A suspended Job whose template Skiff annotated with a preemption count (operators/training/checkpoint.py):
+    Kueue preempted it and it waits for its quota back; a Job never admitted yet waits for Kueue to admit it."""
+    def suspended(preemptions: str, gpu: str) -> dict:
+        j = job()
+        j["spec"] = {"suspend": True, "template": {
+            "metadata": {"annotations": {"skiff.io/preemptions": preemptions}},
+            "spec": {"containers": [{"resources": {"limits": {"cpu": "1", "nvidia.com/gpu": gpu}}}]}}}
+        return j
+    row = views.training_row(ti("deferred"), suspended("1", "3"), None, now=NOW, queue_reason="insufficient quota")
+    assert (row["waiting_for"], row["queue_reason"]) == ("preempted_gpus", "insufficient quota")
+    assert views.training_row(ti("deferred"), suspended("1", "0"), None, now=NOW)["waiting_for"] == "preempted"
+    assert views.training_row(ti("deferred"), suspended("0", "3"), None, now=NOW)["waiting_for"] == "kueue"
+
+
 def test_mapped_task_log_link_names_the_map_index():
     assert views.task_log_path("d", "r", "t", 3, 1) == "dags/d/runs/r/tasks/t/mapped/3?try_number=1"
 
