@@ -211,8 +211,9 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
         say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
         if stack.monitoring is not None:
-            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs and alert rules; "
-                f"{stack.monitoring.url}/alerts)")
+            pages = stack.monitoring.pages()
+            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs, alerts.yaml and "
+                f"alerts-statsd.yaml: {', '.join(f'{p} {a}' for p, a in pages.items()) or 'no page answers yet'})")
         say_users(stack)
         say_kubeconfigs(stack)
         setup_demo(stack)
