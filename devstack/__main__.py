@@ -2,9 +2,9 @@
 
 Starts kubesim (CPU, GPU and online-pool nodes; RBAC over HTTPS, a kubeconfig per user), an SMTP sink, ``airflow
 standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under ``.demo/``) and a Prometheus with
-Skiff's scrape jobs and alert rules, sets up the demo team's queue, triggers the example training pipeline and the
-failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
-to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
+Skiff's scrape jobs and alert rules, sets up the demo team's queue, runs the example training pipeline once (the
+scheduled run unpausing it starts: ``start_pipeline``) and triggers the failure example, shows where each Job ran
+and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
 stops every process, also when the output is piped and the reader died with the same Ctrl-C).
 
 ``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
@@ -36,7 +36,8 @@ STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 # the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
 # the e-mail and the instance's Running (the piped-demo test waits exactly this, and pytest's timeout follows)
-DEMO_LIMIT_S = STARTUP_TIMEOUT_S + 3 * RUN_TIMEOUT_S + 30 + 30
+SCHEDULED_WAIT_S = 120  # unpaused, the daily pipeline's scheduled run appears within a scheduler loop or two
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 3 * RUN_TIMEOUT_S + 30 + 30
 
 
 _reader_gone = False
@@ -77,6 +78,29 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
             if pod.metadata.annotations.get("skiff.io/task-id") == ti["task_id"]:
                 line += f"  pod {pod.metadata.name} ran on node {pod.spec.node_name}"
         say(line)
+
+
+def start_pipeline(stack: Stack, wait_s: float = SCHEDULED_WAIT_S) -> str:
+    """Start the daily pipeline once. Unpausing it (as triggering does) makes Airflow start the scheduled run of
+    its latest day (``catchup=False``: that day only), so the demo follows that run; a trigger as well would be a
+    second run of the same day, writing the same features, model and TensorBoard directories (issue 36). Only when
+    no scheduled run appears does the demo trigger one, and says why."""
+    from kubesim.testing import wait_until
+
+    stack.unpause(PIPELINE)
+
+    def scheduled() -> str | None:
+        runs = stack.api("GET", f"/api/v2/dags/{PIPELINE}/dagRuns?run_type=scheduled")["dag_runs"]
+        return next((r["dag_run_id"] for r in runs if r.get("run_type") == "scheduled"), None)
+    try:
+        run_id = wait_until(scheduled, wait_s, interval=1, what=f"{PIPELINE}'s scheduled run")
+        say(f"unpaused {PIPELINE} (daily, catchup off): Airflow started the scheduled run of its latest day, "
+            f"{run_id}; the demo follows it (a trigger too would run the same day twice)")
+        return run_id
+    except TimeoutError:
+        say(f"unpaused {PIPELINE}: no scheduled run within {wait_s:.0f} s, so the demo triggers one (if Airflow "
+            "starts the scheduled run later, the page shows both)")
+        return stack.trigger(PIPELINE)
 
 
 def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
@@ -219,10 +243,10 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         setup_demo(stack)
         say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp"
             + (", switched to queueing: kueue (one cohort; GPUs: recsys 2, nlp 1)" if kueue else ""))
-        say(f"triggering {PIPELINE} ...")
-        run_id = stack.trigger(PIPELINE)
+        started = time.monotonic()
+        run_id = start_pipeline(stack)
         state = stack.wait_run(PIPELINE, run_id, timeout=RUN_TIMEOUT_S)
-        say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - t0:.0f} s after start)")
+        say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - started:.0f} s after it started)")
         show_run(stack, PIPELINE, run_id)
         say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) ...")
         fail_id = stack.trigger(FAILING)

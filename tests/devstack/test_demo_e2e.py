@@ -63,6 +63,13 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+def _runs(url: str, admin_password: str, dag_id: str) -> int:
+    with httpx.Client(base_url=url, timeout=60) as c:
+        token = c.post("/auth/token", json={"username": "admin", "password": admin_password}).json()["access_token"]
+        return c.get(f"/api/v2/dags/{dag_id}/dagRuns", headers={"Authorization": f"Bearer {token}"}).json()[
+            "total_entries"]
+
+
 def _failed_runs(url: str, admin_password: str) -> list[str]:
     with httpx.Client(base_url=url, timeout=60) as c:
         token = c.post("/auth/token", json={"username": "admin", "password": admin_password}).json()["access_token"]
@@ -86,7 +93,9 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         text = _read(log)
         assert READY in text, text
         _kueue_part_as_the_page_says(text)
-        assert re.search(r"training_recommendation_daily run \S+: SUCCESS", text), text
+        # one run of the daily pipeline: the scheduled one unpausing started (issue 36: a trigger made it two)
+        assert re.search(r"training_recommendation_daily run scheduled__\S+: SUCCESS \(\d+ s after it started\)",
+                         text), text
         assert re.search(r"train +success .* ran on node online-gpu-1", text), text  # GPU + online pool
         assert re.search(r"preprocess +success .* ran on node cpu-\d", text), text
         assert "[Skiff] training_failure_demo.train_too_big failed: OOMKilled" in text, text
@@ -153,6 +162,7 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
 
         # a fresh demo: the intended failure is the only failed run (no platform DAG failed at start-up)
         assert _failed_runs(ui, passwords["admin"]) == ["training_failure_demo"]
+        assert _runs(ui, passwords["admin"], "training_recommendation_daily") == 1
 
         assert _stack_processes(str(demo_dir)), "no process of the stack found: the check below would prove nothing"
         os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: make, the demo and tee at once

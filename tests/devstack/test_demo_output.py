@@ -123,6 +123,12 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
         def trigger(self, dag_id, *a, **kw):
             return f"manual__{dag_id}"
 
+        def unpause(self, dag_id):
+            pass
+
+        def api(self, method, path):
+            return {"dag_runs": [{"dag_run_id": "scheduled__2026-12-03T03:00:00+00:00", "run_type": "scheduled"}]}
+
         def wait_run(self, dag_id, run_id, timeout):
             return "failed" if dag_id == demo.FAILING else "success"
 
@@ -152,5 +158,39 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert "NOT AS TOLD: Kueue did not preempt the borrower: why" in out, out
-    assert "did not succeed" not in out and f"{demo.PIPELINE} run manual__{demo.PIPELINE}: SUCCESS" in out, out
+    assert "did not succeed" not in out and f"{demo.PIPELINE} run scheduled__2026-12-03T03:00:00+00:00: SUCCESS" in out
     assert paused == [True] and "everything is up" in out and stopped == [True, True]
+
+
+class PipelineStack:
+    """What start_pipeline asks of a stack: unpause, the runs Airflow lists, trigger."""
+
+    def __init__(self, scheduled: bool):
+        self.scheduled, self.calls = scheduled, []
+
+    def unpause(self, dag_id):
+        self.calls.append(("unpause", dag_id))
+
+    def api(self, method, path):
+        runs = [{"dag_run_id": "scheduled__2026-12-03T03:00:00+00:00", "run_type": "scheduled"}]
+        return {"dag_runs": runs if self.scheduled else []}
+
+    def trigger(self, dag_id, *a, **kw):
+        self.calls.append(("trigger", dag_id))
+        return "manual__1"
+
+
+def test_the_daily_pipeline_runs_once_the_scheduled_run_unpausing_started(capsys):
+    """issue 36: triggering the daily pipeline unpaused it, which started its scheduled run too: two runs of one
+    day writing the same directories. The demo follows the scheduled run; it triggers only when none appears, and
+    says why."""
+    import devstack.__main__ as demo
+
+    stack = PipelineStack(scheduled=True)
+    assert demo.start_pipeline(stack, wait_s=5) == "scheduled__2026-12-03T03:00:00+00:00"
+    assert stack.calls == [("unpause", demo.PIPELINE)]
+    assert "the demo follows it" in capsys.readouterr().out
+    stack = PipelineStack(scheduled=False)
+    assert demo.start_pipeline(stack, wait_s=0.2) == "manual__1"
+    assert stack.calls == [("unpause", demo.PIPELINE), ("trigger", demo.PIPELINE)]
+    assert "no scheduled run within" in capsys.readouterr().out
