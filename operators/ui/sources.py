@@ -236,16 +236,19 @@ def queue_reasons(k: Kube) -> dict[tuple[str, str], str]:
 
 
 def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, list[dict]]]:
-    """Per team namespace (``namespaces=None``: every team) its Kueue queues' figures for the page:
+    """Per team namespace (``namespaces=None``: every team) its Kueue queues' figures per flavor for the page:
     ``{"training": [...], "dev": [...]}`` (``views.queue_figures``); {} without Kueue."""
-    from operators.platform.kueue import queue_shares as shares
+    from operators.platform.kueue import queue_cells
     try:
         cqs = _list(k, CLUSTER_QUEUES, labels="app.kubernetes.io/managed-by=skiff")
     except KubeError as exc:
         if exc.status == 404:
             return {}
         raise
-    rows, gpus, wanted = shares(cqs), gpu_resource(), None if namespaces is None else set(namespaces)
+    cells, gpus, wanted = queue_cells(cqs), gpu_resource(), None if namespaces is None else set(namespaces)
+    by_queue: dict[str, dict[tuple[str, str], dict[str, float]]] = {}
+    for (queue, flavor, resource), figures in cells.items():
+        by_queue.setdefault(queue, {})[(flavor, resource)] = figures
     out: dict[str, dict[str, list[dict]]] = {}
     for cq in cqs:
         name = cq["metadata"]["name"]
@@ -254,6 +257,6 @@ def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, lis
         if ns is None or (wanted is not None and ns not in wanted):
             continue
         kind = "dev" if name.endswith("-dev") else "training"
-        out.setdefault(ns, {})[kind] = views.queue_figures(rows.get(name, {}), gpus)
+        out.setdefault(ns, {})[kind] = views.queue_figures(by_queue.get(name, {}), gpus)
     return out
 

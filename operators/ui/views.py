@@ -170,17 +170,24 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
 QUEUE_RESOURCES = (("cpu", "cpu"), ("memory", "memory"), ("gpu", GPU_RESOURCE))
 
 
-def queue_figures(shares: Mapping[str, Mapping[str, float]], gpu_resource: str = GPU_RESOURCE) -> list[dict]:
-    """One ClusterQueue's ``operators.platform.kueue.queue_shares`` row -> per resource its nominal, used,
-    borrowed and lent amounts in the page's units (memory in GiB); resources without any quota are left out."""
+FLAVORS = ("online", "gpu", "default")    # operators.platform.kueue.FLAVOR_ORDER: the order the page lists them
+
+
+def queue_figures(cells: Mapping[tuple[str, str], Mapping[str, float]], gpu_resource: str = GPU_RESOURCE) -> list[dict]:
+    """One ClusterQueue's ``operators.platform.kueue.queue_cells`` ((flavor, resource) -> figures) -> per flavor and
+    resource its nominal, used, borrowed and lent amounts in the page's units (memory in GiB), as the platform
+    file gives them (``teams[].kueue.flavors.<flavor>``: per flavor, never summed over flavors: issue 36);
+    resources without any quota or use are left out."""
     out = []
-    for name, key in QUEUE_RESOURCES:
-        f = shares.get(gpu_resource if name == "gpu" else key)
-        if not f or not any(f.values()):
-            continue
-        scale = float(GI) if name in BYTES else 1.0
-        out.append({"resource": name, "unit": UNITS[name],
-                    **{k: round(float(f.get(k, 0.0)) / scale, 2) for k in ("nominal", "used", "borrowed", "lent")}})
+    flavors = sorted({f for f, _ in cells}, key=lambda f: (FLAVORS.index(f) if f in FLAVORS else len(FLAVORS), f))
+    for flavor in flavors:
+        for name, key in QUEUE_RESOURCES:
+            f = cells.get((flavor, gpu_resource if name == "gpu" else key))
+            if not f or not any(f.values()):
+                continue
+            scale = float(GI) if name in BYTES else 1.0
+            out.append({"flavor": flavor, "resource": name, "unit": UNITS[name],
+                        **{k: round(float(f.get(k, 0.0)) / scale, 2) for k in ("nominal", "used", "borrowed", "lent")}})
     return out
 
 
