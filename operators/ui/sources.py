@@ -138,11 +138,17 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
         job_pods = pods.get(job["metadata"]["name"], []) if job else []
-        reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
+        reason = row_reason(ti, job, job_pods)
         queued = waits.get((job["metadata"]["namespace"], job["metadata"]["name"])) if job else None
         rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason,
                                        gpu_resource=gpus, queue_reason=queued))
     return rows
+
+
+def row_reason(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
+    """The reason a row shows: its failed try's, for a failed task and for one up for retry (issue 36: the reason,
+    "exit code 127 ...", was only in the task log and the e-mail while the row waited for its next try)."""
+    return _failure(ti, job, pods) if ti["state"] in views.FAILED_TRY_STATES else None
 
 
 def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:

@@ -77,6 +77,7 @@ def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
 TRAINING_OPERATOR = "TrainingJobOperator"
 ACTIVE_STATES = ("running", "deferred", "queued", "scheduled", "up_for_retry", "restarting")
 FINISHED_STATES = ("failed", "success")
+FAILED_TRY_STATES = ("failed", "up_for_retry")   # states whose row shows the reason of the try that failed
 
 
 def task_log_path(dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> str:

@@ -166,3 +166,21 @@ def test_split_by_team_keeps_the_callers_teams_and_rows_of_no_team_yet():
     assert [r["task_id"] for r in mine] == ["b", "c"] and [r["task_id"] for r in others] == ["a"]
     assert split_by_team(rows, None) == (rows, [])  # an Airflow admin: every team
     assert split_by_team(rows, []) == ([rows[2]], rows[:2])  # in no team
+
+
+def test_a_row_up_for_retry_shows_the_reason_its_failed_try_failed():
+    """issue 36: "up for retry" rows showed no reason; it ("exit code 127 ...") was only in the task log and the
+    e-mail. The row of a failed task and of one up for retry read it from the failed try's Job and pod."""
+    from operators.ui.sources import row_reason
+
+    failed_job = {**job(), "spec": {"backoffLimit": 0}, "status": {"failed": 1, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
+    pod_127 = {"metadata": {"name": "reco-train-abc-t2-x", "creationTimestamp": "2026-11-30T11:55:00Z"},
+               "status": {"phase": "Failed", "containerStatuses": [{"name": "train", "state": {"terminated": {
+                   "exitCode": 127, "reason": "Error"}}}]}}
+    for state in ("up_for_retry", "failed"):
+        reason = row_reason(ti(state), failed_job, [pod_127])
+        assert reason and "exit code 127" in reason, (state, reason)
+        row = views.training_row(ti(state, end_date=NOW), failed_job, pod_127, now=NOW, reason=reason)
+        assert row["reason"] == reason and row["reason_class"]
+    assert row_reason(ti("running"), failed_job, [pod_127]) is None
