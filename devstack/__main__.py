@@ -201,10 +201,20 @@ def say_next_steps(stack: Stack) -> None:
     say(f"       export KUBECONFIG={stack.kubeconfig}")
     say("       kubectl get pods -n recsys -w")
     if "bob" in stack.kubeconfigs:
-        say("  4. see what a team member may do (docs/platform-owner-guide.md, RBAC):")
+        say("  4. see what a team member may do (docs/dev-instances.md, \"Your shell\"):")
         say(f"       KUBECONFIG={stack.kubeconfigs['bob']} kubectl auth can-i --list -n recsys")
+        for line in ROLE_LINES:
+            say(f"     {line}")
 
 
+# what each role may do, with kubectl and in Skiff (docs/dev-instances.md "Your shell": why no exec, even for an owner)
+ROLE_LINES = (
+    "with kubectl, a team admin (alice in recsys, carol in nlp) and a member (bob) may do the same: read the "
+    "team's pods, logs, events, Jobs, volumes and quota; no Secrets, no writes, no exec or port-forward, not even "
+    "into one's own instance (ssh and JupyterLab's terminal are that shell, behind its password)",
+    "in Skiff they differ: a team admin sees the team's instances on the page and may stop, start and delete "
+    "them for their owners; a member, only their own; nobody reads another's password",
+)
 KUBE_NOTES = {"alice": "recsys admin, in nlp: reads their work, logs", "bob": "recsys member: reads, no writes",
               "carol": "nlp admin: reads nlp's work, not recsys's"}
 ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
