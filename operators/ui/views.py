@@ -67,7 +67,8 @@ def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
         if teams is None or row.get("team") in teams:
             totals[row["user"]] = totals.get(row["user"], 0.0) + float(row.get("gpu_hours") or 0)
     period = report.get("period") or {}
-    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if h > 0]
+    # hundredths of an hour, as the chart labels them: a user under 0.005 h would be a bar labelled "0 h" (issue 36)
+    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if round(h, 2) > 0]
     return {"users": sorted(users, key=lambda r: (-r["gpu_hours"], r["user"])),
             "generated": report.get("generated_at"), "since": period.get("since"), "until": period.get("until")}
 

@@ -184,3 +184,13 @@ def test_a_row_up_for_retry_shows_the_reason_its_failed_try_failed():
         row = views.training_row(ti(state, end_date=NOW), failed_job, pod_127, now=NOW, reason=reason)
         assert row["reason"] == reason and row["reason_class"]
     assert row_reason(ti("running"), failed_job, [pod_127]) is None
+
+
+def test_the_gpu_hours_chart_draws_no_bar_that_reads_0_h():
+    """issue 36: a user with seconds of GPU (0.001 h) was a visible bar labelled "0 h"."""
+    report = {"by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 0.25},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 0.001},
+                          {"user": "carol", "team": "nlp", "gpu_hours": 0.004}, {"user": "carol", "team": "nlp",
+                                                                                   "gpu_hours": 0.003}]}
+    users = views.gpu_hours_by_user(report, None)["users"]
+    assert users == [{"user": "alice", "gpu_hours": 0.25}, {"user": "carol", "gpu_hours": 0.01}]
