@@ -28,6 +28,8 @@ from pathlib import Path
 from devstack.airflow_env import REPO, STACK_USERS
 from devstack.demo_kueue import show_kueue
 from devstack.stack import Stack
+from devstack.tee_files import append as append_to_files
+from devstack.tee_files import reader_files
 
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
@@ -41,12 +43,14 @@ DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 3 * RUN_TIMEOUT_S + 30 + 3
 
 
 _reader_gone = False
+_tee_files: list[str] = []   # the files a `| tee FILE` reader writes, found at start (devstack/tee_files.py)
 
 
 def say(msg: str = "") -> None:
     """One line of the demo's story. Never fails: when the reader is gone (``make demo | tee log`` and Ctrl-C
-    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, else nowhere, so a
-    broken pipe can never stop the clean-up and the last line ("stopped ...") is still seen."""
+    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, and to the files tee
+    wrote (``_tee_files``), so a broken pipe can never stop the clean-up and the last line ("stopped ...") is still
+    seen and kept."""
     global _reader_gone
     line = f"[demo] {msg}" if msg else ""
     if not _reader_gone:
@@ -59,11 +63,18 @@ def say(msg: str = "") -> None:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the Python docs' advice for EPIPE
             except OSError:
                 pass
+    append_to_files(_tee_files, line)
     try:
         with open("/dev/tty", "w") as tty:
             tty.write(line + "\n")
     except OSError:  # no controlling terminal (a service, a test)
         pass
+
+
+def find_tee_files() -> None:
+    """Remember the files the reader of our output writes (``make demo | tee log``), while it is alive."""
+    global _tee_files
+    _tee_files = reader_files()
 
 
 def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
@@ -229,6 +240,7 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
     from devstack.demo_setup import setup_demo
 
     t0 = time.monotonic()
+    find_tee_files()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
     # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
     # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
@@ -243,7 +255,8 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         say(f"started in {time.monotonic() - t0:.0f} s")
         say(f"Airflow UI:   {stack.airflow_url}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
-        say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        say(f"logs:         {stack.workdir / 'logs'} (the stack's processes)   task logs: {stack.home / 'logs'} "
+            f"(also in the UI: a task's Log tab)   e-mails: {stack.maildir}")
         if stack.monitoring is not None:
             pages = stack.monitoring.pages()
             say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs, alerts.yaml and "

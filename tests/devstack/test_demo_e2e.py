@@ -167,6 +167,8 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         assert _stack_processes(str(demo_dir)), "no process of the stack found: the check below would prove nothing"
         os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: make, the demo and tee at once
         proc.wait(timeout=STOP_S)
+        # tee died with the Ctrl-C; the demo's last line still reached its file (issue 36)
+        assert "[demo] stopped every process the demo started." in _read(log), _read(log)[-2000:]
         left = _stack_processes(str(demo_dir))
         assert left == [], left
         assert not any(_accepts(u) for u in urls), f"still listening after Ctrl-C: {urls}"

@@ -160,6 +160,7 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
     assert "NOT AS TOLD: Kueue did not preempt the borrower: why" in out, out
     assert "did not succeed" not in out and f"{demo.PIPELINE} run scheduled__2026-12-03T03:00:00+00:00: SUCCESS" in out
     assert paused == [True] and "everything is up" in out and stopped == [True, True]
+    assert f"task logs: {tmp_path / 'logs'}" in out, out   # issue 36: .demo/logs holds none; say where they are
 
 
 class PipelineStack:
@@ -194,3 +195,40 @@ def test_the_daily_pipeline_runs_once_the_scheduled_run_unpausing_started(capsys
     assert demo.start_pipeline(stack, wait_s=0.2) == "manual__1"
     assert stack.calls == [("unpause", demo.PIPELINE), ("trigger", demo.PIPELINE)]
     assert "no scheduled run within" in capsys.readouterr().out
+
+
+TEE_SCRIPT = """
+import os, sys, time
+from devstack.__main__ import find_tee_files, say
+find_tee_files()
+say("first line, while tee reads")
+while not os.path.exists(sys.argv[1]):   # the test kills tee, then creates this file
+    time.sleep(0.05)
+say("stopped every process the demo started.")
+"""
+
+
+def test_with_tee_killed_the_last_lines_still_reach_its_file(tmp_path):
+    """issue 36: `make demo | tee log`, Ctrl-C: tee dies at once, and the final "stopped every process" line reached
+    the terminal but not the file. The demo found tee's file while it lived and adds the lines said after."""
+    import signal
+
+    from kubesim.testing import wait_until
+
+    log, go = tmp_path / "demo.log", tmp_path / "go"
+    tee = subprocess.Popen(["tee", str(log)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    demo = subprocess.Popen([sys.executable, "-c", TEE_SCRIPT, str(go)], cwd=REPO, stdout=tee.stdin,
+                            stderr=subprocess.PIPE)
+    tee.stdin.close()
+    try:
+        wait_until(lambda: log.exists() and "first line" in log.read_text(), 60, what="tee writing the first line")
+        tee.send_signal(signal.SIGINT)     # the terminal's Ctrl-C reaches tee too
+        tee.wait(timeout=30)
+        go.touch()
+        assert demo.wait(timeout=60) == 0, demo.stderr.read().decode()[-2000:]
+    finally:
+        for p in (tee, demo):
+            if p.poll() is None:
+                p.kill()
+    assert log.read_text().splitlines() == ["[demo] first line, while tee reads",
+                                            "[demo] stopped every process the demo started."]
