@@ -4,8 +4,9 @@ Starts kubesim (CPU, GPU and online-pool nodes; RBAC over HTTPS, a kubeconfig pe
 standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under ``.demo/``) and a Prometheus with
 Skiff's scrape jobs and alert rules, sets up the demo team's queue, runs the example training pipeline once (the
 scheduled run unpausing it starts: ``start_pipeline``) and triggers the failure example, shows where each Job ran
-and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
-stops every process, also when the output is piped and the reader died with the same Ctrl-C).
+and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and
+what to do next, then keeps everything up for the UI until Ctrl-C (which stops every process, also when the output
+is piped and the reader died with the same Ctrl-C).
 
 ``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
 ``queueing: kueue``; after the failure example, nlp's step borrows recsys' idle GPUs and recsys' online step

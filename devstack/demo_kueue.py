@@ -112,7 +112,7 @@ def show_kueue(stack: Stack, say, run_timeout: float) -> list[str]:
     try:
         stopped = wait_until(lambda: preemption(job_events(core, "nlp", name)), run_timeout, interval=0.5,
                              what=f"Kueue's preemption event on {KUEUE_BORROW}'s Job")
-        say(f"  Kueue preempted nlp's Job {name} (its event {stopped.reason}: {stopped.message[:160]})")
+        say(f"  Kueue preempted nlp's Job {name} (its event {stopped.reason}: {stopped.message[:300]})")
         if (j := nlp_job()) is not None and j.spec.suspend:
             say(f"  it waits suspended for GPUs while recsys' online step runs (the page's row: preempted, waiting "
                 f"for GPUs); GPUs per team queue: {_gpu_shares(stack)}")

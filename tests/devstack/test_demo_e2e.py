@@ -188,7 +188,8 @@ def _kueue_part_as_the_page_says(text: str) -> None:
                      r"nlp: 3 of 1 used, 2 borrowed", text), text
     assert re.search(r"its task log follows the pod: \[kueue-demo-nlp-borrow-train-\S+\] epoch 1/", text), text
     # read from the Job's history (Kueue's events), and seen waiting: the online step takes ~25 s
-    assert re.search(r"Kueue preempted nlp's Job \S+ \(its event Stopped: Preempted to accommodate a workload", text), text
+    assert re.search(r"Kueue preempted nlp's Job \S+ \(its event Stopped: Preempted to accommodate a workload",
+                     text), text
     assert "it waits suspended for GPUs while recsys' online step runs (the page's row: preempted, waiting for GPUs)" \
         in text, text
     waited = re.search(r"Kueue admitted nlp's Job again once recsys' step had finished, after (\d+) s suspended", text)
