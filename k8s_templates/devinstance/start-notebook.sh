@@ -62,7 +62,7 @@ while IFS= read -r name; do
   case "$name" in SSH_*) continue ;; esac
   value="${!name}"
   profile+="export $name='${value//\'/\'\\\'\'}'"$'\n'
-  [[ "$value" =~ ^[A-Za-z0-9_./:,=+@%~-]*$ ]] && setenv+=("$name=$value")
+  if [[ "$value" =~ ^[A-Za-z0-9_./:,=+@%~-]*$ ]]; then setenv+=("$name=$value"); fi
 done < <(compgen -e)
 if ! { mkdir -p "$PROFILE_D" && printf '%s' "$profile" > "$PROFILE_D/skiff-container-env.sh" &&
        chmod 0644 "$PROFILE_D/skiff-container-env.sh"; } 2>/dev/null; then
