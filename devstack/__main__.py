@@ -2,15 +2,19 @@
 
 Starts kubesim (CPU, GPU and online-pool nodes; RBAC over HTTPS, a kubeconfig per user), an SMTP sink, ``airflow
 standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under ``.demo/``) and a Prometheus with
-Skiff's scrape jobs and alert rules, sets up the demo team's queue, triggers the example training pipeline and the
-failure example, shows where each Job ran and the alert e-mail, creates alice's development instance and prints how
-to open it, every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which
-stops every process, also when the output is piped and the reader died with the same Ctrl-C).
+Skiff's scrape jobs and alert rules, sets up the demo team's queue, runs the example training pipeline once (the
+scheduled run unpausing it starts: ``start_pipeline``) and triggers the failure example, shows where each Job ran
+and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and
+what to do next, then keeps everything up for the UI until Ctrl-C (which stops every process, also when the output
+is piped and the reader died with the same Ctrl-C).
 
 ``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
 ``queueing: kueue``; after the failure example, nlp's step borrows recsys' idle GPUs and recsys' online step
 reclaims them: Kueue preempts the borrower, which saves its checkpoint on SIGTERM, waits in the queue and resumes
-from it (``show_kueue``; the DAGs are ``devstack/demo_dags/kueue_demo.py``).
+from it (``devstack/demo_kueue.py``; the DAGs are ``devstack/demo_dags/kueue_demo.py``).
+
+Whatever did not go as told is said at the end, with its reason, and the UI stays up to look at it (``--exit``:
+the exit status is 1 then).
 """
 
 from __future__ import annotations
@@ -23,26 +27,31 @@ import time
 from pathlib import Path
 
 from devstack.airflow_env import REPO, STACK_USERS
+from devstack.demo_kueue import show_kueue
 from devstack.stack import Stack
+from devstack.tee_files import append as append_to_files
+from devstack.tee_files import reader_files
 
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
 DEV_CREATE = "dev_instance_create"
-KUEUE_BORROW, KUEUE_ONLINE = "kueue_demo_nlp_borrow", "kueue_demo_recsys_online"   # devstack/demo_dags/kueue_demo.py
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
 # the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
 # the e-mail and the instance's Running (the piped-demo test waits exactly this, and pytest's timeout follows)
-DEMO_LIMIT_S = STARTUP_TIMEOUT_S + 3 * RUN_TIMEOUT_S + 30 + 30
+SCHEDULED_WAIT_S = 120  # unpaused, the daily pipeline's scheduled run appears within a scheduler loop or two
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 3 * RUN_TIMEOUT_S + 30 + 30
 
 
 _reader_gone = False
+_tee_files: list[str] = []   # the files a `| tee FILE` reader writes, found at start (devstack/tee_files.py)
 
 
 def say(msg: str = "") -> None:
     """One line of the demo's story. Never fails: when the reader is gone (``make demo | tee log`` and Ctrl-C
-    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, else nowhere, so a
-    broken pipe can never stop the clean-up and the last line ("stopped ...") is still seen."""
+    killed ``tee``), later lines go to the terminal itself (``/dev/tty``) when there is one, and to the files tee
+    wrote (``_tee_files``), so a broken pipe can never stop the clean-up and the last line ("stopped ...") is still
+    seen and kept."""
     global _reader_gone
     line = f"[demo] {msg}" if msg else ""
     if not _reader_gone:
@@ -55,11 +64,18 @@ def say(msg: str = "") -> None:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the Python docs' advice for EPIPE
             except OSError:
                 pass
+    append_to_files(_tee_files, line)
     try:
         with open("/dev/tty", "w") as tty:
             tty.write(line + "\n")
     except OSError:  # no controlling terminal (a service, a test)
         pass
+
+
+def find_tee_files() -> None:
+    """Remember the files the reader of our output writes (``make demo | tee log``), while it is alive."""
+    global _tee_files
+    _tee_files = reader_files()
 
 
 def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
@@ -74,6 +90,50 @@ def show_run(stack: Stack, dag_id: str, run_id: str) -> None:
             if pod.metadata.annotations.get("skiff.io/task-id") == ti["task_id"]:
                 line += f"  pod {pod.metadata.name} ran on node {pod.spec.node_name}"
         say(line)
+
+
+def start_pipeline(stack: Stack, wait_s: float = SCHEDULED_WAIT_S) -> str:
+    """Start the daily pipeline once. Unpausing it (as triggering does) makes Airflow start the scheduled run of
+    its latest day (``catchup=False``: that day only), so the demo follows that run; a trigger as well would be a
+    second run of the same day, writing the same features, model and TensorBoard directories (issue 36). Only when
+    no scheduled run appears does the demo trigger one, and says why."""
+    from kubesim.testing import wait_until
+
+    stack.unpause(PIPELINE)
+
+    def scheduled() -> str | None:
+        runs = stack.api("GET", f"/api/v2/dags/{PIPELINE}/dagRuns?run_type=scheduled")["dag_runs"]
+        return next((r["dag_run_id"] for r in runs if r.get("run_type") == "scheduled"), None)
+    try:
+        run_id = wait_until(scheduled, wait_s, interval=1, what=f"{PIPELINE}'s scheduled run")
+        say(f"unpaused {PIPELINE} (daily, catchup off): Airflow started the scheduled run of its latest day, "
+            f"{run_id}; the demo follows it (a trigger too would run the same day twice)")
+        return run_id
+    except TimeoutError:
+        say(f"unpaused {PIPELINE}: no scheduled run within {wait_s:.0f} s, so the demo triggers one (if Airflow "
+            "starts the scheduled run later, the page shows both)")
+        return stack.trigger(PIPELINE)
+
+
+def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
+    """Why a run did not succeed, task by task, in the words of the page's row (``views.failure_from_log``: the
+    try's ``TrainingJobFailed`` reason, else its last exception), and where the logs are."""
+    from operators.ui.views import failure_from_log
+
+    parts = []
+    for ti in stack.task_instances(dag_id, run_id):
+        if ti["state"] in ("success", "skipped"):
+            continue
+        reason = None
+        try:
+            body = stack.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{ti['task_id']}/logs/"
+                             f"{max(1, ti['try_number'] or 1)}?full_content=true")
+            content = body.get("content")
+            reason = failure_from_log(m for m in content if isinstance(m, dict)) if isinstance(content, list) else None
+        except Exception:  # noqa: BLE001 - no log to read (HTTP error, none yet): the state is all there is to say
+            pass
+        parts.append(f"{ti['task_id']} {ti['state']} (try {ti['try_number']})" + (f": {reason}" if reason else ""))
+    return "; ".join(parts or ["no task failed (the run itself did)"]) + f"; task logs: {stack.home / 'logs'}"
 
 
 def show_dev_instance(stack: Stack) -> None:
@@ -129,77 +189,6 @@ def show_dev_instance(stack: Stack) -> None:
     say("  her files in /root are her home volume: they survive stop and start (the password changes at each start)")
 
 
-def _gpu_shares(stack: Stack) -> str:
-    """Each training ClusterQueue's GPUs: used, borrowed and lent (what the page's team cards show)."""
-    from kubernetes import client
-
-    from operators.platform.kueue import queue_shares
-
-    cqs = client.CustomObjectsApi(stack.k8s()).list_cluster_custom_object("kueue.x-k8s.io", "v1beta2",
-                                                                         "clusterqueues")["items"]
-    rows = queue_shares(cqs)
-    return "; ".join(f"{team}: {g['used']:g} of {g['nominal']:g} used, {g['borrowed']:g} borrowed, {g['lent']:g} lent"
-                     for team in ("recsys", "nlp") if (g := rows.get(team, {}).get("nvidia.com/gpu")))
-
-
-def _task_log(stack: Stack, dag_id: str, run_id: str) -> str:
-    """The ``train`` task's log so far; empty while Airflow has none to serve yet."""
-    try:
-        return stack.task_log(dag_id, run_id, "train")
-    except (RuntimeError, OSError):  # not served yet (no try, no log server): the caller waits and asks again
-        return ""
-
-
-def show_kueue(stack: Stack) -> bool:
-    """nlp borrows recsys' idle GPUs, recsys' online step reclaims them: Kueue preempts nlp's step, which saves its
-    checkpoint on SIGTERM and resumes from it when admitted again. True when both runs succeeded after a
-    preemption."""
-    from kubernetes import client
-
-    from kubesim.testing import wait_until
-
-    batch = client.BatchV1Api(stack.k8s())
-    say(f"Kueue: {KUEUE_BORROW} (team nlp, owner carol): training on 3 GPUs, nlp's 1 and recsys' 2 idle ones, "
-        "borrowed ...")
-    borrow = stack.trigger(KUEUE_BORROW)
-
-    def nlp_job():
-        return next((j for j in batch.list_namespaced_job("nlp").items
-                     if (j.metadata.annotations or {}).get("skiff.io/run-id") == borrow), None)
-    wait_until(lambda: (j := nlp_job()) is not None and not j.spec.suspend and (j.status.active or 0) > 0,
-               RUN_TIMEOUT_S, interval=0.5, what=f"{KUEUE_BORROW}'s Job admitted and running")
-    say(f"  admitted and running; GPUs per team queue: {_gpu_shares(stack)} (the page's team cards show the same)")
-    # the task log has the pod's lines only once the deferred task's trigger follows the pod: a pod preempted
-    # and deleted before that takes its lines with it (as on a real cluster), so reclaim only after
-    try:
-        line = wait_until(lambda: next((ln for ln in _task_log(stack, KUEUE_BORROW, borrow).splitlines()
-                                        if "] epoch 1/" in ln), None),
-                          RUN_TIMEOUT_S, interval=1, what=f"{KUEUE_BORROW}'s task log following its pod")
-        say(f"  its task log follows the pod: {line.strip()[:160]}")
-    except TimeoutError as exc:
-        say(f"  {exc}")
-    say(f"Kueue: {KUEUE_ONLINE} (team recsys, owner alice): an online step on 1 GPU; none is free in the cohort, "
-        "so Kueue reclaims recsys' lent GPUs by preempting nlp's borrower ...")
-    online = stack.trigger(KUEUE_ONLINE)
-    preempted = False
-    try:
-        wait_until(lambda: (j := nlp_job()) is not None and bool(j.spec.suspend), RUN_TIMEOUT_S, interval=0.5,
-                   what=f"{KUEUE_BORROW}'s Job suspended by Kueue")
-        preempted = True
-        say(f"  nlp's Job is suspended (preempted); GPUs per team queue: {_gpu_shares(stack)}")
-    except TimeoutError as exc:
-        say(f"  {exc}")
-    say(f"{KUEUE_ONLINE}: {stack.wait_run(KUEUE_ONLINE, online, timeout=RUN_TIMEOUT_S).upper()}")
-    state = stack.wait_run(KUEUE_BORROW, borrow, timeout=RUN_TIMEOUT_S)
-    say(f"{KUEUE_BORROW}: {state.upper()}; its task log (one try, one Job):")
-    log = stack.task_log(KUEUE_BORROW, borrow, "train")
-    for needle in ("was preempted by Kueue", "SIGTERM: saved a checkpoint", "resumed: Kueue admitted it again",
-                   "resuming from the checkpoint", "wrote /root/models"):
-        line = next((ln for ln in log.splitlines() if needle in ln), None)
-        say(f"  {line.strip()[:240]}" if line else f"  (no line with {needle!r} in the task log)")
-    return preempted and state == "success"
-
-
 def say_users(stack: Stack) -> None:
     """Every user of the demo's Airflow, a password a line (the simple auth manager generated them)."""
     say("users (Airflow's simple auth manager; passwords generated for this run):")
@@ -224,10 +213,20 @@ def say_next_steps(stack: Stack) -> None:
     say(f"       export KUBECONFIG={stack.kubeconfig}")
     say("       kubectl get pods -n recsys -w")
     if "bob" in stack.kubeconfigs:
-        say("  4. see what a team member may do (docs/platform-owner-guide.md, RBAC):")
+        say("  4. see what a team member may do (docs/dev-instances.md, \"Your shell\"):")
         say(f"       KUBECONFIG={stack.kubeconfigs['bob']} kubectl auth can-i --list -n recsys")
+        for line in ROLE_LINES:
+            say(f"     {line}")
 
 
+# what each role may do, with kubectl and in Skiff (docs/dev-instances.md "Your shell": why no exec, even for an owner)
+ROLE_LINES = (
+    "with kubectl, a team admin (alice in recsys, carol in nlp) and a member (bob) may do the same: read the "
+    "team's pods, logs, events, Jobs, volumes and quota; no Secrets, no writes, no exec or port-forward, not even "
+    "into one's own instance (ssh and JupyterLab's terminal are that shell, behind its password)",
+    "in Skiff they differ: a team admin sees the team's instances on the page and may stop, start and delete "
+    "them for their owners; a member, only their own; nobody reads another's password",
+)
 KUBE_NOTES = {"alice": "recsys admin, in nlp: reads their work, logs", "bob": "recsys member: reads, no writes",
               "carol": "nlp admin: reads nlp's work, not recsys's"}
 ROLE_NOTES = {"admin": "Airflow admin", "alice": "recsys team admin, owns the demo instance",
@@ -242,6 +241,7 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
     from devstack.demo_setup import setup_demo
 
     t0 = time.monotonic()
+    find_tee_files()
     workdir = Path(os.environ.get("SKIFF_DEMO_DIR") or REPO / ".demo")
     # the cluster as in production: kubesim enforcing RBAC over HTTPS, Skiff acting as its ServiceAccount, and
     # each demo user with a token and kubeconfig of their own (admin: kubesim's system:masters kubeconfig)
@@ -256,19 +256,21 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         say(f"started in {time.monotonic() - t0:.0f} s")
         say(f"Airflow UI:   {stack.airflow_url}")
         say(f"kubesim API:  {stack.kubesim_url}   kubeconfig: {stack.kubeconfig}")
-        say(f"logs:         {stack.workdir / 'logs'}   e-mails: {stack.maildir}")
+        say(f"logs:         {stack.workdir / 'logs'} (the stack's processes)   task logs: {stack.home / 'logs'} "
+            f"(also in the UI: a task's Log tab)   e-mails: {stack.maildir}")
         if stack.monitoring is not None:
-            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs and alert rules; "
-                f"{stack.monitoring.url}/alerts)")
+            pages = stack.monitoring.pages()
+            say(f"Prometheus:   {stack.monitoring.url}   (deploy/monitoring's scrape jobs, alerts.yaml and "
+                f"alerts-statsd.yaml: {', '.join(f'{p} {a}' for p, a in pages.items()) or 'no page answers yet'})")
         say_users(stack)
         say_kubeconfigs(stack)
         setup_demo(stack)
         say("applied the example platform file (operators/platform/example.yaml): teams recsys and nlp"
             + (", switched to queueing: kueue (one cohort; GPUs: recsys 2, nlp 1)" if kueue else ""))
-        say(f"triggering {PIPELINE} ...")
-        run_id = stack.trigger(PIPELINE)
+        started = time.monotonic()
+        run_id = start_pipeline(stack)
         state = stack.wait_run(PIPELINE, run_id, timeout=RUN_TIMEOUT_S)
-        say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - t0:.0f} s after start)")
+        say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - started:.0f} s after it started)")
         show_run(stack, PIPELINE, run_id)
         say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) ...")
         fail_id = stack.trigger(FAILING)
@@ -279,17 +281,16 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
             time.sleep(0.5)
         for m in stack.mails():
             say(f"e-mail to {m['To']}: {m['Subject']}")
-        if kueue and not show_kueue(stack):
-            say(f"the Kueue demo did not show a preempted step resume; see {stack.workdir / 'logs'}")
-            state = "failed"
+        problems = [] if state == "success" else [f"{PIPELINE} {state}: {run_failure(stack, PIPELINE, run_id)}"]
+        if kueue:
+            problems += show_kueue(stack, say, RUN_TIMEOUT_S)
         show_dev_instance(stack)
-        if state != "success":
-            say(f"the example pipeline did not succeed; see {stack.workdir / 'logs'}")
-            return 1
         say(f"ready {time.monotonic() - t0:.0f} s after start")
         say_next_steps(stack)
+        for problem in problems:
+            say(f"NOT AS TOLD: {problem}")
         if exit_after:
-            return 0
+            return 1 if problems else 0
         say("everything is up: Ctrl-C stops every process the demo started.")
         while True:
             signal.pause()

@@ -19,6 +19,25 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "deploy" / "monitoring"
 PROMETHEUS = Path("/usr/bin/prometheus")
 INTERVAL = "10s"  # the demo's scrape and rule interval: data within seconds of an event, not the shipped 30 s
+# the demo's metrics travel by StatsD: the rules of every transport and StatsD's (alerts.yaml's header)
+RULES = (SHIPPED / "alerts.yaml", SHIPPED / "alerts-statsd.yaml")
+PAGES = ("alerts", "rules", "targets")   # the Prometheus pages the demo prints
+
+
+def page_addresses(url: str, get) -> dict[str, str]:
+    """Each of ``PAGES`` at the address that opens on this Prometheus (``get(address)`` -> HTTP status): the
+    React UI's ``/<page>``, else the classic UI's ``/classic/<page>`` (Debian's 2.42 package serves only the
+    classic UI: ``/alerts`` is a 404 there, issue 36). A page neither answers is left out."""
+    out = {}
+    for page in PAGES:
+        for address in (f"{url}/{page}", f"{url}/classic/{page}"):
+            try:
+                if get(address) == 200:
+                    out[page] = address
+                    break
+            except OSError:
+                continue
+    return out
 
 
 def free_udp_port() -> int:
@@ -41,7 +60,7 @@ def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:
 
 
 def prometheus_config(scrape: dict, *, skiff_target: str, token_file: Path, statsd_target: str,
-                      rules: Path) -> dict:
+                      rules: list[Path] | tuple[Path, ...]) -> dict:
     """The shipped scrape jobs with this stack's targets and token file, the shipped rules, short intervals."""
     jobs = []
     for job in yaml.safe_load(yaml.safe_dump(scrape))["scrape_configs"]:
@@ -53,7 +72,7 @@ def prometheus_config(scrape: dict, *, skiff_target: str, token_file: Path, stat
             job["static_configs"] = [{"targets": [statsd_target]}]
         jobs.append(job)
     return {"global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
-            "rule_files": [str(rules)], "scrape_configs": jobs}
+            "rule_files": [str(r) for r in rules], "scrape_configs": jobs}
 
 
 class Monitoring:
@@ -66,11 +85,22 @@ class Monitoring:
         # bind with "Address already in use" stopped a test stack at start)
         self.statsd_port, self.bridge_port, self.port = free_udp_port(), free_port(), free_port()
         self.procs: dict[str, subprocess.Popen] = {}
-        self.rules = SHIPPED / "alerts.yaml"  # the shipped rules (a test may load a copy with a shorter `for`)
+        self.rules = list(RULES)  # the shipped rules (a test may load a copy with a shorter `for`)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def pages(self) -> dict[str, str]:
+        """``page_addresses`` of the running Prometheus."""
+        import httpx
+
+        def get(address: str) -> int:
+            try:
+                return httpx.get(address, timeout=5, follow_redirects=True).status_code
+            except httpx.HTTPError as exc:
+                raise OSError(str(exc)) from exc
+        return page_addresses(self.url, get)
 
     def settings(self) -> dict[str, str]:
         return airflow_settings(self.statsd_port, self.token)

@@ -7,7 +7,9 @@ the gpu flavor holds recsys' 2 GPUs and nlp's 1, in one cohort.
 borrowed. It trains the demo's model from carol's home with a checkpoint each epoch (``$SKIFF_CHECKPOINT_DIR``).
 ``kueue_demo_recsys_online``: alice's (recsys) online step on 1 GPU: the cohort has none free, so Kueue reclaims
 recsys' lent GPUs by preempting nlp's borrower (``reclaimWithinCohort: Any``); nlp's process gets SIGTERM, saves,
-is suspended, and when recsys' step ends Kueue admits it again and it resumes from its checkpoint.
+is suspended, and when recsys' step ends Kueue admits it again and it resumes from its checkpoint. The online step
+takes about 25 s (2 epochs, throttled like a real one: it did not finish in 1 s either), so the borrower is seen
+waiting, suspended: its row on the page says "preempted, waiting for GPUs".
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ with DAG("kueue_demo_nlp_borrow", schedule=None, start_date=datetime(2026, 11, 1
                                          "--throttle", "{{ params.throttle }}"], **TRAIN)
 
 with DAG("kueue_demo_recsys_online", schedule=None, start_date=datetime(2026, 11, 1), catchup=False,
-         params={"epochs": 1}, tags=["skiff", "kueue-demo", "recsys"], doc_md=__doc__) as recsys_online:
+         params={"epochs": 2, "throttle": 0.15}, tags=["skiff", "kueue-demo", "recsys"],
+         doc_md=__doc__) as recsys_online:
     TrainingJobOperator(task_id="train", image="registry.local/recsys/train-gpu:1.4", owner="alice",
                         namespace="recsys", gpu=1, online=True,
-                        run_args=["--epochs", "{{ params.epochs }}", "--model-out", "/root/models/{{ run_id }}"],
-                        **TRAIN)
+                        run_args=["--epochs", "{{ params.epochs }}", "--model-out", "/root/models/{{ run_id }}",
+                                  "--throttle", "{{ params.throttle }}"], **TRAIN)

@@ -10,9 +10,13 @@
 # (jupyter_server_last_activity_timestamp_seconds), read by the culler through the API server's service proxy.
 # If any service exits, the others are stopped and the script exits, so the kubelet restarts the container.
 #
+# ssh sessions get the container's environment (PATH and the image's and pod's variables, never PASSWORD), as
+# kubectl exec and JupyterLab's terminal do (sshd starts sessions with its own PATH): /etc/profile.d for a login
+# shell (Debian's /etc/profile resets PATH, then reads /etc/profile.d), sshd's SetEnv for a command.
+#
 # Overridable for tests outside a container: SKIFF_HOME (/root), SKIFF_RUN_DIR (/run/skiff), SKIFF_SSH_USER
-# (root), SKIFF_PASSWD_ROOT (chpasswd -R: a directory holding etc/passwd and etc/shadow), and the
-# ports JUPYTER_PORT, CODE_SERVER_PORT, SSH_PORT, TENSORBOARD_PORT.
+# (root), SKIFF_PASSWD_ROOT (chpasswd -R: a directory holding etc/passwd and etc/shadow), SKIFF_PROFILE_D
+# (/etc/profile.d), and the ports JUPYTER_PORT, CODE_SERVER_PORT, SSH_PORT, TENSORBOARD_PORT.
 set -euo pipefail
 
 : "${PASSWORD:?PASSWORD is not set (it comes from the Secret of the instance)}"
@@ -44,6 +48,27 @@ with open(sys.argv[1], "w", encoding="utf-8") as fh:
     json.dump(config, fh)
 PY
 
+# -- the container's environment for ssh sessions ---------------------------------------------------------
+# every exported variable but the password, the session's own ones (sshd and login set them) and this script's
+# test overrides: for a login shell in /etc/profile.d (single-quoted), for a command as sshd's SetEnv (the values
+# sshd's config parser reads back unchanged: no quote, backslash or space; bash run by sshd reads no $BASH_ENV).
+PROFILE_D="${SKIFF_PROFILE_D:-/etc/profile.d}"
+SESSION_VARS=" PASSWORD HOME PWD OLDPWD SHLVL _ TERM USER LOGNAME SHELL MAIL SKIFF_HOME SKIFF_RUN_DIR \
+SKIFF_SSH_USER SKIFF_PASSWD_ROOT SKIFF_PROFILE_D "
+setenv=()
+profile="# the container's environment for ssh sessions (written by Skiff's start-notebook.sh)"$'\n'
+while IFS= read -r name; do
+  case "$SESSION_VARS" in *" $name "*) continue ;; esac
+  case "$name" in SSH_*) continue ;; esac
+  value="${!name}"
+  profile+="export $name='${value//\'/\'\\\'\'}'"$'\n'
+  if [[ "$value" =~ ^[A-Za-z0-9_./:,=+@%~-]*$ ]]; then setenv+=("$name=$value"); fi
+done < <(compgen -e)
+if ! { mkdir -p "$PROFILE_D" && printf '%s' "$profile" > "$PROFILE_D/skiff-container-env.sh" &&
+       chmod 0644 "$PROFILE_D/skiff-container-env.sh"; } 2>/dev/null; then
+  log "cannot write $PROFILE_D/skiff-container-env.sh: a login shell over ssh starts with /etc/profile's PATH"
+fi
+
 # -- sshd: root logs in with the instance password --------------------------------------------------------
 # SHA-512 explicitly: chpasswd then writes /etc/shadow itself (no PAM stack needed in the image)
 printf '%s:%s\n' "$SSH_USER" "$PASSWORD" | chpasswd -c SHA512 ${SKIFF_PASSWD_ROOT:+-R "$SKIFF_PASSWD_ROOT"}
@@ -59,6 +84,8 @@ KbdInteractiveAuthentication no
 UsePAM no
 Subsystem sftp internal-sftp
 CONF
+# one SetEnv line: sshd keeps the first SetEnv of its config and ignores the others
+[ ${#setenv[@]} -eq 0 ] || echo "SetEnv ${setenv[*]}" >> "$RUN_DIR/sshd_config"
 
 pids=()
 run() { log "starting $1"; shift; "$@" & pids+=("$!"); }

@@ -50,6 +50,8 @@ from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc
 from operators.training.waiting import FollowSettings
 
+SUCCESS_END_LINES = 3   # a succeeded step's last log lines written again from the event (execute_complete)
+
 
 class TrainingJobFailed(AirflowException):
     """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
@@ -367,9 +369,12 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         self._job_ref = {k: event.get(k) for k in ("namespace", "name", "uid")}
         if event.get("status") == "success" and event.get("log_tail"):
             # the trigger streamed the pods' lines live, but the triggerer can drop the last ones of a trigger
-            # that ends right after them (see TrainingJobTrigger.run): the end of the log, always, and folded
-            self.log.info("::group::Last %d log lines of the Job's pods", len(event["log_tail"]))
-            for line in event["log_tail"]:
+            # that ends right after them (see TrainingJobTrigger.run): the very end of the log, always, folded;
+            # only its last lines, not the whole tail again after the streamed lines (issue 36)
+            end = event["log_tail"][-SUCCESS_END_LINES:]
+            self.log.info("::group::The pods' last %d log lines (streamed above; again here in case the "
+                          "triggerer dropped the end)", len(end))
+            for line in end:
                 self.log.info("%s", line)
             self.log.info("::endgroup::")
         self._finish(event)
@@ -386,6 +391,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery", "queue"):
             # the Job is still active (or queued) but can never progress on its own: remove it (and any pod)
             self._delete_job(result["namespace"], result["name"])
+        # the reason on a line of its own, before Airflow's traceback (which ends with it, after the raw event)
+        self.log.error("Training Job %s failed: %s", job, result.get("reason") or "unknown")
         raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions)
 
     def _delete_job(self, namespace: str, name: str) -> None:

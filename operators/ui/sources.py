@@ -138,11 +138,17 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
         job_pods = pods.get(job["metadata"]["name"], []) if job else []
-        reason = _failure(ti, job, job_pods) if ti["state"] == "failed" else None
+        reason = row_reason(ti, job, job_pods)
         queued = waits.get((job["metadata"]["namespace"], job["metadata"]["name"])) if job else None
         rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason,
                                        gpu_resource=gpus, queue_reason=queued))
     return rows
+
+
+def row_reason(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
+    """The reason a row shows: its failed try's, for a failed task and for one up for retry (issue 36: the reason,
+    "exit code 127 ...", was only in the task log and the e-mail while the row waited for its next try)."""
+    return _failure(ti, job, pods) if ti["state"] in views.FAILED_TRY_STATES else None
 
 
 def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
@@ -236,16 +242,19 @@ def queue_reasons(k: Kube) -> dict[tuple[str, str], str]:
 
 
 def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, list[dict]]]:
-    """Per team namespace (``namespaces=None``: every team) its Kueue queues' figures for the page:
+    """Per team namespace (``namespaces=None``: every team) its Kueue queues' figures per flavor for the page:
     ``{"training": [...], "dev": [...]}`` (``views.queue_figures``); {} without Kueue."""
-    from operators.platform.kueue import queue_shares as shares
+    from operators.platform.kueue import queue_cells
     try:
         cqs = _list(k, CLUSTER_QUEUES, labels="app.kubernetes.io/managed-by=skiff")
     except KubeError as exc:
         if exc.status == 404:
             return {}
         raise
-    rows, gpus, wanted = shares(cqs), gpu_resource(), None if namespaces is None else set(namespaces)
+    cells, gpus, wanted = queue_cells(cqs), gpu_resource(), None if namespaces is None else set(namespaces)
+    by_queue: dict[str, dict[tuple[str, str], dict[str, float]]] = {}
+    for (queue, flavor, resource), figures in cells.items():
+        by_queue.setdefault(queue, {})[(flavor, resource)] = figures
     out: dict[str, dict[str, list[dict]]] = {}
     for cq in cqs:
         name = cq["metadata"]["name"]
@@ -254,6 +263,6 @@ def queues(k: Kube, namespaces: Iterable[str] | None) -> dict[str, dict[str, lis
         if ns is None or (wanted is not None and ns not in wanted):
             continue
         kind = "dev" if name.endswith("-dev") else "training"
-        out.setdefault(ns, {})[kind] = views.queue_figures(rows.get(name, {}), gpus)
+        out.setdefault(ns, {})[kind] = views.queue_figures(by_queue.get(name, {}), gpus)
     return out
 

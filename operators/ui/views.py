@@ -14,6 +14,7 @@ from urllib.parse import quote
 from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
 from operators.metrics.events import failure_class
+from operators.training.checkpoint import written_preemptions
 
 GI = Decimal(2**30)
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}
@@ -66,7 +67,8 @@ def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
         if teams is None or row.get("team") in teams:
             totals[row["user"]] = totals.get(row["user"], 0.0) + float(row.get("gpu_hours") or 0)
     period = report.get("period") or {}
-    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if h > 0]
+    # hundredths of an hour, as the chart labels them: a user under 0.005 h would be a bar labelled "0 h" (issue 36)
+    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if round(h, 2) > 0]
     return {"users": sorted(users, key=lambda r: (-r["gpu_hours"], r["user"])),
             "generated": report.get("generated_at"), "since": period.get("since"), "until": period.get("until")}
 
@@ -76,6 +78,7 @@ def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
 TRAINING_OPERATOR = "TrainingJobOperator"
 ACTIVE_STATES = ("running", "deferred", "queued", "scheduled", "up_for_retry", "restarting")
 FINISHED_STATES = ("failed", "success")
+FAILED_TRY_STATES = ("failed", "up_for_retry")   # states whose row shows the reason of the try that failed
 
 
 def task_log_path(dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> str:
@@ -117,6 +120,8 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
     if problem:
         return problem
     if job is not None and (job.get("spec") or {}).get("suspend"):
+        if written_preemptions(job):   # Kueue preempted it and it waits to be admitted again (checkpoint.py)
+            return "preempted_gpus" if _template_gpus(job) else "preempted"
         return "kueue"
     if job is not None and pod is None:
         return "quota"
@@ -124,6 +129,13 @@ def waiting_for(ti_state: str, job: Mapping | None, pod: Mapping | None, problem
             "nodeName"):
         return "scheduling"
     return None
+
+
+def _template_gpus(job: Mapping, gpu_resource: str = GPU_RESOURCE) -> float:
+    """The GPUs a Job's pod template asks for (a suspended Job has no pod to read them from)."""
+    spec = (((job.get("spec") or {}).get("template") or {}).get("spec") or {})
+    return sum(float(parse_quantity(str(((c.get("resources") or {}).get("limits") or {}).get(gpu_resource, "0"))))
+               for c in spec.get("containers") or [])
 
 
 def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: datetime,
@@ -150,7 +162,7 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
                                   max(1, ti.get("try_number") or 1)),
     }
     row.update(_pod_facts(pod, gpu_resource))
-    if row["waiting_for"] == "kueue":
+    if row["waiting_for"] in ("kueue", "preempted", "preempted_gpus"):
         row["queue_reason"] = queue_reason
     return row
 
@@ -160,17 +172,24 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
 QUEUE_RESOURCES = (("cpu", "cpu"), ("memory", "memory"), ("gpu", GPU_RESOURCE))
 
 
-def queue_figures(shares: Mapping[str, Mapping[str, float]], gpu_resource: str = GPU_RESOURCE) -> list[dict]:
-    """One ClusterQueue's ``operators.platform.kueue.queue_shares`` row -> per resource its nominal, used,
-    borrowed and lent amounts in the page's units (memory in GiB); resources without any quota are left out."""
+FLAVORS = ("online", "gpu", "default")    # operators.platform.kueue.FLAVOR_ORDER: the order the page lists them
+
+
+def queue_figures(cells: Mapping[tuple[str, str], Mapping[str, float]], gpu_resource: str = GPU_RESOURCE) -> list[dict]:
+    """One ClusterQueue's ``operators.platform.kueue.queue_cells`` ((flavor, resource) -> figures) -> per flavor and
+    resource its nominal, used, borrowed and lent amounts in the page's units (memory in GiB), as the platform
+    file gives them (``teams[].kueue.flavors.<flavor>``: per flavor, never summed over flavors: issue 36);
+    resources without any quota or use are left out."""
     out = []
-    for name, key in QUEUE_RESOURCES:
-        f = shares.get(gpu_resource if name == "gpu" else key)
-        if not f or not any(f.values()):
-            continue
-        scale = float(GI) if name in BYTES else 1.0
-        out.append({"resource": name, "unit": UNITS[name],
-                    **{k: round(float(f.get(k, 0.0)) / scale, 2) for k in ("nominal", "used", "borrowed", "lent")}})
+    flavors = sorted({f for f, _ in cells}, key=lambda f: (FLAVORS.index(f) if f in FLAVORS else len(FLAVORS), f))
+    for flavor in flavors:
+        for name, key in QUEUE_RESOURCES:
+            f = cells.get((flavor, gpu_resource if name == "gpu" else key))
+            if not f or not any(f.values()):
+                continue
+            scale = float(GI) if name in BYTES else 1.0
+            out.append({"flavor": flavor, "resource": name, "unit": UNITS[name],
+                        **{k: round(float(f.get(k, 0.0)) / scale, 2) for k in ("nominal", "used", "borrowed", "lent")}})
     return out
 
 

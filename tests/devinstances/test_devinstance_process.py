@@ -114,6 +114,15 @@ def test_ssh_with_the_revealed_password_opens_a_shell_in_the_instance(cluster):
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.split() == ["alice--nb-0", "/root"]
     assert _ssh(port, "not-the-password", "true").returncode != 0
+    # the container's environment, as kubectl exec and JupyterLab's terminal have it (issue 36: over ssh `python`
+    # was not found and PATH was sshd's): the image's python first, the pod's variables, never the password;
+    # a command (sshd's SetEnv) and a login shell (whose /etc/profile resets PATH: /etc/profile.d) alike
+    show = 'command -v python; echo "$HADOOP_USER"; echo "${PASSWORD:-no password}"'
+    for command in (show, f"bash -lc '{show}'"):
+        done = _ssh(port, _password(api, "alice"), command)
+        assert done.returncode == 0, done.stderr[-500:]
+        assert done.stdout.split("\n")[:3] == [os.path.join(sys.prefix, "bin", "python"), "alice", "no password"], (
+            command, done.stdout)
 
 
 def test_a_file_written_through_jupyterlab_is_in_the_home_volume_and_survives_stop_start(cluster):

@@ -104,7 +104,7 @@ def _rules_with_short_for(path):
 def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half(tmp_path):
     stack = Stack(tmp_path / "demo", dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
                   rbac=True, people=[u for u in STACK_USERS if u != "admin"], metrics=True)
-    stack.monitoring.rules = _rules_with_short_for(tmp_path / "alerts.yaml")
+    stack.monitoring.rules = [_rules_with_short_for(tmp_path / "alerts.yaml"), SHIPPED / "alerts-statsd.yaml"]
     with _taken(8793, 8794):  # Airflow's default log-server ports: a stack must start while they are taken
         stack.start(timeout=STARTUP_TIMEOUT_S)
     with ExitStack() as cleanup:

@@ -63,6 +63,13 @@ def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
+def _runs(url: str, admin_password: str, dag_id: str) -> int:
+    with httpx.Client(base_url=url, timeout=60) as c:
+        token = c.post("/auth/token", json={"username": "admin", "password": admin_password}).json()["access_token"]
+        return c.get(f"/api/v2/dags/{dag_id}/dagRuns", headers={"Authorization": f"Bearer {token}"}).json()[
+            "total_entries"]
+
+
 def _failed_runs(url: str, admin_password: str) -> list[str]:
     with httpx.Client(base_url=url, timeout=60) as c:
         token = c.post("/auth/token", json={"username": "admin", "password": admin_password}).json()["access_token"]
@@ -86,7 +93,9 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         text = _read(log)
         assert READY in text, text
         _kueue_part_as_the_page_says(text)
-        assert re.search(r"training_recommendation_daily run \S+: SUCCESS", text), text
+        # one run of the daily pipeline: the scheduled one unpausing started (issue 36: a trigger made it two)
+        assert re.search(r"training_recommendation_daily run scheduled__\S+: SUCCESS \(\d+ s after it started\)",
+                         text), text
         assert re.search(r"train +success .* ran on node online-gpu-1", text), text  # GPU + online pool
         assert re.search(r"preprocess +success .* ran on node cpu-\d", text), text
         assert "[Skiff] training_failure_demo.train_too_big failed: OOMKilled" in text, text
@@ -140,14 +149,26 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
                    what="both scrape jobs up")
         wait_until(lambda: query('sum(skiff_training_succeeded_total{team="recsys"}) >= 2'), 120, 1,
                    what="the pipeline's successes in Prometheus")  # preprocess and train
-        assert len(httpx.get(f"{prom}/api/v1/rules", timeout=10).json()["data"]["groups"]) == 3
+        groups = httpx.get(f"{prom}/api/v1/rules", timeout=10).json()["data"]["groups"]
+        # alerts.yaml's three groups and StatsD's (the demo's transport); no OpenTelemetry rule (issue 36)
+        assert sorted(g["name"] for g in groups) == ["skiff-platform", "skiff-sedna", "skiff-teams",
+                                                     "skiff-transport-statsd"], groups
+        firing = [a for a in httpx.get(f"{prom}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
+                  if a["state"] == "firing"]
+        assert firing == [], firing
+        # every Prometheus address the demo printed opens (Debian's 2.42 serves the classic UI only)
+        printed = re.findall(r"(?:alerts|rules|targets) (http://127\.0\.0\.1:\d+/\S+?)[,)]", text)
+        assert len(printed) == 3 and all(httpx.get(a, timeout=10).status_code == 200 for a in printed), printed
 
         # a fresh demo: the intended failure is the only failed run (no platform DAG failed at start-up)
         assert _failed_runs(ui, passwords["admin"]) == ["training_failure_demo"]
+        assert _runs(ui, passwords["admin"], "training_recommendation_daily") == 1
 
         assert _stack_processes(str(demo_dir)), "no process of the stack found: the check below would prove nothing"
         os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: make, the demo and tee at once
         proc.wait(timeout=STOP_S)
+        # tee died with the Ctrl-C; the demo's last line still reached its file (issue 36)
+        assert "[demo] stopped every process the demo started." in _read(log), _read(log)[-2000:]
         left = _stack_processes(str(demo_dir))
         assert left == [], left
         assert not any(_accepts(u) for u in urls), f"still listening after Ctrl-C: {urls}"
@@ -166,7 +187,14 @@ def _kueue_part_as_the_page_says(text: str) -> None:
     assert re.search(r"admitted and running; GPUs per team queue: recsys: 0 of 2 used, 0 borrowed, 2 lent; "
                      r"nlp: 3 of 1 used, 2 borrowed", text), text
     assert re.search(r"its task log follows the pod: \[kueue-demo-nlp-borrow-train-\S+\] epoch 1/", text), text
-    assert "nlp's Job is suspended (preempted)" in text, text
+    # read from the Job's history (Kueue's events), and seen waiting: the online step takes ~25 s
+    assert re.search(r"Kueue preempted nlp's Job \S+ \(its event Stopped: Preempted to accommodate a workload",
+                     text), text
+    assert "it waits suspended for GPUs while recsys' online step runs (the page's row: preempted, waiting for GPUs)" \
+        in text, text
+    waited = re.search(r"Kueue admitted nlp's Job again once recsys' step had finished, after (\d+) s suspended", text)
+    assert waited and int(waited.group(1)) >= 5, text
+    assert "NOT AS TOLD" not in text, text
     assert "kueue_demo_recsys_online: SUCCESS" in text and "kueue_demo_nlp_borrow: SUCCESS" in text, text
     job = re.search(r"Job (nlp/kueue-demo-nlp-borrow-train-\S+-t1) was preempted by Kueue at \S+: Preempted to "
                     r"accommodate a workload", text)

@@ -4,13 +4,11 @@ follow statsd_exporter (pkg/line's InfluxDB tags, pkg/mapper's globs, a counter 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.monitoring import SHIPPED, airflow_settings, prometheus_config
+from devstack.monitoring import RULES, SHIPPED, airflow_settings, prometheus_config
 from devstack.statsd_bridge import Bridge, load_mappings, map_name, parse_line
 
 
@@ -55,14 +53,34 @@ def test_a_counter_series_appears_at_its_first_event_and_counts_every_one():
 def test_prometheus_gets_the_shipped_jobs_pointed_at_the_stack_and_the_shipped_rules(tmp_path):
     scrape = yaml.safe_load((SHIPPED / "scrape.yaml").read_text())
     cfg = prometheus_config(scrape, skiff_target="localhost:8080", token_file=tmp_path / "t",
-                            statsd_target="127.0.0.1:9102", rules=SHIPPED / "alerts.yaml")
+                            statsd_target="127.0.0.1:9102", rules=RULES)
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert set(jobs) == {j["job_name"] for j in scrape["scrape_configs"]}
     assert jobs["skiff"]["metrics_path"] == "/skiff-metrics/metrics"  # shipped, kept
     assert jobs["skiff"]["static_configs"] == [{"targets": ["localhost:8080"]}]
     assert jobs["skiff"]["authorization"] == {"type": "Bearer", "credentials_file": str(tmp_path / "t")}
     assert jobs["airflow-statsd"]["static_configs"] == [{"targets": ["127.0.0.1:9102"]}]
-    assert cfg["rule_files"] == [str(Path(SHIPPED / "alerts.yaml"))]
+    # the demo's transport is StatsD: the rules of every transport and StatsD's, never OpenTelemetry's (issue 36)
+    assert cfg["rule_files"] == [str(SHIPPED / "alerts.yaml"), str(SHIPPED / "alerts-statsd.yaml")]
     settings = airflow_settings(9125, "tok")
     assert settings["AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED"] == "True"  # else Airflow drops every tag
     assert settings["AIRFLOW__METRICS__STATSD_PORT"] == "9125" and settings["AIRFLOW__SKIFF__METRICS_TOKEN"] == "tok"
+
+
+def test_every_prometheus_address_the_demo_prints_opens_on_the_prometheus_it_runs(tmp_path):
+    """issue 36: the demo printed ``/alerts``, a 404 on Debian's Prometheus 2.42 (its package serves only the
+    classic UI, ``/classic/alerts``). The addresses come from the running Prometheus, and each one opens."""
+    import httpx
+
+    from devstack.monitoring import PAGES, Monitoring
+    from tests.metrics.prometheus_support import running_prometheus
+
+    job = {"job_name": "none", "static_configs": [{"targets": ["127.0.0.1:9"]}]}
+    with running_prometheus(tmp_path, job, "1m") as prom:
+        monitoring = Monitoring(tmp_path, free_port=lambda: 0, spawn=None, python="")
+        monitoring.port = int(prom.url.rsplit(":", 1)[1])
+        pages = monitoring.pages()
+        assert sorted(pages) == sorted(PAGES), pages
+        for page, address in pages.items():
+            r = httpx.get(address, timeout=10, follow_redirects=True)
+            assert r.status_code == 200 and page in r.text.lower(), (address, r.status_code)

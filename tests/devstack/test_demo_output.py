@@ -96,3 +96,139 @@ def test_ctrl_c_is_a_clean_end_exit_0_after_the_stack_stopped(monkeypatch, tmp_p
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert stopped == [True] and "stopped every process the demo started." in capsys.readouterr().out
+
+
+def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_success_and_the_ui_stays_up(
+        monkeypatch, tmp_path, capsys):
+    """issue 36: the Kueue part's miss made the demo say "the example pipeline did not succeed" (it had) and stop
+    everything; now the miss is said with its reason, after the next steps, and the stack stays up for the UI."""
+    import signal
+
+    import devstack.__main__ as demo
+    import devstack.demo_setup
+
+    stopped, paused = [], []
+
+    class Stack:
+        workdir = home = tmp_path
+        airflow_url = kubesim_url = "http://localhost:1"
+        kubeconfig, kubeconfigs, maildir, monitoring = tmp_path / "kubeconfig", {}, tmp_path, None
+
+        def __init__(self, *a, **kw):
+            pass
+
+        def start(self, timeout):
+            pass
+
+        def trigger(self, dag_id, *a, **kw):
+            return f"manual__{dag_id}"
+
+        def unpause(self, dag_id):
+            pass
+
+        def api(self, method, path):
+            return {"dag_runs": [{"dag_run_id": "scheduled__2026-12-03T03:00:00+00:00", "run_type": "scheduled"}]}
+
+        def wait_run(self, dag_id, run_id, timeout):
+            return "failed" if dag_id == demo.FAILING else "success"
+
+        def mails(self):
+            return [{"To": "alice@example.com", "Subject": "[Skiff] failed"}]
+
+        def stop(self):
+            stopped.append(True)
+
+    def pause():
+        paused.append(True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("SKIFF_DEMO_DIR", str(tmp_path))
+    monkeypatch.setattr(demo, "Stack", Stack)
+    for name in ("show_run", "show_dev_instance", "say_users", "say_kubeconfigs"):
+        monkeypatch.setattr(demo, name, lambda *a, **kw: None)
+    monkeypatch.setattr(devstack.demo_setup, "setup_demo", lambda stack: None)
+    monkeypatch.setattr(demo, "show_kueue", lambda stack, say, timeout: ["Kueue did not preempt the borrower: why"])
+    monkeypatch.setattr(signal, "pause", pause)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert demo.demo(exit_after=False, kueue=True) == 0      # up until Ctrl-C
+        out = capsys.readouterr().out
+        assert demo.demo(exit_after=True, kueue=True) == 1       # --exit: the miss is the exit status
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert "NOT AS TOLD: Kueue did not preempt the borrower: why" in out, out
+    assert "did not succeed" not in out and f"{demo.PIPELINE} run scheduled__2026-12-03T03:00:00+00:00: SUCCESS" in out
+    assert paused == [True] and "everything is up" in out and stopped == [True, True]
+    assert f"task logs: {tmp_path / 'logs'}" in out, out   # issue 36: .demo/logs holds none; say where they are
+
+
+class PipelineStack:
+    """What start_pipeline asks of a stack: unpause, the runs Airflow lists, trigger."""
+
+    def __init__(self, scheduled: bool):
+        self.scheduled, self.calls = scheduled, []
+
+    def unpause(self, dag_id):
+        self.calls.append(("unpause", dag_id))
+
+    def api(self, method, path):
+        runs = [{"dag_run_id": "scheduled__2026-12-03T03:00:00+00:00", "run_type": "scheduled"}]
+        return {"dag_runs": runs if self.scheduled else []}
+
+    def trigger(self, dag_id, *a, **kw):
+        self.calls.append(("trigger", dag_id))
+        return "manual__1"
+
+
+def test_the_daily_pipeline_runs_once_the_scheduled_run_unpausing_started(capsys):
+    """issue 36: triggering the daily pipeline unpaused it, which started its scheduled run too: two runs of one
+    day writing the same directories. The demo follows the scheduled run; it triggers only when none appears, and
+    says why."""
+    import devstack.__main__ as demo
+
+    stack = PipelineStack(scheduled=True)
+    assert demo.start_pipeline(stack, wait_s=5) == "scheduled__2026-12-03T03:00:00+00:00"
+    assert stack.calls == [("unpause", demo.PIPELINE)]
+    assert "the demo follows it" in capsys.readouterr().out
+    stack = PipelineStack(scheduled=False)
+    assert demo.start_pipeline(stack, wait_s=0.2) == "manual__1"
+    assert stack.calls == [("unpause", demo.PIPELINE), ("trigger", demo.PIPELINE)]
+    assert "no scheduled run within" in capsys.readouterr().out
+
+
+TEE_SCRIPT = """
+import os, sys, time
+from devstack.__main__ import find_tee_files, say
+find_tee_files()
+say("first line, while tee reads")
+while not os.path.exists(sys.argv[1]):   # the test kills tee, then creates this file
+    time.sleep(0.05)
+say("stopped every process the demo started.")
+"""
+
+
+def test_with_tee_killed_the_last_lines_still_reach_its_file(tmp_path):
+    """issue 36: `make demo | tee log`, Ctrl-C: tee dies at once, and the final "stopped every process" line reached
+    the terminal but not the file. The demo found tee's file while it lived and adds the lines said after."""
+    import signal
+
+    from kubesim.testing import wait_until
+
+    log, go = tmp_path / "demo.log", tmp_path / "go"
+    tee = subprocess.Popen(["tee", str(log)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    demo = subprocess.Popen([sys.executable, "-c", TEE_SCRIPT, str(go)], cwd=REPO, stdout=tee.stdin,
+                            stderr=subprocess.PIPE)
+    tee.stdin.close()
+    try:
+        wait_until(lambda: log.exists() and "first line" in log.read_text(), 60, what="tee writing the first line")
+        tee.send_signal(signal.SIGINT)     # the terminal's Ctrl-C reaches tee too
+        tee.wait(timeout=30)
+        go.touch()
+        assert demo.wait(timeout=60) == 0, demo.stderr.read().decode()[-2000:]
+    finally:
+        for p in (tee, demo):
+            if p.poll() is None:
+                p.kill()
+    assert log.read_text().splitlines() == ["[demo] first line, while tee reads",
+                                            "[demo] stopped every process the demo started."]

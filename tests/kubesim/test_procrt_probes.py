@@ -21,6 +21,15 @@ def test_a_readiness_probe_holds_ready_until_the_server_answers_and_exec_probes_
     phase_is(pcore, "late", "Running")
     assert not ready(pcore, "late")
     wait_until(lambda: ready(pcore, "late"), 15, what="ready once the server answers")
+    # the kubelet's words (pkg/probe/http/http.go: the Go client's error), not Python's "[Errno 111] Connect call
+    # failed ('127.0.0.1', 8080)" (issue 36)
+    assert events_for(pcore, "late", "Unhealthy")[0].message == (
+        'Readiness probe failed: Get "http://127.0.0.1:8080/": dial tcp 127.0.0.1:8080: connect: connection refused')
+    # the API server's defaults (pkg/apis/core/v1/defaults.go SetDefaults_Probe): kubectl describe printed
+    # "timeout=0s #success=0" without them
+    stored = pcore.read_namespaced_pod("late", "default").spec.containers[0].readiness_probe
+    assert (stored.timeout_seconds, stored.period_seconds, stored.success_threshold, stored.failure_threshold,
+            stored.http_get.scheme) == (1, 1, 1, 3, "HTTP")
     pcore.create_namespaced_pod("default", pod("never", ["sleep", "60"], restart="Always", container={
         "readinessProbe": {"exec": {"command": ["test", "-e", "/tmp/ok"]}, "periodSeconds": 1}}))
     wait_until(lambda: events_for(pcore, "never", "Unhealthy"), 15)

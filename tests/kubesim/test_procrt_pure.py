@@ -81,3 +81,26 @@ def test_without_a_writable_memory_cgroup_limits_are_said_to_be_off(tmp_path):
     assert cg.memory_base is None and "NOT enforced" in cg.problem
     group = cg.group("c1", 64 << 20, 500)
     assert group.dirs == [] and group.oom_kills() == 0
+
+
+def test_a_probe_that_cannot_connect_says_so_in_the_kubelets_words():
+    """pkg/probe/tcp/tcp.go and pkg/probe/http/http.go return Go's dial error (``err.Error()``), which the prober
+    puts after "<Kind> probe failed: " (issue 36: the Event said Python's "[Errno 111] Connect call failed")."""
+    import asyncio
+    import errno
+
+    from kubesim.kubelet.procrt.probes import run_handler
+
+    async def refused(port):
+        raise ConnectionRefusedError(errno.ECONNREFUSED, f"Connect call failed ('127.0.0.1', {port})")
+
+    async def slow(port):
+        raise TimeoutError
+
+    def probe(handler, connect):
+        return asyncio.run(run_handler(handler, {}, None, connect, 1))
+    assert probe({"tcpSocket": {"port": 8888}}, refused) == (
+        False, "dial tcp 127.0.0.1:8888: connect: connection refused")
+    assert probe({"tcpSocket": {"port": 8888}}, slow) == (False, "dial tcp 127.0.0.1:8888: i/o timeout")
+    assert probe({"httpGet": {"port": 8888, "path": "/login"}}, refused) == (
+        False, 'Get "http://127.0.0.1:8888/login": dial tcp 127.0.0.1:8888: connect: connection refused')

@@ -21,6 +21,13 @@ from operators.metrics import catalogue as c
 REPO = Path(__file__).resolve().parents[2]
 MONITORING = REPO / "deploy" / "monitoring"
 PROMTOOL = "/usr/bin/promtool"
+# alerts.yaml whatever the transport, plus the one of the transport in use (alerts.yaml's header)
+RULE_FILES = ("alerts.yaml", "alerts-statsd.yaml", "alerts-otel.yaml")
+
+
+def _rules(*files: str) -> list[dict]:
+    return [r for f in files or RULE_FILES for g in yaml.safe_load((MONITORING / f).read_text())["groups"]
+            for r in g["rules"]]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +42,9 @@ def _run(*argv: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess:
 
 
 def test_promtool_checks_the_alert_rules(promtool):
-    done = _run(promtool, "check", "rules", "alerts.yaml")
-    assert done.returncode == 0 and "SUCCESS: 9 rules found" in done.stdout, done.stdout + done.stderr
+    done = _run(promtool, "check", "rules", *RULE_FILES)
+    assert done.returncode == 0 and done.stdout.count("SUCCESS") == 3, done.stdout + done.stderr
+    assert len(_rules()) == 9 and len(_rules("alerts-statsd.yaml")) == len(_rules("alerts-otel.yaml")) == 1
 
 
 def test_promtool_refuses_a_broken_rule(promtool, tmp_path):
@@ -49,13 +57,28 @@ def test_promtool_refuses_a_broken_rule(promtool, tmp_path):
 
 
 def test_promtool_unit_tests_of_the_alerts_pass(promtool):
-    done = _run(promtool, "test", "rules", "alerts.test.yaml")
-    assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
+    done = _run(promtool, "test", "rules", "alerts.test.yaml", "alerts-statsd.test.yaml")
+    assert done.returncode == 0 and done.stdout.count("SUCCESS") == 2, done.stdout + done.stderr
+
+
+def test_a_healthy_statsd_stack_is_tested_against_every_alert_it_loads_and_no_transport_rule_of_another():
+    """alerts-statsd.test.yaml's healthy stack (issue 36: SkiffOtelSilent fired on every healthy StatsD demo):
+    each alert of the files a StatsD site loads is expected silent at 15 and 30 minutes; no OTel rule there."""
+    test = yaml.safe_load((MONITORING / "alerts-statsd.test.yaml").read_text())
+    assert test["rule_files"] == ["alerts.yaml", "alerts-statsd.yaml"]
+    (healthy,) = test["tests"]
+    loaded = {r["alert"] for r in _rules(*test["rule_files"])}
+    assert "SkiffStatsdSilent" in loaded and "SkiffOtelSilent" not in loaded
+    for at in ("15m", "30m"):
+        checked = {c["alertname"] for c in healthy["alert_rule_test"] if c["eval_time"] == at and c["exp_alerts"] == []}
+        assert checked == loaded, (at, loaded ^ checked)
 
 
 def test_promtool_unit_tests_fail_when_an_alert_misbehaves(promtool, tmp_path):
     """The GPU alert with ``for: 20m`` fires at 29 minutes, which the unit test says it must not."""
-    shutil.copy(MONITORING / "alerts.test.yaml", tmp_path)
+    for name in ("alerts.test.yaml", *RULE_FILES):
+        shutil.copy(MONITORING / name, tmp_path)
+    assert _run(promtool, "test", "rules", "alerts.test.yaml", cwd=tmp_path).returncode == 0   # the copy passes
     (tmp_path / "alerts.yaml").write_text((MONITORING / "alerts.yaml").read_text().replace("for: 30m", "for: 20m"))
     assert _run(promtool, "test", "rules", "alerts.test.yaml", cwd=tmp_path).returncode != 0
 
@@ -73,8 +96,7 @@ def test_dashboard_has_a_row_per_concern_and_only_catalogued_metrics():
     for panel in dashboard["panels"]:
         for target in panel.get("targets", []):
             used |= _referenced(target["expr"])
-    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
-    for rule in (r for g in rules["groups"] for r in g["rules"]):
+    for rule in _rules():
         used |= _referenced(rule["expr"])
     assert used <= known, used - known
     assert {m.prom for m in c.all_metrics() if m.stat} - used == set()  # every event metric is on the dashboard
@@ -106,9 +128,8 @@ def test_helm_values_turn_metrics_on_and_map_skiffs_events_to_their_prometheus_n
 
 def test_operations_guide_explains_every_metric_and_alert():
     guide = (REPO / "docs" / "operations.md").read_text()
-    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
     missing = [m.prom for m in c.all_metrics() if m.prom not in guide]
-    missing += [r["alert"] for g in rules["groups"] for r in g["rules"] if r["alert"] not in guide]
+    missing += [r["alert"] for r in _rules() if r["alert"] not in guide]
     assert missing == []
 
 
@@ -119,8 +140,7 @@ def test_no_rule_or_panel_counts_an_event_counter_with_increase_or_rate():
     events = {m.prom for m in c.all_metrics() if m.stat and m.type == c.COUNTER}
     dashboard = json.loads((MONITORING / "dashboard.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
-    rules = yaml.safe_load((MONITORING / "alerts.yaml").read_text())
-    exprs += [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    exprs += [r["expr"] for r in _rules()]
     lossy = [e for e in exprs if re.search(r"\b(increase|rate|irate)\((" + "|".join(events) + r")\b", e)]
     assert lossy == []
     assert sum("offset" in e for e in exprs) >= 10  # the exact form is there, not just the functions gone

@@ -130,18 +130,28 @@ async def _run_deferred(op, context):
 
 async def test_deferrable_success_and_failure(k8s, team, tmp_path, monkeypatch):
     monkeypatch.setenv("AIRFLOW__SKIFF__DEFER_RESUME_GUARD_SECONDS", "0")
-    op = operator("deferred", deferrable=True, pod_annotations=sim(0.5, lines=3))
+    from structlog.testing import capture_logs
+
+    op = operator("deferred", deferrable=True, pod_annotations=sim(0.5, lines=6))
     ctx = make_context("deferred", 1, JsonFileTaskStateStore(tmp_path / "s.json"))
     deferred, payload = await _run_deferred(op, ctx)
     assert deferred.method_name == "execute_complete"
-    assert payload["status"] == "success" and payload["log_tail"] == ["line 1", "line 2", "line 3"]
-    assert op.execute_complete(ctx, payload)["uid"] == jobs(k8s)[0].metadata.uid
+    assert payload["status"] == "success" and payload["log_tail"] == [f"line {i}" for i in range(1, 7)]
+    with capture_logs() as logs:
+        assert op.execute_complete(ctx, payload)["uid"] == jobs(k8s)[0].metadata.uid
+    # the streamed lines are not repeated whole (issue 36: "Last 21 log lines"): only the very end, folded
+    said = [entry["event"] for entry in logs]
+    assert said[1:4] == ["line 4", "line 5", "line 6"] and "line 3" not in said, said
+    assert said[0].startswith("::group::The pods' last 3 log lines"), said
 
     bad = operator("deferred-oom", deferrable=True, pod_annotations=sim(0.3, exit_code=137, reason="OOMKilled"))
     ctx = make_context("deferred-oom", 1, JsonFileTaskStateStore(tmp_path / "s2.json"))
     _, payload = await _run_deferred(bad, ctx)
-    with pytest.raises(TrainingJobFailed, match="OOMKilled"):
+    with capture_logs() as logs, pytest.raises(TrainingJobFailed, match="OOMKilled"):
         bad.execute_complete(ctx, payload)
+    # the reason on a line of its own, before the traceback (issue 36: it sat at the traceback's end)
+    failed = [e for e in logs if e["log_level"] == "error"]
+    assert failed and failed[0]["event"].startswith("Training Job ") and ": OOMKilled" in failed[0]["event"], logs
 
 
 async def test_an_early_event_is_held_until_not_before(k8s, team, tmp_path, monkeypatch):

@@ -86,6 +86,21 @@ def test_waiting_rows_say_what_they_wait_for():
     assert views.training_row(ti("failed", end_date=NOW), job(), None, now=NOW)["waiting_for"] is None
 
 
+def test_a_preempted_job_waiting_to_be_admitted_again_says_so():
+    """A suspended Job whose template Skiff annotated with a preemption count (operators/training/checkpoint.py):
+    Kueue preempted it and it waits for its quota back; a Job never admitted yet waits for Kueue to admit it."""
+    def suspended(preemptions: str, gpu: str) -> dict:
+        j = job()
+        j["spec"] = {"suspend": True, "template": {
+            "metadata": {"annotations": {"skiff.io/preemptions": preemptions}},
+            "spec": {"containers": [{"resources": {"limits": {"cpu": "1", "nvidia.com/gpu": gpu}}}]}}}
+        return j
+    row = views.training_row(ti("deferred"), suspended("1", "3"), None, now=NOW, queue_reason="insufficient quota")
+    assert (row["waiting_for"], row["queue_reason"]) == ("preempted_gpus", "insufficient quota")
+    assert views.training_row(ti("deferred"), suspended("1", "0"), None, now=NOW)["waiting_for"] == "preempted"
+    assert views.training_row(ti("deferred"), suspended("0", "3"), None, now=NOW)["waiting_for"] == "kueue"
+
+
 def test_mapped_task_log_link_names_the_map_index():
     assert views.task_log_path("d", "r", "t", 3, 1) == "dags/d/runs/r/tasks/t/mapped/3?try_number=1"
 
@@ -151,3 +166,31 @@ def test_split_by_team_keeps_the_callers_teams_and_rows_of_no_team_yet():
     assert [r["task_id"] for r in mine] == ["b", "c"] and [r["task_id"] for r in others] == ["a"]
     assert split_by_team(rows, None) == (rows, [])  # an Airflow admin: every team
     assert split_by_team(rows, []) == ([rows[2]], rows[:2])  # in no team
+
+
+def test_a_row_up_for_retry_shows_the_reason_its_failed_try_failed():
+    """issue 36: "up for retry" rows showed no reason; it ("exit code 127 ...") was only in the task log and the
+    e-mail. The row of a failed task and of one up for retry read it from the failed try's Job and pod."""
+    from operators.ui.sources import row_reason
+
+    failed_job = {**job(), "spec": {"backoffLimit": 0}, "status": {"failed": 1, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
+    pod_127 = {"metadata": {"name": "reco-train-abc-t2-x", "creationTimestamp": "2026-11-30T11:55:00Z"},
+               "status": {"phase": "Failed", "containerStatuses": [{"name": "train", "state": {"terminated": {
+                   "exitCode": 127, "reason": "Error"}}}]}}
+    for state in ("up_for_retry", "failed"):
+        reason = row_reason(ti(state), failed_job, [pod_127])
+        assert reason and "exit code 127" in reason, (state, reason)
+        row = views.training_row(ti(state, end_date=NOW), failed_job, pod_127, now=NOW, reason=reason)
+        assert row["reason"] == reason and row["reason_class"]
+    assert row_reason(ti("running"), failed_job, [pod_127]) is None
+
+
+def test_the_gpu_hours_chart_draws_no_bar_that_reads_0_h():
+    """issue 36: a user with seconds of GPU (0.001 h) was a visible bar labelled "0 h"."""
+    report = {"by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 0.25},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 0.001},
+                          {"user": "carol", "team": "nlp", "gpu_hours": 0.004}, {"user": "carol", "team": "nlp",
+                                                                                   "gpu_hours": 0.003}]}
+    users = views.gpu_hours_by_user(report, None)["users"]
+    assert users == [{"user": "alice", "gpu_hours": 0.25}, {"user": "carol", "gpu_hours": 0.01}]

@@ -27,6 +27,22 @@ def image_pull_policy(image: str) -> str:
     return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
+PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+
+
+def default_probe(probe: dict) -> None:
+    """pkg/apis/core/v1/defaults.go ``SetDefaults_Probe`` (timeoutSeconds 1, periodSeconds 10, successThreshold 1,
+    failureThreshold 3) and ``SetDefaults_HTTPGetAction`` (path ``/``, scheme ``HTTP``): what ``kubectl describe``
+    prints as ``timeout=1s period=10s #success=1 #failure=3`` (kubectl pkg/describe/describe.go ``DescribeProbe``;
+    it printed ``timeout=0s #success=0`` without them)."""
+    for k, v in PROBE_DEFAULTS.items():
+        probe.setdefault(k, v)
+    http = probe.get("httpGet")
+    if isinstance(http, dict):
+        http.setdefault("path", "/")
+        http.setdefault("scheme", "HTTP")
+
+
 def default_container(c: dict) -> None:
     c.setdefault("imagePullPolicy", image_pull_policy(c.get("image", "")))
     c.setdefault("terminationMessagePath", "/dev/termination-log")
@@ -41,6 +57,9 @@ def default_container(c: dict) -> None:
     for p in c.get("ports") or []:
         if isinstance(p, dict):
             p.setdefault("protocol", "TCP")
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        if isinstance(c.get(kind), dict):
+            default_probe(c[kind])
 
 
 def default_pod_spec(spec: dict, *, is_pod: bool) -> None:

@@ -12,6 +12,8 @@ liveness failure: `Container <name> failed liveness probe, will be restarted`).
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 from dataclasses import dataclass
 
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
@@ -46,8 +48,24 @@ def _port(handler: dict, container: dict) -> int:
     return int(port)
 
 
+def dial_error(host: str, port: int, exc: BaseException) -> str:
+    """Go's ``net.Dial`` error, as the kubelet's prober reports it (pkg/probe/tcp/tcp.go ``DoTCPProbe`` returns
+    ``err.Error()``): ``dial tcp 127.0.0.1:8888: connect: connection refused``, ``... i/o timeout``; Go's
+    syscall messages are lower-case (``syscall.ECONNREFUSED.Error()``), Python's ``strerror`` capitalised."""
+    if isinstance(exc, TimeoutError):
+        return f"dial tcp {host}:{port}: i/o timeout"
+    code = errno.ECONNREFUSED if isinstance(exc, ConnectionRefusedError) else getattr(exc, "errno", None)
+    if code:   # the pod's agent answers a refusal with its own words: the class says which error it was
+        return f"dial tcp {host}:{port}: connect: {os.strerror(code).lower()}"
+    return f"dial tcp {host}:{port}: {exc}"
+
+
 async def run_handler(handler: dict, container: dict, exec_fn, connect_fn, timeout: float) -> tuple[bool, str]:
-    """One probe or hook: (succeeded, output for the Event)."""
+    """One probe or hook: (succeeded, output for the Event, in the kubelet's words: pkg/probe/http/http.go
+    ``DoHTTPProbe`` gives the Go client's error, ``Get "http://<host>:<port><path>": dial tcp ...``, or
+    ``HTTP probe failed with statuscode: <code>``; pkg/probe/tcp/tcp.go the dial error). The host is the
+    handler's, else the pod's address, here the pod's loopback."""
+    url, host, port = None, "127.0.0.1", 0
     try:
         if handler.get("exec"):
             proc = await exec_fn(handler["exec"].get("command") or [])
@@ -55,7 +73,9 @@ async def run_handler(handler: dict, container: dict, exec_fn, connect_fn, timeo
             return proc.returncode == 0, out.decode(errors="replace").strip()[:200]
         if handler.get("httpGet"):
             h = handler["httpGet"]
-            reader, writer = await asyncio.wait_for(connect_fn(_port(h, container)), timeout)
+            host, port = h.get("host") or host, _port(h, container)
+            url = f"{(h.get('scheme') or 'HTTP').lower()}://{host}:{port}{h.get('path') or '/'}"
+            reader, writer = await asyncio.wait_for(connect_fn(port), timeout)
             writer.write(f"GET {h.get('path') or '/'} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
             await writer.drain()
             status_line = await asyncio.wait_for(reader.readline(), timeout)
@@ -64,13 +84,16 @@ async def run_handler(handler: dict, container: dict, exec_fn, connect_fn, timeo
             code = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
             return 200 <= code < 400, f"HTTP probe failed with statuscode: {code}"
         if handler.get("tcpSocket"):
-            _reader, writer = await asyncio.wait_for(connect_fn(_port(handler["tcpSocket"], container)), timeout)
+            host, port = handler["tcpSocket"].get("host") or host, _port(handler["tcpSocket"], container)
+            _reader, writer = await asyncio.wait_for(connect_fn(port), timeout)
             writer.close()
             return True, ""
-    except TimeoutError:
-        return False, f"timeout: failed to connect service within {timeout:g}s"
+    except TimeoutError as e:
+        if url:   # the Go HTTP client's own words for its timeout
+            return False, f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        return False, dial_error(host, port, e)
     except (ConnectionError, OSError, LookupError, StopIteration, ValueError) as e:
-        return False, f"dial tcp: connect: {e}"
+        return False, (f'Get "{url}": ' if url else "") + dial_error(host, port, e)
     return False, "unknown handler"
 
 

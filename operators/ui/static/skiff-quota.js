@@ -4,9 +4,14 @@ import { data, h, num, pill, replace } from "./skiff-common.js";
 
 export function renderQuota(body) {
   const teams = body.teams || [];
+  // queueing: kueue: Kueue's queues decide, the ResourceQuota is the team's ceiling (a hard cap for pods outside Kueue)
+  const kueue = Object.keys(body.queues || {}).length > 0;
+  const hint = document.querySelector("#quota-card .hint");
+  if (hint) hint.textContent = t(kueue ? "quota.hint_kueue" : "quota.hint");
   if (!teams.length) return replace("quota", h("div", { class: "empty" }, t("quota.none")));
   replace("quota", teams.map((tm) => h("div", { class: "team", "data-team": tm.team },
     h("h3", {}, data("span", {}, tm.team), tm.missing ? pill(t("quota.missing"), "warn") : null),
+    kueue && tm.bars.length ? h("div", { class: "sub ceiling-note" }, t("quota.ceiling")) : null,
     tm.bars.map((b) => {
       const level = b.percent >= 90 ? "bad" : b.percent >= 70 ? "warn" : "";
       return h("div", { class: "bar", "data-resource": b.resource },
@@ -17,21 +22,22 @@ export function renderQuota(body) {
     queueTable((body.queues || {})[tm.team]))));
 }
 
-// queueing: kueue: each of the team's Kueue queues, its nominal quota and what it borrows from the cohort or lends
+// queueing: kueue: each of the team's Kueue queues, per flavor its nominal quota (the platform file's
+// kueue.flavors.<flavor>) and what it borrows from the cohort or lends to it
 function queueTable(queues) {
   if (!queues) return null;
   const rows = [];
   for (const kind of ["training", "dev"]) {
     for (const f of queues[kind] || []) {
-      rows.push(h("tr", { "data-queue": kind, "data-resource": f.resource },
-        h("td", {}, t("queue." + kind), " · ", t("res." + f.resource)),
+      rows.push(h("tr", { "data-queue": kind, "data-flavor": f.flavor, "data-resource": f.resource },
+        h("td", {}, t("queue." + kind), " · ", t("queue.flavor", { flavor: f.flavor }), " · ", t("res." + f.resource)),
         ...["nominal", "used", "borrowed", "lent"].map((k) => h("td", { class: "num " + k }, num(f[k]))),
         h("td", { class: "sub" }, t("unit." + f.unit))));
     }
   }
   if (!rows.length) return null;
   return h("table", { class: "queues" },
-    h("thead", {}, h("tr", {}, h("th", {}, t("queue.title")),
+    h("thead", {}, h("tr", {}, h("th", { title: t("queue.title_hint") }, t("queue.title")),
       ...["nominal", "used", "borrowed", "lent"].map((k) => h("th", { class: "num" }, t("queue." + k))), h("th", {}, ""))),
     h("tbody", {}, rows));
 }

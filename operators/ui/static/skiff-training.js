@@ -40,7 +40,8 @@ export function renderTraining(body) {
         h("div", { class: "sub" }, h("a", { href: `${root}dags/${encodeURIComponent(r.dag_id)}/runs/${encodeURIComponent(r.run_id)}`, class: "run-link mono" }, data("span", {}, r.run_id)),
         r.try_number > 1 ? " · " + t("train.try", { n: r.try_number }) : "")),
       h("td", {}, pill(t("ti." + (r.state === "deferred" ? "running" : r.state)), TI_KIND[r.state]),
-        r.waiting_for ? h("div", { class: "sub" }, t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null,
+        r.waiting_for ? h("div", { class: "sub waiting-for" }, r.waiting_for.startsWith("preempted") ? t("wait." + r.waiting_for)
+          : t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null,
         r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
       data("td", { class: "mono" }, r.node || "–"),
