@@ -102,8 +102,9 @@ NEW_SUBMODULES = {"kubelet": {"kubelet", "podruns", "podstatus", "podlogs", "nod
 
 _ORDER = sorted(MOVES, key=len, reverse=True)
 _ALT = "|".join(re.escape(k) for k in _ORDER)
-# `kubesim.kubelet` is both an old module and a new package: don't touch `kubesim.kubelet.<new submodule>`
-_DOTTED = re.compile(r"\bkubesim\.(" + _ALT + r")\b(?!\.(?:kubelet|podruns|podstatus|podlogs|nodes|procrt)\b)")
+# `kubesim.kubelet` is both an old module and a new package: don't touch `kubesim.kubelet.<new submodule>`;
+# `kubesim.store.watch_count` is a `kubesim` fixture's store (the old module had no lowercase public names)
+_DOTTED = re.compile(r"\bkubesim\.(?!store\.[a-z_])(" + _ALT + r")\b(?!\.(?:kubelet|podruns|podstatus|podlogs|nodes|procrt)\b)")
 _PATHS = re.compile(r"\bkubesim/(" + "|".join(re.escape(k.replace(".", "/")) for k in _ORDER) + r")(\.py\b|/|\b)")
 _FROM_PKG = re.compile(r"^(\s*)from kubesim import (\(?)([^\n()]+?)(\)?)\s*(#.*)?$", re.M)
 _FROM_KUBELET = re.compile(r"^(\s*)from kubesim\.kubelet import ([^\n]+)$", re.M)

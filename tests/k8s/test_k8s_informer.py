@@ -46,7 +46,7 @@ async def test_subscribers_share_one_watch_and_see_only_their_objects(kubesim, k
             assert sorted((e.type, e.object["metadata"]["name"]) for e in late) == [("ADDED", "a-1"), ("ADDED", "a-2")]
         sub_a.check()
     assert informers.watches == 0
-    await async_wait_until(lambda: kubesim.apiserver.registry.store.watch_count == 0)
+    await async_wait_until(lambda: kubesim.store.watch_count == 0)
     assert kubesim.stats()["by_resource"].get("watch configmaps") == 1
 
 
@@ -55,7 +55,7 @@ async def test_a_relist_after_410_is_a_sync_of_the_subscribers_objects(kubesim, 
     informers = Informers(lambda: async_api_client(kubesim.url))
     seen = []
     async with informers.subscribe(CONFIGMAPS, "default", None, named("a-"), seen.append):
-        await async_wait_until(lambda: seen and kubesim.apiserver.registry.store.watch_count >= 1)
+        await async_wait_until(lambda: seen and kubesim.store.watch_count >= 1)
         kubesim.fail(verb="watch", path="configmaps", status=410, count=1)
         kubesim.cut_watches()
         core.create_namespaced_config_map("default", cm("a-3", "y"))

@@ -63,7 +63,7 @@ async def test_lists_then_streams_changes_and_resumes_a_cut_watch_without_listin
     kubesim.reset_stats()
     m = Mirror(list_and_watch(k8s_async, CONFIGMAPS, "default", policy=FAST))
     try:
-        await async_wait_until(lambda: "a" in m.objects and kubesim.apiserver.registry.store.watch_count >= 1)
+        await async_wait_until(lambda: "a" in m.objects and kubesim.store.watch_count >= 1)
         core.create_namespaced_config_map("default", cm("b"))
         await async_wait_until(lambda: "b" in m.objects)
         assert kubesim.cut_watches() >= 1  # the server ends the watch (restart, load balancer, timeout)
@@ -79,7 +79,7 @@ async def test_lists_then_streams_changes_and_resumes_a_cut_watch_without_listin
 async def test_410_gone_answer_lists_again(kubesim, k8s_async, core):
     m = Mirror(list_and_watch(k8s_async, CONFIGMAPS, "default", policy=FAST))
     try:
-        await async_wait_until(lambda: m.types == ["SYNC"] and kubesim.apiserver.registry.store.watch_count >= 1)
+        await async_wait_until(lambda: m.types == ["SYNC"] and kubesim.store.watch_count >= 1)
         kubesim.fail(verb="watch", path="configmaps", status=410, count=1)
         kubesim.cut_watches()
         core.create_namespaced_config_map("default", cm("after-gone"))
@@ -192,7 +192,7 @@ async def test_events_longer_than_aiohttp_line_limit(kubesim, k8s_async, core):
     big = "x" * 300_000  # a watch line of ~300 KB; aiohttp's readline stops at 64 KiB
     m = Mirror(list_and_watch(k8s_async, CONFIGMAPS, "default", policy=FAST))
     try:
-        await async_wait_until(lambda: m.types == ["SYNC"] and kubesim.apiserver.registry.store.watch_count >= 1)
+        await async_wait_until(lambda: m.types == ["SYNC"] and kubesim.store.watch_count >= 1)
         core.create_namespaced_config_map("default", cm("big", big))
         await async_wait_until(lambda: "big" in m.objects)
         assert m.objects["big"]["data"]["k"] == big and m.error is None

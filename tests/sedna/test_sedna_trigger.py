@@ -241,7 +241,7 @@ async def test_triggers_in_one_process_share_the_watches_they_have_in_common(k8s
                 for w in watched_resources(kind)}
         assert informers.watches == len(keys) == len(watched_resources("FederatedLearningJob")) + len(
             watched_resources("JointInferenceService")) - 1  # the Models watch is shared
-        await async_wait_until(lambda: kubesim.apiserver.registry.store.watch_count == len(keys))
+        await async_wait_until(lambda: kubesim.store.watch_count == len(keys))
         kube.create(MODELS, NS, model("shared-model", "/m/shared.pb"))
         for next_event in (fl_next, ji_next, late_next):  # the late joiner's first event is this one
             assert (await next_event())["sample"] == [f"ADDED Model {NS}/shared-model"]

@@ -45,7 +45,7 @@ async def test_n_followers_in_one_namespace_open_two_watches_not_2n(kubesim, k8s
         assert [line.split("] ", 1)[1] for line in lines[name]] == ["line 1", "line 2", "line 3"]
         assert all(line.startswith(f"[{name}-") for line in lines[name])
     assert informers.watches == 0  # the last follower out stopped them
-    await async_wait_until(lambda: kubesim.apiserver.registry.store.watch_count == 0)
+    await async_wait_until(lambda: kubesim.store.watch_count == 0)
 
 
 async def test_shared_watches_survive_cuts_and_410_and_late_joiners(kubesim, k8s, k8s_async, team):
@@ -53,7 +53,7 @@ async def test_shared_watches_survive_cuts_and_410_and_late_joiners(kubesim, k8s
     first = create_job(k8s, "early", pod_annotations=sim(4))
     lines: dict[str, list[str]] = {}
     early = asyncio.create_task(follow_all(k8s_async, informers, [first], lines))
-    await async_wait_until(lambda: informers.watches == 2 and kubesim.apiserver.registry.store.watch_count >= 2)
+    await async_wait_until(lambda: informers.watches == 2 and kubesim.store.watch_count >= 2)
     # a Job created while the informer runs, followed at once: the cache may not have it yet
     late = [create_job(k8s, f"late{i}", pod_annotations=sim(3, lines=3)) for i in range(N - 1)]
     joined = asyncio.create_task(follow_all(k8s_async, informers, late, lines))
@@ -70,7 +70,7 @@ async def test_a_job_deleted_while_followed_through_the_shared_watch(kubesim, k8
     informers = Informers(lambda: async_api_client(kubesim.url))
     keep, gone = create_job(k8s, "keep", pod_annotations=sim(3)), create_job(k8s, "gone", pod_annotations=sim(60))
     task = asyncio.create_task(follow_all(k8s_async, informers, [keep, gone], {}))
-    await async_wait_until(lambda: informers.watches == 2 and kubesim.apiserver.registry.store.watch_count >= 2)
+    await async_wait_until(lambda: informers.watches == 2 and kubesim.store.watch_count >= 2)
     client.BatchV1Api(k8s).delete_namespaced_job(gone, NAMESPACE, propagation_policy="Background")
     kept, deleted = await asyncio.wait_for(task, timeout=30)
     assert kept["status"] == "success"
@@ -97,8 +97,8 @@ async def test_triggers_in_one_process_share_the_watches(kubesim, k8s, team):
         return len(pods) == N and all(p.status.phase == "Running" for p in pods) and logs == N
 
     # the Job watch opens after its list, which may finish after the pods' streams started (seen in a full run)
-    await async_wait_until(lambda: all_streaming() and kubesim.apiserver.registry.store.watch_count >= 2, timeout=20)
-    assert kubesim.apiserver.registry.store.watch_count == 2  # open now: one Job watch and one pod watch for the namespace
+    await async_wait_until(lambda: all_streaming() and kubesim.store.watch_count >= 2, timeout=20)
+    assert kubesim.store.watch_count == 2  # open now: one Job watch and one pod watch for the namespace
     results = await asyncio.wait_for(runs, timeout=30)
     assert [r["status"] for r in results] == ["success"] * N
     assert watches(kubesim)["watch jobs.batch"] == 1 and watches(kubesim)["watch pods"] == 1
