@@ -95,6 +95,7 @@ soak: venv services
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 
 # pip-audit over requirements.txt (needs PyPI's JSON API and api.osv.dev; not in `make test`). Exit 2 and
 # "incomplete" when any package could not be audited: never "no known vulnerabilities" for what was not looked up.

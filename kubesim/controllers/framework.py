@@ -43,7 +43,7 @@ class Timing:
     container_run: float = 0.2       # run time of a container without `kubesim.io/duration` (not restartPolicy Always)
     restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
     create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
-    lease_renew: float = 10.0        # a kubelet's node Lease renewal (bootstrap.py; the real kubelet: 10 s)
+    lease_renew: float = 10.0        # a kubelet's node Lease renewal (kubelet/heartbeats.py; the real kubelet: 10 s)
 
 
 class ControllerContext(Protocol):

@@ -100,7 +100,7 @@ def unschedulable_message(total: int, reasons: dict[str, int]) -> str:
     return f"{head}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
 
 
-class Scheduler(Controller):
+class KubeScheduler(Controller):
     name = "scheduler"
 
     def __init__(self, cluster: ControllerContext):

@@ -35,8 +35,7 @@ def add_stream_routes(api) -> None:
     store = api.store
 
     async def handle(request: web.Request, match: re.Match):
-        procs = getattr(store.log_provider, "kubelet", None)
-        procs = procs.procs_if_any if procs is not None else None
+        procs = store.kubelet.process_pods() if store.kubelet is not None else None
         pod = store.get(store.registry.lookup("", "v1", "pods"), match["namespace"], match["pod"])   # 404
         uid = procs.runs_pod(match["namespace"], match["pod"]) if procs else None
         if uid is None:
