@@ -9,22 +9,17 @@ loaded with the shipped ``deploy/monitoring/scrape.yaml`` (targets and token fil
 from __future__ import annotations
 
 import secrets
-import socket
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from devstack.ports import free_udp_port
+
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "deploy" / "monitoring"
 PROMETHEUS = Path("/usr/bin/prometheus")
 INTERVAL = "10s"  # the demo's scrape and rule interval: data within seconds of an event, not the shipped 30 s
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:

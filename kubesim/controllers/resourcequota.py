@@ -51,6 +51,6 @@ class QuotaController(Controller):
             self.cluster.observe(self.rq_rt, self.store.update(self.rq_rt, ns, name, quota, subresource="status"))
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key, 0.01)
+                self.queue.add_rate_limited(key)
             elif e.code != 404:
                 raise

@@ -240,7 +240,7 @@ class KubeScheduler(Controller):
             if e.code == 404:
                 return
             if e.code == 409:
-                self.queue.add_after((ns, name), 0.01)
+                self.queue.add_rate_limited((ns, name))
                 return
             raise
         self.events.record(bound, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node_name}")

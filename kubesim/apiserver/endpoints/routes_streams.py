@@ -106,13 +106,22 @@ async def _exec(ws, start) -> None:
             await ws.send_bytes(bytes([channel]) + data)
 
     async def stdin():
+        # text frames carry stdin too (the Python client's write_stdin of a str sends one): the kubelet reads
+        # every message into bytes (k8s.io/apimachinery/pkg/util/httpstream/wsstream/conn.go `Conn.handle`,
+        # websocket.Message.Receive into a []byte), whatever its frame type
         async for msg in ws:
-            if msg.type != WSMsgType.BINARY or not msg.data:
+            if msg.type == WSMsgType.TEXT:
+                data = msg.data.encode()
+            elif msg.type == WSMsgType.BINARY:
+                data = msg.data
+            else:
                 continue
-            if msg.data[0] == 0 and proc.stdin is not None:
-                proc.stdin.write(msg.data[1:])
+            if not data or proc.stdin is None:
+                continue
+            if data[0] == 0:
+                proc.stdin.write(data[1:])
                 await proc.stdin.drain()
-            elif msg.data[0] == 255 and proc.stdin is not None:     # v5: the client closed stdin
+            elif data[:2] == b"\xff\x00":         # v5 (conn.go `remoteClosed`): the client closed stdin
                 proc.stdin.close()
     reader = asyncio.ensure_future(stdin())
     await asyncio.gather(pump(proc.stdout, 1), pump(proc.stderr, 2))
