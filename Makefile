@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: venv browser kubectl services sshd monitoring code-server bubblewrap demo test bench soak soak-short test-known-defects lint audit clean
+.PHONY: venv browser kubectl services sshd monitoring code-server bubblewrap demo test test-unit bench soak soak-short lint audit clean
 
 venv: $(STAMP)
 
@@ -72,11 +72,12 @@ code-server:
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
 test: venv browser kubectl sshd services monitoring bubblewrap
-	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not known_defect"
+	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider
 
-# Tests marked known_defect (each says why): they fail in the full run today; kept visible, not deleted.
-test-known-defects: venv browser kubectl sshd services monitoring
-	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m known_defect
+# The fast loop: every test that starts no Airflow (no stack, api-server or demo: marker `stack`, set by
+# tests/conftest.py on e2e tests and tests using a stack fixture). Measured in docs/development.md.
+test-unit: venv kubectl sshd services monitoring bubblewrap
+	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m "not stack"
 
 soak-short: venv services
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(BIN)/python -m pytest -q -p no:cacheprovider -m soak
@@ -94,6 +95,7 @@ soak: venv services
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 
 # pip-audit over requirements.txt (needs PyPI's JSON API and api.osv.dev; not in `make test`). Exit 2 and
 # "incomplete" when any package could not be audited: never "no known vulnerabilities" for what was not looked up.

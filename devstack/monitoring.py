@@ -9,11 +9,12 @@ loaded with the shipped ``deploy/monitoring/scrape.yaml`` (targets and token fil
 from __future__ import annotations
 
 import secrets
-import socket
 import subprocess
 from pathlib import Path
 
 import yaml
+
+from devstack.ports import free_udp_port
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "deploy" / "monitoring"
@@ -38,12 +39,6 @@ def page_addresses(url: str, get) -> dict[str, str]:
             except OSError:
                 continue
     return out
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:

@@ -22,7 +22,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,15 +29,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from devstack.ports import free_port
+
 LOCAL_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
 CLAIM_KEY = "skiff:test:claimed-by"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def with_database(url: str, dbname: str) -> str:
@@ -116,7 +111,7 @@ class Postgres:
         if self._user is not None:
             os.chown(self.workdir, self._user.pw_uid, self._user.pw_gid)
             self.workdir.chmod(0o700)
-        port = _free_port()
+        port = free_port()
         self._run_as_owner([pg_bin("initdb"), "-D", str(self._data), "-U", "postgres", "-A", "trust",
                             "-E", "UTF8", "--no-sync"])
         opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {self._data} -c fsync=off "
@@ -175,7 +170,7 @@ class Redis:
 
     def _start_private(self) -> str:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        port = _free_port()
+        port = free_port()
         server = shutil.which("redis-server") or "/usr/bin/redis-server"
         log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 (the child owns it)
         self._proc = subprocess.Popen(

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from aiosmtpd.controller import Controller
 
+from devstack.ports import free_port
+
 
 class _Handler:
     def __init__(self, sink: SmtpSink):
@@ -37,7 +39,7 @@ class SmtpSink:
         self.maildir = maildir
         self.messages: list[EmailMessage] = []
         self._cond = threading.Condition()
-        self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=port or _free_port())
+        self._controller = Controller(_Handler(self), hostname="127.0.0.1", port=port or free_port())
         if maildir:
             maildir.mkdir(parents=True, exist_ok=True)
 
@@ -96,14 +98,6 @@ def smtp_connection_uri(port: int) -> str:
             "extra": {"disable_ssl": True, "disable_tls": True, "from_email": "skiff@localhost"},
         }
     )
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,17 +28,12 @@ from pathlib import Path
 import httpx
 
 from devstack.airflow_env import REPO, SCRIPTED_NODES_ENV, SQLITE_BUSY_TIMEOUT_S, airflow_env
+from devstack.ports import free_port  # noqa: F401 - also devstack.stack.free_port, as the tests import it
 from devstack.smtp import read_maildir, smtp_connection_uri
 from devstack.watchdog import Watchdog
 
 BIN = Path(sys.executable).parent
 PROCESS_READY_S = 180  # kubesim took 55 s to say "ready" on a 2-core machine shared by several test runs
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def free_port_range(size: int, low: int = 20000, high: int = 32000) -> str:

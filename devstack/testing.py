@@ -160,8 +160,8 @@ def pytest_configure(config):
         "markers", "prod: end-to-end tests on the production profile (PostgreSQL, Celery on Redis, 2 schedulers, "
                    "2 triggerers); they run after every other test")
     config.addinivalue_line(
-        "markers", "known_defect(why): fails in the full CI run for the reason given; deselected from make test "
-                   "(make test-known-defects runs them) until fixed")
+        "markers", "stack: starts Airflow (a stack, an api-server or the demo); set by tests/conftest.py on every "
+                   "e2e test and every test using a stack fixture; make test-unit runs -m 'not stack'")
     config.addinivalue_line(
         "markers", "own_stack: starts a stack with settings of its own (start_stack), which stops the session's "
                    "stacks; runs after the other standalone tests, before the prod ones")

@@ -5,10 +5,11 @@ Like the real components, everything here is an API client of the store: it read
 see every change. All work runs on the one asyncio loop, in event-driven work queues (no polling loops).
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
-serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
--> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
-gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
-binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and heartbeats).
+serviceaccount_admission.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
+-> quota_admission.LimitRanger -> quota_admission.QuotaAdmission. Components: scheduler.KubeScheduler, kubelet.Kubelet (+ logs),
+gc.GarbageCollector, resourcequota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
+binder, Endpoints, HPA), bootstrap.KubernetesService (the API server's `kubernetes` Service), heartbeats.NodeHeartbeats (node Leases
+and heartbeats).
 
 What it does not simulate (differences from a real cluster): on scripted nodes (the default) no containers
 run (outcomes are scripted by `kubesim.io/*` annotations) and a deleted pod goes at once (with finalizers its
@@ -29,12 +30,12 @@ from collections.abc import Iterable
 
 from kubesim import kueue
 from kubesim.apimachinery.errors import ApiError
-from kubesim.apiserver.admission import resourcequota as quota
-from kubesim.apiserver.admission import serviceaccount as serviceaccounts
+from kubesim.apiserver.admission import resourcequota as quota_admission
+from kubesim.apiserver.admission import serviceaccount as serviceaccount_admission
 from kubesim.apiserver.admission import validation
-from kubesim.controllers import bootstrap, gc, scheduler, workloads
+from kubesim.controllers import bootstrap, gc, resourcequota, scheduler, serviceaccounts, workloads
 from kubesim.controllers.framework import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
-from kubesim.kubelet import kubelet
+from kubesim.kubelet import heartbeats, kubelet
 from kubesim.kubelet.nodes import load_nodes_file, node_manifests
 from kubesim.kubelet.procrt.pods import is_process_node
 from kubesim.kubeproxy.services import LoopbackServices
@@ -71,7 +72,7 @@ class Cluster:
         if not self._started:
             admission, self.controllers = components(self)
             self.store.admission.extend(admission)
-            self.store.log_provider = self.kubelet.logs
+            self.store.kubelet = self.kubelet    # the API server's KubeletClient (apiserver/kubeletclient.py)
             self._started = True
         for c in self.controllers:
             c.start()
@@ -147,15 +148,16 @@ def components(cluster: Cluster) -> tuple[list, list]:
     is registered. An admission plugin is `plugin(AdmissionRequest)` (mutate `req.obj` or raise ApiError);
     a controller is a `kubesim.controllers.framework.Controller` (`on_event` enqueues keys, `reconcile(key)` acts)."""
     cluster.validator = validation.Validator(cluster.store)
-    cluster.quota = quota.QuotaAdmission(cluster.store)
+    cluster.quota = quota_admission.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
     # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
     # Kueue's mutating webhooks (inert until its CRDs are installed) before validation, as webhooks run
-    admission = [*kueue.admission(cluster), cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
-                 quota.LimitRanger(cluster.store), cluster.quota]
-    controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
-                   quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
-                   *workloads.controllers(cluster), *kueue.controllers(cluster), *bootstrap.controllers(cluster)]
+    admission = [*kueue.admission(cluster), cluster.validator, serviceaccount_admission.ServiceAccountAdmission(cluster.store),
+                 quota_admission.LimitRanger(cluster.store), cluster.quota]
+    controllers = [scheduler.KubeScheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
+                   resourcequota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
+                   *workloads.controllers(cluster), *kueue.controllers(cluster),
+                   bootstrap.KubernetesService(cluster), heartbeats.NodeHeartbeats(cluster)]
     if any(is_process_node(n) for n in getattr(cluster, "_nodes", [])):    # Services on the host's loopback
         controllers.append(LoopbackServices(cluster, cluster.kubelet))
     return admission, controllers

@@ -3,6 +3,7 @@ process, with the fault-injection API for tests (kubeconfig writing: kubeconfig.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import socket
 import threading
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from kubesim import controls
 from kubesim import tls as tls_mod
 from kubesim.apiserver.auth.authz import Access
 from kubesim.apiserver.endpoints.app import ApiServer
@@ -51,6 +53,7 @@ class KubeSim:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.access = Access(self.store, enforce=authz == "rbac")    # kubesim.apiserver.auth.authz: tokens, RBAC
         self.api = ApiServer(self.store, self.controls, bookmark_interval, self.access)
+        self.api.test_api = functools.partial(controls.handle, self.controls, self.store)  # /kubesim/...
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None

@@ -14,7 +14,7 @@ Two steps, both a cluster admin's (``apply_manifests`` with an admin client, or 
 Layer: with the platform (policy), above the access layer and below the features. It renders and applies the
 permissions of every feature and reads ``platform.desired`` for the team people's bindings; Sedna's install
 binds its roles through ``team_manifests``. It knows each feature by name (``FEATURES``) only as a key into
-``k8s_templates/rbac/``, never by importing it (``tests/architecture/test_layers.py``).
+``k8s_templates/rbac/``, never by importing it (import-linter: ``[tool.importlinter]`` in pyproject.toml).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ home PVC per member and the team's shared PVCs, plus the Airflow pool ``skiff-<t
 short names DAG authors and scripts use.
 
 Layer: with the platform, of which it is a facade (it imports ``operators.platform`` only); a feature may use
-it, it uses no feature (``tests/architecture/test_layers.py``).
+it, it uses no feature (import-linter: ``[tool.importlinter]`` in pyproject.toml).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ plus the pod overhead).
 """
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -18,8 +19,17 @@ BINARY = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**
 DECIMAL = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
 
 
+# What k8s.io/apimachinery/pkg/api/resource/quantity.go `ParseQuantity` accepts: a sign, digits with at most one
+# `.` (`parseQuantityString`), then a suffix its `quantitySuffixer.interpret` knows: binary (Ki..Ei), decimal
+# (n, u, m, k, M..E) or an exponent (e/E and an integer). The Python client's parse_quantity is laxer (Decimal's
+# `NaN`, `Infinity`, `1_000`, spaces; `K` for `k`): those are refused here as by the API server.
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?\Z")
+
+
 @lru_cache(maxsize=4096)
 def _qty(text: str) -> Decimal:
+    if not _QUANTITY.match(text):
+        raise ValueError(f"quantities must match the regular expression: {text!r}")
     return parse_quantity(text)
 
 

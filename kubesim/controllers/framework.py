@@ -43,7 +43,7 @@ class Timing:
     container_run: float = 0.2       # run time of a container without `kubesim.io/duration` (not restartPolicy Always)
     restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
     create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
-    lease_renew: float = 10.0        # a kubelet's node Lease renewal (bootstrap.py; the real kubelet: 10 s)
+    lease_renew: float = 10.0        # a kubelet's node Lease renewal (kubelet/heartbeats.py; the real kubelet: 10 s)
 
 
 class ControllerContext(Protocol):
@@ -132,7 +132,14 @@ class Cache:
 
 
 class WorkQueue:
-    """A controller's queue of keys: deduplicated, processed one at a time, with delayed re-adds."""
+    """A controller's queue of keys: deduplicated, processed one at a time, with delayed re-adds, and client-go's
+    rate-limited re-queue (k8s.io/client-go/util/workqueue: `AddRateLimited`, `Forget`, `NumRequeues`; the
+    per-item exponential back-off of `DefaultControllerRateLimiter`, 5 ms doubling up to 1000 s). A key whose
+    handler raised is re-queued that way, as a controller's processNextWorkItem does with a reconcile error; a
+    handler that ends without re-queueing its key (`add_rate_limited`) forgets its failures."""
+
+    BASE_DELAY = 0.005      # ItemExponentialFailureRateLimiter(5*time.Millisecond, 1000*time.Second)
+    MAX_DELAY = 1000.0
 
     def __init__(self, name: str, handler: Callable[[Key], None]):
         self.name = name
@@ -141,6 +148,9 @@ class WorkQueue:
         self._queue: asyncio.Queue[Key] = asyncio.Queue()
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._task: asyncio.Task | None = None
+        self._failures: dict[Key, int] = {}
+        self._current: Key | None = None        # the key being handled, and whether its handler re-queued it
+        self._requeued = False
 
     def add(self, key: Key) -> None:
         if key not in self._pending:
@@ -161,6 +171,21 @@ class WorkQueue:
             old.cancel()
         self._timers[key] = loop.call_at(when, self._fire, key)
 
+    def add_rate_limited(self, key: Key) -> None:
+        """Process `key` again after its own back-off: 5 ms, doubled at each re-queue since its last `forget`."""
+        failures = self._failures.get(key, 0)
+        self._failures[key] = failures + 1
+        if key == self._current:
+            self._requeued = True
+        self.add_after(key, min(self.BASE_DELAY * 2 ** min(failures, 40), self.MAX_DELAY))
+
+    def forget(self, key: Key) -> None:
+        """Stop tracking `key`'s failures: its next `add_rate_limited` waits the base delay again."""
+        self._failures.pop(key, None)
+
+    def num_requeues(self, key: Key) -> int:
+        return self._failures.get(key, 0)
+
     def _fire(self, key: Key) -> None:
         self._timers.pop(key, None)
         self.add(key)
@@ -172,15 +197,23 @@ class WorkQueue:
         while True:
             key = await self._queue.get()
             self._pending.discard(key)
+            self._current, self._requeued = key, False
             try:
                 self._handler(key)
-            except Exception:   # a controller bug must not stop the cluster: log it and go on
+            except Exception:   # a controller bug must not stop the cluster: log it, retry after a back-off
                 log.exception("%s: error reconciling %s", self.name, key)
+                self.add_rate_limited(key)
+            else:
+                if not self._requeued:
+                    self.forget(key)
+            finally:
+                self._current = None
 
     async def stop(self) -> None:
         for t in self._timers.values():
             t.cancel()
         self._timers.clear()
+        self._failures.clear()
         if self._task is not None:
             self._task.cancel()
             try:

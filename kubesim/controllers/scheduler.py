@@ -100,7 +100,7 @@ def unschedulable_message(total: int, reasons: dict[str, int]) -> str:
     return f"{head}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
 
 
-class Scheduler(Controller):
+class KubeScheduler(Controller):
     name = "scheduler"
 
     def __init__(self, cluster: ControllerContext):
@@ -240,7 +240,7 @@ class Scheduler(Controller):
             if e.code == 404:
                 return
             if e.code == 409:
-                self.queue.add_after((ns, name), 0.01)
+                self.queue.add_rate_limited((ns, name))
                 return
             raise
         self.events.record(bound, "Normal", "Scheduled", f"Successfully assigned {ns}/{name} to {node_name}")

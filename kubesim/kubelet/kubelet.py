@@ -48,7 +48,6 @@ class Kubelet(Controller):
         self._ip = 0
         self.logs = LogProvider(self)
         self._procs: procrt.ProcessPods | None = None
-        self.store.graceful_pod = self._graceful
 
     @property
     def procs(self) -> procrt.ProcessPods:
@@ -64,8 +63,12 @@ class Kubelet(Controller):
         """The process runtime if a process pod has run (for the service proxy, exec, port-forward)."""
         return self._procs
 
-    def _graceful(self, pod: dict) -> bool:
-        """Whether a DELETE of `pod` is graceful: running on a process node (pod strategy CheckGracefulDelete;
+    def process_pods(self) -> procrt.ProcessPods | None:
+        """KubeletClient (kubesim/apiserver/kubeletclient.py): the process runtime, if a process pod has run."""
+        return self._procs
+
+    def graceful(self, pod: dict) -> bool:
+        """KubeletClient: whether a DELETE of `pod` is graceful: running on a process node (pod strategy CheckGracefulDelete;
         scripted pods keep going at once)."""
         run = self.runs.get(key_of(pod))
         return run is not None and run.process and run.uid == pod["metadata"]["uid"]

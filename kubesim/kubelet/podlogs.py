@@ -1,4 +1,4 @@
-"""Container logs as the kubelet serves them (`pods/<name>/log`, INTERNALS.md `LogProvider`): a snapshot
+"""Container logs as the kubelet serves them (`pods/<name>/log`; what the API server asks of it: apiserver/kubeletclient.py `PodLogs`): a snapshot
 (tailLines, timestamps, previous) or a follow stream that ends when the container does, with the kubelet's
 400 messages for a missing or waiting container.
 
@@ -16,7 +16,7 @@ from kubesim.kubelet.podruns import Attempt
 
 
 class LogProvider:
-    """Container logs as the kubelet serves them (INTERNALS.md `LogProvider`)."""
+    """Container logs as the kubelet serves them (apiserver/kubeletclient.py `PodLogs`)."""
 
     def __init__(self, kubelet):   # a kubelet.Kubelet: its store, pods_rt and runs
         self.kubelet = kubelet

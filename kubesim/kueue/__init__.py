@@ -3,7 +3,7 @@
 Kueue's own CRDs (`crds/`, Apache-2.0: `LICENSE`) are served as CRDs once installed - `install(store)`,
 `KubeSim(kueue=True)`/`python -m kubesim --kueue`, or any client creating them, as `helm install` does - and
 its controller-manager runs inside kubesim's: `webhook.Webhook` (suspend/gate defaulting),
-`controller.Scheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
+`controller.KueueScheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
 `jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish) and
 `statefulsets.StatefulSetReconciler` (a set's pods gated by `kueue.x-k8s.io/admission` until its Workload is
 admitted; scaled to 0 its quota is released). Each module's docstring cites the Kueue source file it follows.
@@ -56,7 +56,7 @@ def admission(cluster) -> list:
 
 
 def controllers(cluster) -> list:
-    from kubesim.kueue.controller import Scheduler
+    from kubesim.kueue.controller import KueueScheduler
     from kubesim.kueue.jobs import JobReconciler
     from kubesim.kueue.statefulsets import StatefulSetReconciler
-    return [Scheduler(cluster), JobReconciler(cluster), StatefulSetReconciler(cluster)]
+    return [KueueScheduler(cluster), JobReconciler(cluster), StatefulSetReconciler(cluster)]

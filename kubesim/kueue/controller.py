@@ -6,7 +6,7 @@ install` does): until the ClusterQueue kind is served, every part here does noth
 - `Webhook` (an admission plugin, before validation as a mutating webhook runs): a Job created with the
   `kueue.x-k8s.io/queue-name` label is suspended (`pkg/controller/jobframework/defaults.go`
   ApplyDefaultForSuspend); a StatefulSet's pods are gated (`statefulsets.gate_pod`).
-- `Scheduler`: after any change of a Kueue object or a namespace, `cycle.run` decides; this writes the
+- `KueueScheduler`: after any change of a Kueue object or a namespace, `cycle.run` decides; this writes the
   decisions (quota reserved and admitted, evicted/preempted, pending messages) and the ClusterQueue and
   LocalQueue status counts and flavor usage (`pkg/controller/core/clusterqueue_controller.go`).
 - `JobReconciler` (`pkg/controller/jobframework/reconciler.go` ReconcileGenericJob, in its order):
@@ -69,7 +69,7 @@ class KueueController(Controller):
             raise
 
 
-class Scheduler(KueueController):
+class KueueScheduler(KueueController):
     name = "kueue-scheduler"
     WATCHED = frozenset({"clusterqueues", "localqueues", "resourceflavors", "workloads", "workloadpriorityclasses"})
 

@@ -8,7 +8,7 @@
 * ``volumes``: ``Volume`` (a PVC and where it is mounted), mount paths, the user's home PVC;
 * ``nodepools``: the GPU resource and taint, the online pool's label and taint, and their defaults.
 
-This is the bottom layer (``tests/architecture/test_layers.py``): pure functions and frozen values, no I/O, no
+This is the bottom layer (import-linter: ``[tool.importlinter]`` in pyproject.toml): pure functions and frozen values, no I/O, no
 Airflow, no Kubernetes client, and no import of any other part of ``operators`` - the access layer
 (``operators.k8s``), the platform policy and the features (training, development instances, Sedna) all build
 on it, as the cncf.kubernetes provider keeps ``utils/`` below its hooks and operators.

@@ -45,7 +45,9 @@ def is_label_key(value: str) -> bool:
     """A label key or taint key (``[prefix/]name``: a DNS subdomain prefix, a name of at most 63)."""
     if not isinstance(value, str) or not value:
         return False
-    prefix, _, name = value.rpartition("/")
+    prefix, slash, name = value.rpartition("/")
+    if slash and not prefix:        # "/app": IsQualifiedName's "prefix part must be non-empty"
+        return False
     return (not prefix or is_dns_subdomain(prefix)) and len(name) <= 63 and bool(_LABEL_KEY_NAME.fullmatch(name))
 
 

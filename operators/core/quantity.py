@@ -42,7 +42,7 @@ def parse_quantity(value: object) -> Decimal:
         raise ValueError(f"{value!r} is not a quantity")
     number, suffix = match.group(1), match.group(2) or ""
     try:
-        if suffix[:1] in ("e", "E"):
+        if len(suffix) > 1 and suffix[0] in "eE":     # an exponent; "E" alone is exa (10^18)
             amount = Decimal(number) * (Decimal(10) ** int(suffix[1:]))
         else:
             amount = Decimal(number) * _SUFFIX[suffix]

@@ -12,11 +12,10 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
-from operators.devinstances import idle, lifecycle, naming
+from operators.devinstances import idle, lifecycle, metrics, naming
 from operators.devinstances.settings import Settings
 from operators.k8s.resource import STATEFULSETS
 from operators.k8s.rest import Kube
-from operators.metrics import emit as metrics
 
 log = logging.getLogger("skiff.devinstances.culler")
 READERS = 8  # instances looked at once

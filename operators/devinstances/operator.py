@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
-from operators.metrics import emit as metrics
+from operators.devinstances import metrics
 
 ACTIONS = ("create", "start", "stop", "delete")
 log = logging.getLogger("skiff.devinstances")

@@ -162,7 +162,7 @@ async def authorize(request: Request) -> None:
     in no team included (issue 30, class 6)."""
     if token_matches(request.headers.get("authorization", ""), settings.get("metrics_token") or ""):
         return
-    from operators.ui.auth import current_user
+    from operators.auth import current_user
 
     caller = await current_user(request)  # Airflow's login, else 401 / 403
     if not caller.admin:

@@ -62,7 +62,7 @@ SYNC_WRITES = _event("platform_sync.writes", COUNTER, (), "objects platform_sync
 SYNC_REFUSALS = _event("platform_sync.refusals", COUNTER, (), "objects the API server refused to platform_sync")
 SYNC_RUNS = _event("platform_sync.runs", COUNTER, ("result",), "platform_sync runs, result ok | failed")
 
-# A failed training step's reason label: the first matching rule (``emit.failure_class``); closed set.
+# A failed training step's reason label: the first matching rule (``operators.training.metrics.failure_class``); closed set.
 FAILURE_REASONS = ("OOMKilled", "Unschedulable", "QuotaWaitTimeout", "ExitCode", "Preempted", "Evicted",
                    "DeadlineExceeded", "ImagePull", "ContainerConfig", "NoPod", "JobDeleted", "Other")
 

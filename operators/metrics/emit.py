@@ -1,7 +1,8 @@
 """Send event metrics through Airflow's own metrics facade (``airflow.sdk.observability.stats``).
 
-Each feature calls one of these in one line where the event happens (all of them run in a worker's task:
-the training operator, the Sedna reconcile, the instance operators and culler, platform_sync). The facade
+Each feature keeps its own rules and one-line calls beside it (``operators.training.metrics``,
+``operators.sedna.metrics``, ``operators.devinstances.metrics``, ``operators.platform.metrics``: all of them run in
+a worker's task) and sends what they make through ``send``; the catalogue of names is ``catalogue``. The facade
 sends to StatsD, Datadog or OpenTelemetry as ``[metrics]`` configures, or nowhere; the task runner sets it
 up, and ``_stats`` does the same once in a process that did not (``airflow dags test``, a script).
 
@@ -12,11 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from operators.metrics import catalogue as c
-from operators.metrics import events
 
 log = logging.getLogger("skiff.metrics")
 _initialized_pid: int | None = None
@@ -47,36 +46,3 @@ def send(samples: Iterable[tuple[c.Metric, dict, float]]) -> None:
                 stats.incr(metric.stat, count=int(value), tags=tags)
     except Exception as exc:  # noqa: BLE001 - see the module docstring
         log.debug("metrics not sent: %s", exc)
-
-
-# ---- one-line calls for the features ---------------------------------------------------------------------
-def training_started(namespace: str) -> None:
-    send([(c.TRAINING_STARTED, {"team": namespace}, 1)])
-
-
-def training_reattached(namespace: str) -> None:
-    send([(c.TRAINING_REATTACHED, {"team": namespace}, 1)])
-
-
-def training_finished(result: Mapping) -> None:
-    send(events.training_outcome(result, time.time()))
-
-
-def sedna_action(cr_kind: str, namespace: str, reason: str) -> None:
-    send(events.sedna_action(cr_kind, namespace, reason))
-
-
-def sedna_pass(cr_kind: str, summary: Mapping) -> None:
-    send(events.sedna_pass(cr_kind, summary))
-
-
-def instance_action(action: str, namespace: str, changed: bool) -> None:
-    send(events.instance_action(action, namespace, changed))
-
-
-def instances_culled(summary: Mapping) -> None:
-    send(events.instances_culled(summary))
-
-
-def platform_sync(report: Mapping) -> None:
-    send(events.platform_sync(report))

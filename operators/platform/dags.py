@@ -19,8 +19,7 @@ from datetime import datetime
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, task
 
 from operators import settings
-from operators.metrics import emit as metrics
-from operators.platform import PlatformError, platform_file
+from operators.platform import PlatformError, metrics, platform_file
 from operators.platform.trigger import PlatformFileTrigger
 from operators.platform.usage import run_usage_report  # light: stdlib and the model; the cluster at run time
 

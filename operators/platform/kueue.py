@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from operators.platform.model import FlavorQuota, Platform, Team
+from operators.core.checks import short_repr
+from operators.core.quantity import parse_quantity, quantity_text
+from operators.platform.model import FlavorQuota, Platform, Quota, Team
 from operators.templating import render
 
 ONLINE, SCHEDULED, DEV = "skiff-online", "skiff-scheduled", "skiff-dev"
@@ -221,3 +223,59 @@ def team_of(cluster_queue: dict) -> str | None:
     """The namespace a Skiff ClusterQueue serves (its ``namespaceSelector``), None for another's queue."""
     return (((cluster_queue.get("spec") or {}).get("namespaceSelector") or {}).get("matchLabels") or {}).get(
         "kubernetes.io/metadata.name")
+
+
+# ---- the platform file's kueue blocks (the loader reads them through these) ----------------------------------
+def _amounts(d: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((r, quantity_text(d[r])) for r in ("cpu", "memory", "gpu") if r in d)
+
+
+def flavor_quotas(spec: dict | None, defaults: dict[str, dict]) -> tuple[FlavorQuota, ...]:
+    """The ``kueue.flavors``/``kueue.dev`` mapping as ``FlavorQuota``s (``defaults`` when not given)."""
+    return tuple(FlavorQuota(flavor, _amounts(q), _amounts(q.get("borrowing_limit") or {}),
+                             _amounts(q.get("lending_limit") or {}))
+                 for flavor, q in (defaults if spec is None else spec).items())
+
+
+def default_flavors(quota: Quota, allow_online: bool) -> dict[str, dict]:
+    """Without ``kueue.flavors``: the quota's cpu/memory in each pool the team may use, its GPUs in the gpu pool."""
+    both = {"cpu": quota.cpu, "memory": quota.memory}
+    out = {"default": both}
+    if parse_quantity(quota.gpu) > 0:
+        out["gpu"] = {**both, "gpu": quota.gpu}
+    if allow_online:
+        out["online"] = both
+    return out
+
+
+def check_blocks(data: dict, errors) -> None:
+    """The platform file's ``kueue`` blocks (``errors.add(path, message)``: the loader's), with the rules Kueue's admission applies to the ClusterQueues they become, so a
+    value Kueue would refuse is refused here, naming file and line, instead of failing ``platform_sync`` with a
+    422 that names neither (issue 30, class 4):
+
+    * ``lending_limit`` at most the flavor's nominal quota: Kueue's ClusterQueue webhook,
+      ``pkg/webhooks/clusterqueue_webhook.go`` ``validateLendingLimit`` ("must be less than or equal to the
+      nominalQuota");
+    * at least one flavor in ``kueue.flavors``: the ClusterQueue CRD's ``resourceGroups[].flavors``
+      ``minItems: 1`` (``config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml``);
+    * no negative quantity (``validateResourceQuantity``) and a DNS-label cohort (``validateNameReference``):
+      the schema's ``quantity`` and ``dns_label`` formats already hold them.
+    """
+    kueue_mode = data.get("queueing") == "kueue"
+    for i, t in enumerate(data.get("teams") or []):
+        block = t.get("kueue")
+        if block is not None and not kueue_mode:
+            errors.add(("teams", i, "kueue"), "only with queueing: kueue")
+        if (block or {}).get("flavors") == {}:
+            errors.add(("teams", i, "kueue", "flavors"), "{} names no flavor: a ClusterQueue needs at least one "
+                       "(Kueue's CRD: resourceGroups[].flavors minItems 1); leave it out for the default split")
+        for part in ("flavors", "dev"):
+            if "online" in ((block or {}).get(part) or {}) and not t.get("allow_online", False):
+                errors.add(("teams", i, "kueue", part, "online"), "the online pool needs allow_online: true")
+            for flavor, quota in ((block or {}).get(part) or {}).items():
+                for resource, lend in (quota.get("lending_limit") or {}).items():
+                    nominal = quota.get(resource, 0)
+                    if parse_quantity(lend) > parse_quantity(nominal):
+                        errors.add(("teams", i, "kueue", part, flavor, "lending_limit", resource),
+                                   f"{short_repr(lend)} must be less than or equal to the nominalQuota "
+                                   f"({short_repr(nominal)}): Kueue's ClusterQueue webhook refuses more")

@@ -14,7 +14,6 @@ nothing downstream can walk. The parser's event stream is read once, which expan
 from __future__ import annotations
 
 import json
-import math
 import re
 from decimal import Decimal
 from functools import lru_cache
@@ -33,11 +32,11 @@ from operators.core.names import (
     is_label_value,
 )
 from operators.core.quantity import human, is_quantity, parse_quantity, quantity_text
+from operators.platform import kueue
 from operators.platform.kueue import queue_names
 from operators.platform.model import (
     POOL_PREFIX,
     TEAM_PREFIX,
-    FlavorQuota,
     Image,
     Member,
     NodePools,
@@ -48,6 +47,7 @@ from operators.platform.model import (
     Team,
     home_pvc,
 )
+from operators.platform.pools import pool_slots
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _FORMATS = {
@@ -342,69 +342,6 @@ def _check_storage(data: dict, errors: _Errors) -> None:
                        f"quota {human(quota, True)}")
 
 
-def pool_slots(quota: Quota, default_cpu: str) -> int:
-    """Airflow pool size from the quota: the Job count cap when there is one, else how many default-sized
-    containers the CPU quota holds (at least 1)."""
-    if quota.jobs is not None:
-        return max(1, quota.jobs)
-    return max(1, math.floor(parse_quantity(quota.cpu) / parse_quantity(default_cpu)))
-
-
-def _amounts(d: dict) -> tuple[tuple[str, str], ...]:
-    return tuple((r, quantity_text(d[r])) for r in ("cpu", "memory", "gpu") if r in d)
-
-
-def _flavor_quotas(spec: dict | None, defaults: dict[str, dict]) -> tuple[FlavorQuota, ...]:
-    """The ``kueue.flavors``/``kueue.dev`` mapping as ``FlavorQuota``s (``defaults`` when not given)."""
-    return tuple(FlavorQuota(flavor, _amounts(q), _amounts(q.get("borrowing_limit") or {}),
-                             _amounts(q.get("lending_limit") or {}))
-                 for flavor, q in (defaults if spec is None else spec).items())
-
-
-def _default_flavors(quota: Quota, allow_online: bool) -> dict[str, dict]:
-    """Without ``kueue.flavors``: the quota's cpu/memory in each pool the team may use, its GPUs in the gpu pool."""
-    both = {"cpu": quota.cpu, "memory": quota.memory}
-    out = {"default": both}
-    if parse_quantity(quota.gpu) > 0:
-        out["gpu"] = {**both, "gpu": quota.gpu}
-    if allow_online:
-        out["online"] = both
-    return out
-
-
-def _check_kueue(data: dict, errors: _Errors) -> None:
-    """The ``kueue`` blocks, with the rules Kueue's admission applies to the ClusterQueues they become, so a
-    value Kueue would refuse is refused here, naming file and line, instead of failing ``platform_sync`` with a
-    422 that names neither (issue 30, class 4):
-
-    * ``lending_limit`` at most the flavor's nominal quota: Kueue's ClusterQueue webhook,
-      ``pkg/webhooks/clusterqueue_webhook.go`` ``validateLendingLimit`` ("must be less than or equal to the
-      nominalQuota");
-    * at least one flavor in ``kueue.flavors``: the ClusterQueue CRD's ``resourceGroups[].flavors``
-      ``minItems: 1`` (``config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml``);
-    * no negative quantity (``validateResourceQuantity``) and a DNS-label cohort (``validateNameReference``):
-      the schema's ``quantity`` and ``dns_label`` formats already hold them.
-    """
-    kueue_mode = data.get("queueing") == "kueue"
-    for i, t in enumerate(data.get("teams") or []):
-        block = t.get("kueue")
-        if block is not None and not kueue_mode:
-            errors.add(("teams", i, "kueue"), "only with queueing: kueue")
-        if (block or {}).get("flavors") == {}:
-            errors.add(("teams", i, "kueue", "flavors"), "{} names no flavor: a ClusterQueue needs at least one "
-                       "(Kueue's CRD: resourceGroups[].flavors minItems 1); leave it out for the default split")
-        for part in ("flavors", "dev"):
-            if "online" in ((block or {}).get(part) or {}) and not t.get("allow_online", False):
-                errors.add(("teams", i, "kueue", part, "online"), "the online pool needs allow_online: true")
-            for flavor, quota in ((block or {}).get(part) or {}).items():
-                for resource, lend in (quota.get("lending_limit") or {}).items():
-                    nominal = quota.get(resource, 0)
-                    if parse_quantity(lend) > parse_quantity(nominal):
-                        errors.add(("teams", i, "kueue", part, flavor, "lending_limit", resource),
-                                   f"{short_repr(lend)} must be less than or equal to the nominalQuota "
-                                   f"({short_repr(nominal)}): Kueue's ClusterQueue webhook refuses more")
-
-
 def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
     users = data.get("users") or {}
     limits = data.get("limit_range") or {}
@@ -438,9 +375,9 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
             allow_online=t.get("allow_online", False),
             pull_secrets=tuple(dict.fromkeys(secrets.get(t["name"], []))),
             pool_slots=pool_slots(quota, default_cpu) if slots == "from_quota" else slots,
-            kueue_flavors=_flavor_quotas((t.get("kueue") or {}).get("flavors"),
-                                         _default_flavors(quota, t.get("allow_online", False))),
-            kueue_dev=_flavor_quotas((t.get("kueue") or {}).get("dev"), {}),
+            kueue_flavors=kueue.flavor_quotas((t.get("kueue") or {}).get("flavors"),
+                                              kueue.default_flavors(quota, t.get("allow_online", False))),
+            kueue_dev=kueue.flavor_quotas((t.get("kueue") or {}).get("dev"), {}),
         ))
     return Platform(
         source=source, teams=tuple(teams),
@@ -479,6 +416,6 @@ def parse_platform(text: str, source: str = "platform.yaml", node_defaults: Node
     _check_derived_names(data, errors)
     _check_values(data, errors)
     _check_storage(data, errors)
-    _check_kueue(data, errors)
+    kueue.check_blocks(data, errors)
     errors.raise_if_any()
     return _build(data, source, node_defaults or NodePools())

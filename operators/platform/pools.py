@@ -10,16 +10,26 @@ A pool the file no longer lists is reported as orphaned, never deleted (it may h
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from operators import settings
-from operators.platform.model import POOL_PREFIX
+from operators.core.quantity import parse_quantity
+from operators.platform.model import POOL_PREFIX, Quota
 
 DEFAULT_API_CONN_ID = settings.default("airflow_api_conn_id")
 LOGIN_WAIT_S = 300.0  # how long a login waits for an api-server that is starting or busy
 log = logging.getLogger(__name__)
+
+
+def pool_slots(quota: Quota, default_cpu: str) -> int:
+    """Airflow pool size from the quota: the Job count cap when there is one, else how many default-sized
+    containers the CPU quota holds (at least 1)."""
+    if quota.jobs is not None:
+        return max(1, quota.jobs)
+    return max(1, math.floor(parse_quantity(quota.cpu) / parse_quantity(default_cpu)))
 
 
 def send_retrying_database_errors(send):

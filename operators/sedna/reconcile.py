@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 from operators.k8s.errors import KubeError, api_error_message
 from operators.k8s.rest import Kube
-from operators.metrics import emit as metrics
 from operators.sedna import kube as k
+from operators.sedna import metrics
 from operators.sedna.desired import (
     API_VERSION,
     DEFAULT_LC_SERVER,

@@ -12,6 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# The first words of the one-line reasons below (operators.training.metrics classifies by them, so a change of
+# wording here is a change of the name there, never a string left behind in another module):
+EXIT_CODE = "exit code"                 # a container that exited non-zero
+UNSCHEDULABLE = "Unschedulable"         # a pod no node takes (the scheduler's reason)
+QUOTA_REFUSED = "exceeded quota"        # a pod the ResourceQuota admission refused (its words)
+POD_REASONS = ("DeadlineExceeded", "Evicted", "Preempted")   # a pod the kubelet or the scheduler ended
+
 # A container stuck waiting for one of these never starts without a human changing something.
 FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
                  "CreateContainerError", "ErrImageNeverPull")
@@ -81,9 +88,9 @@ def terminated_reason(pod: dict) -> str | None:
             if code not in (None, 0):
                 detail = f" ({reason})" if reason and reason not in ("Error", "Completed") else ""
                 msg = f": {term['message']}" if term.get("message") else ""
-                return f"exit code {code}{detail}: container {cs.get('name')} in pod {pod_name(pod)}{msg}"
+                return f"{EXIT_CODE} {code}{detail}: container {cs.get('name')} in pod {pod_name(pod)}{msg}"
     pod_status = pod.get("status") or {}
-    if pod_status.get("reason") in ("DeadlineExceeded", "Evicted", "Preempted"):
+    if pod_status.get("reason") in POD_REASONS:
         return f"{pod_status['reason']}: pod {pod_name(pod)}: {pod_status.get('message', '')}".rstrip(": ")
     return None
 
@@ -106,19 +113,20 @@ def unschedulable_problem(pod: dict, events: Iterable[dict] = ()) -> str | None:
             if not msg:
                 msg = next((_event_text(e) for e in events if e.get("reason") == "FailedScheduling"
                             and (e.get("involvedObject") or {}).get("name") == pod_name(pod)), "")
-            return f"Unschedulable: pod {pod_name(pod)}: {msg}".rstrip(": ")
+            return f"{UNSCHEDULABLE}: pod {pod_name(pod)}: {msg}".rstrip(": ")
     return None
 
 
 def quota_problem(events: Iterable[dict]) -> str | None:
     """The Job controller's latest FailedCreate refusal by a ResourceQuota, if any."""
-    refusals = [e for e in events if e.get("reason") == "FailedCreate" and "exceeded quota" in _event_text(e)]
+    refusals = [e for e in events if e.get("reason") == "FailedCreate" and QUOTA_REFUSED in _event_text(e)]
     if not refusals:
         return None
     latest = max(refusals, key=lambda e: (e.get("lastTimestamp") or e.get("eventTime") or "",
                                           (e.get("metadata") or {}).get("resourceVersion", "")))
     text = _event_text(latest)
-    return "exceeded quota: " + text.split("exceeded quota: ", 1)[1] if "exceeded quota: " in text else text
+    mark = f"{QUOTA_REFUSED}: "
+    return mark + text.split(mark, 1)[1] if mark in text else text
 
 
 def blocking_problem(pods: Iterable[dict], events: Iterable[dict]) -> Problem | None:

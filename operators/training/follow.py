@@ -30,9 +30,9 @@ from operators.k8s.resource import EVENTS, JOBS, LOCALQUEUES, PODS, WORKLOADS
 from operators.k8s.rest import MERGE_PATCH, AsyncKube, lines
 from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
-from operators.metrics.events import job_times
 from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
+from operators.training.metrics import job_times
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started

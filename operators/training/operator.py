@@ -41,10 +41,9 @@ from airflow.sdk.bases.resumablejobmixin import ResumableJobMixin
 
 from operators import settings
 from operators.core.checks import invalid
-from operators.metrics import emit as metrics
 from operators.platform import kueue
 from operators.platform.admission import Decision
-from operators.training import admission, checkpoint
+from operators.training import admission, checkpoint, metrics
 from operators.training.manifest import job_manifest, string_map
 from operators.training.naming import TaskInstanceKey, ti_selector
 from operators.training.spec import TrainingJobSpec, Volume, build_spec, default_pvc

@@ -17,9 +17,9 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from operators.auth import Caller, CallerDep, json_body_only, may_trigger
 from operators.core.checks import short_repr
 from operators.ui import actions, heap, instances, sources, views, warmup
-from operators.ui.auth import Caller, CallerDep, json_body_only, may_trigger
 
 STATIC = files("operators.ui") / "static"
 # the allow-list of /static/*: the entry module (skiff.js, the react_app's bundle_url), the modules it imports by

@@ -19,11 +19,11 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
+from operators.auth import Caller, may_trigger
 from operators.core.checks import bounded, short_repr
 from operators.devinstances.spec import MAX_EXTRA_PORTS
 from operators.ui import actions, idle_times, sources, views
 from operators.ui.actions import LIFECYCLE_DAGS
-from operators.ui.auth import Caller, may_trigger
 from operators.ui.views import free_quota
 
 SELECTOR = "app.kubernetes.io/managed-by=skiff,skiff.io/kind=dev-instance"

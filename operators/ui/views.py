@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
-from operators.metrics.events import failure_class
 from operators.training.checkpoint import written_preemptions
+from operators.training.metrics import failure_class
 
 GI = Decimal(2**30)
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}

@@ -22,6 +22,7 @@ import requests
 from devinstance_support import NS, make_request
 from kubernetes import client
 
+from devstack.ports import free_port
 from kubesim.testing import wait_until
 from operators.devinstances import idle, inventory, lifecycle, naming
 from operators.devinstances.settings import Settings
@@ -36,12 +37,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="sshd and chpasswd need root"),
     pytest.mark.skipif(not Path(SSHD).exists(), reason="Debian's openssh-server is not installed (make test does)"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def code_server_bin() -> str | None:

@@ -208,8 +208,8 @@ def test_sedna_cr(case: Case, sedna, k8s, kubesim):
 def plugin_api(kubesim, kubeconfig, monkeypatch):
     from fastapi.testclient import TestClient
 
+    from operators.auth import Caller, current_user
     from operators.ui.app import create_app
-    from operators.ui.auth import Caller, current_user
 
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT",
                        f'{{"conn_type": "kubernetes", "extra": {{"kube_config_path": "{kubeconfig}"}}}}')

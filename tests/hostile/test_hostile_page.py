@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
-from operators.ui.auth import Caller
+from operators.auth import Caller
 
 STATIC = Path(__file__).parents[2] / "operators" / "ui" / "static"
 TOKEN = "scrape-t0ken"
@@ -33,7 +33,7 @@ def metrics_app(kube_conn, monkeypatch):
 
     async def login(_request):  # what Airflow's get_user answers for the logged-in caller
         return caller["who"]
-    monkeypatch.setattr("operators.ui.auth.current_user", login)
+    monkeypatch.setattr("operators.auth.current_user", login)
     return TestClient(endpoint.create_app(), raise_server_exceptions=False), caller
 
 
@@ -54,9 +54,9 @@ def test_the_metrics_endpoint_takes_the_scrape_token_or_an_airflow_admin_only(me
 
 @pytest.fixture
 def page_api(kube_conn, monkeypatch):
+    from operators.auth import current_user
     from operators.platform import ENV_PLATFORM_FILE, example_path
     from operators.ui.app import create_app
-    from operators.ui.auth import current_user
 
     monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
     app = create_app()

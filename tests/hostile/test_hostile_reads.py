@@ -123,10 +123,10 @@ def test_one_flooding_and_one_dripping_instance_never_delay_the_culler(k8s, team
 def page(k8s, kube_conn, monkeypatch):
     """The page's API in process (its FastAPI app; Airflow's login given: tests/ui proves it) as alice, on the
     example platform file whose team recsys alice and bob are in."""
+    from operators.auth import Caller, current_user
     from operators.platform import ENV_PLATFORM_FILE, example_path
     from operators.ui import idle_times
     from operators.ui.app import create_app
-    from operators.ui.auth import Caller, current_user
 
     monkeypatch.setenv(ENV_PLATFORM_FILE, str(example_path()))
     monkeypatch.setattr(rest, "USER_CONTENT", BOUND)

@@ -1,4 +1,4 @@
-"""pods/log: kube-apiserver proxies the kubelet's log endpoint; kubesim delegates to `store.log_provider`
+"""pods/log: kube-apiserver proxies the kubelet's log endpoint; kubesim delegates to the kubelet the cluster connected (`store.kubelet.logs`, apiserver/kubeletclient.py)
 (the simulated kubelet). Here a small scripted provider stands in for the kubelet."""
 from __future__ import annotations
 
@@ -36,6 +36,19 @@ class ScriptedLogs:
             yield (text + "\n").encode()
 
 
+class ScriptedKubelet:
+    """A KubeletClient (kubesim/apiserver/kubeletclient.py) with scripted logs and no process pods."""
+
+    def __init__(self, logs):
+        self.logs = logs
+
+    def graceful(self, pod):
+        return False
+
+    def process_pods(self):
+        return None
+
+
 async def read_log(kube, name, **kw) -> str:
     # _preload_content=False, as Airflow's provider reads logs: kubernetes 36 returns str(bytes) otherwise
     core = kube.api("CoreV1Api")
@@ -52,7 +65,7 @@ async def read_log(kube, name, **kw) -> str:
 @pytest.fixture
 def logs(apisim):
     provider = ScriptedLogs()
-    apisim.store.log_provider = provider
+    apisim.store.kubelet = ScriptedKubelet(provider)
     return provider
 
 

@@ -97,6 +97,28 @@ def test_json_patch_failures_are_422(ops):
     assert e.value.code == 422
 
 
+def test_json_patch_negative_indices_count_from_the_end():
+    """kube-apiserver applies JSON patches with gopkg.in/evanphx/json-patch.v4, whose `SupportNegativeIndices` is
+    on by default (patch.go `partialArray.get/set/add/remove`): -1 is the last element for get, test, replace and
+    remove, and for add (an array one longer) the end; below -len is an invalid index (422), as is an index that
+    Go's strconv.Atoi does not read."""
+    doc = {"l": [0, 1, 2]}
+    assert p.json_patch(doc, [{"op": "add", "path": "/l/-1", "value": 9}]) == {"l": [0, 1, 2, 9]}
+    assert p.json_patch(doc, [{"op": "add", "path": "/l/-4", "value": 9}]) == {"l": [9, 0, 1, 2]}
+    assert p.json_patch(doc, [{"op": "remove", "path": "/l/-1"}]) == {"l": [0, 1]}
+    assert p.json_patch(doc, [{"op": "replace", "path": "/l/-3", "value": 7}]) == {"l": [7, 1, 2]}
+    assert p.json_patch(doc, [{"op": "test", "path": "/l/-2", "value": 1}]) == doc
+    assert p.json_patch({"l": [{"a": 1}]}, [{"op": "add", "path": "/l/-1/b", "value": 2}]) == {"l": [{"a": 1, "b": 2}]}
+    for op in ({"op": "add", "path": "/l/-5", "value": 9}, {"op": "add", "path": "/l/4", "value": 9},
+               {"op": "remove", "path": "/l/-4"}, {"op": "remove", "path": "/l/3"},
+               {"op": "replace", "path": "/l/-4", "value": 9}, {"op": "test", "path": "/l/-4", "value": 0},
+               {"op": "remove", "path": "/l/1_0"}, {"op": "remove", "path": "/l/ 1"}):
+        with pytest.raises(ApiError) as e:
+            p.json_patch(doc, [op])
+        assert e.value.code == 422, op
+    assert doc == {"l": [0, 1, 2]}
+
+
 # ---- through the clients ----------------------------------------------------------------------------
 
 async def test_strategic_merge_patch_via_client(kube):

@@ -1,4 +1,4 @@
-"""What every cluster has (bootstrap.py): the `kubernetes` Service and Endpoints in default, put back when
+"""What every cluster has (apiserver/kubernetesservice.py, kubelet/heartbeats.py): the `kubernetes` Service and Endpoints in default, put back when
 deleted; a Lease per node in kube-node-lease, renewed; node conditions with heartbeat times."""
 from __future__ import annotations
 

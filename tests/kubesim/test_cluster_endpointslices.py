@@ -1,6 +1,6 @@
 """discovery.k8s.io/v1 EndpointSlices (workloads/endpointslice.py) as kube-controller-manager's
 endpointslice-controller writes them (staging/src/k8s.io/endpointslice/reconciler.go and utils.go), and the
-API server's own `kubernetes` slice (bootstrap.py; pkg/controlplane/reconcilers/endpointsadapter.go),
+API server's own `kubernetes` slice (apiserver/kubernetesservice.py; pkg/controlplane/reconcilers/endpointsadapter.go),
 observed through the `kubernetes` client."""
 from __future__ import annotations
 

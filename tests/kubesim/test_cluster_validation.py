@@ -52,6 +52,20 @@ def test_schema_type_error_names_field_and_value(k8s):
     assert '"string"' in body["message"] and "integer" in body["message"]
 
 
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1K", "1_000", " 1"])
+def test_quantities_the_python_client_parses_but_the_api_server_does_not_are_422(k8s, value):
+    """k8s.io/apimachinery/pkg/api/resource/quantity.go `ParseQuantity` reads a sign, digits with one `.`, and a
+    suffix it knows (Ki..Ei, n u m k M..E, or an exponent): `NaN` and `Infinity` (Decimal's words), `1_000`
+    (Python's digit separator), a space, and `K` (only `Ki` and `k` exist) are refused naming the field, before
+    anything is written (kubesim once raised decimal.InvalidOperation on NaN, a 500)."""
+    core = CoreV1Api(k8s)
+    status, body = error_of(core.create_namespaced_pod, "default", pod("q", containers=[
+        {"name": "c", "image": "busybox", "resources": {"requests": {"memory": value}}}]))
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.containers[0].resources.requests[memory]"
+    assert "quantities must match the regular expression" in body["message"]
+    assert core.list_namespaced_pod("default").items == []
+
+
 def test_container_name_must_be_dns1123_label(k8s):
     """Container names are RFC 1123 labels; the message carries the value and the real regex text."""
     status, body = error_of(CoreV1Api(k8s).create_namespaced_pod, "default",

@@ -5,7 +5,7 @@ kubernetes-client 1.20, unpacked by `make kubectl` into .tools/) always, and any
 What each kubectl needs from the server, and where kubesim does it: OpenAPI v2 protobuf for 1.20's client-side
 validation and `explain` (routes_openapi.py), OpenAPI v3 with `fieldValidation` for 1.32's server-side strict
 validation and `explain` (field_validation.py), Tables for `get` (printers.py), access reviews for
-`auth can-i` (access_review.py), node Leases for `describe node` (bootstrap.py).
+`auth can-i` (access_review.py), node Leases for `describe node` (kubelet/heartbeats.py).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ pkg/registry/batch/job/strategy.go (`generateSelector`), pkg/registry/core/servi
 """
 from __future__ import annotations
 
-import threading
+from kubesim.apiserver.registry.serviceips import ClusterIPs
 
 # kinds whose spec.template is a PodTemplateSpec, and where the template sits
 TEMPLATE_PATHS = {("batch", "jobs"): ("spec", "template"),
@@ -95,53 +95,6 @@ def template_of(obj: dict, path: tuple[str, ...]) -> dict | None:
     for p in path:
         cur = cur.get(p) if isinstance(cur, dict) else None
     return cur if isinstance(cur, dict) else None
-
-
-class ClusterIPs:
-    """The service-cluster-ip-range allocator: 10.96.0.0/16 (10.96.0.1 is the `kubernetes` Service)."""
-
-    def __init__(self):
-        self._next = 10
-        self._used: set[str] = set()
-        self._fresh: dict[str, bool] = {}
-        self._port = 29999
-        self._lock = threading.Lock()
-
-    def allocate(self) -> str:
-        with self._lock:
-            while True:
-                n, self._next = self._next, self._next + 1
-                ip = f"10.96.{(n >> 8) & 255}.{n & 255}"
-                if ip not in self._used:
-                    self._used.add(ip)
-                    self._fresh[ip] = True
-                    return ip
-
-    def node_port(self) -> int:
-        """The service-node-port-range allocator (30000-32767), in order."""
-        with self._lock:
-            self._port += 1
-            if self._port > 32767:
-                self._port = 30000
-            return self._port
-
-    def allocated_here(self, ip: str) -> bool:
-        """True once for an IP `allocate()` just handed out (so the caller does not reserve it twice)."""
-        with self._lock:
-            return self._fresh.pop(ip, False)
-
-    def release(self, ip: str) -> None:
-        """A deleted Service's address goes back to the range (the real allocator frees it with the Service)."""
-        with self._lock:
-            self._used.discard(ip)
-            self._fresh.pop(ip, None)
-
-    def reserve(self, ip: str) -> bool:
-        with self._lock:
-            if ip in self._used:
-                return False
-            self._used.add(ip)
-            return True
 
 
 def default_object(rt, obj: dict, old: dict | None, ips: ClusterIPs) -> None:

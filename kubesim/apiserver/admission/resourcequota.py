@@ -1,4 +1,5 @@
-"""ResourceQuota: admission on create (the real 403 messages) and the controller keeping `status.used`.
+"""The LimitRanger and ResourceQuota admission plugins (the real 403 messages); the controller keeping each quota's
+`status.used` is kubesim/controllers/resourcequota.py.
 
 As in Kubernetes, pods in a terminal phase (Succeeded/Failed) use no quota; a quota that limits cpu or
 memory refuses pods whose containers do not state the matching requests/limits.
@@ -27,7 +28,6 @@ from kubesim.apimachinery.resources import (  # noqa: F401  (pod_requests, qty: 
     pod_requests,
     qty,
 )
-from kubesim.controllers.framework import Controller, ControllerContext
 
 # quota names that count a kind's objects without the `count/` prefix
 LEGACY_COUNTS = {"pods": ("", "pods"), "persistentvolumeclaims": ("", "persistentvolumeclaims"),
@@ -266,51 +266,3 @@ def usage_of(store, namespace: str, extra_kinds=(), hard: dict | None = None, li
         if legacy:
             used[legacy] = Decimal(len(objs))
     return used
-
-
-class QuotaController(Controller):
-    """Keeps each ResourceQuota's `status.hard` and `status.used` current as objects come, end and go."""
-
-    name = "resourcequota-controller"
-
-    def __init__(self, cluster: ControllerContext):
-        super().__init__(cluster)
-        self.rq_rt = cluster.rt("resourcequotas")
-
-    def on_event(self, event_type, rt, obj, old):
-        ns = obj["metadata"].get("namespace")
-        if not ns or (rt.group == "" and rt.plural == "events"):
-            return
-        if (rt.group, rt.plural) == ("", "resourcequotas"):
-            if event_type != "DELETED":
-                self.queue.add((ns, obj["metadata"]["name"]))
-            return
-        for quota in self.cluster.cache.list(self.rq_rt, ns):
-            self.queue.add((ns, quota["metadata"]["name"]))
-
-    def reconcile(self, key):
-        ns, name = key
-        try:
-            quota = self.store.get(self.rq_rt, ns, name)
-        except ApiError as e:
-            if e.code == 404:
-                return
-            raise
-        lag = self.cluster.quota.lag_left(ns, name)
-        if lag > 0:                     # the simulated controller is still "catching up" with this quota
-            self.queue.add_after(key, lag)
-            return
-        hard_spec = (quota.get("spec") or {}).get("hard") or {}
-        used = usage_of(self.store, ns, hard=hard_spec, lister=self.cluster.cache.list)
-        status = {"hard": dict(hard_spec),
-                  "used": {k: format_qty(k, used.get(k, ZERO)) for k in hard_spec}}
-        if quota.get("status") == status:
-            return
-        quota["status"] = status
-        try:
-            self.cluster.observe(self.rq_rt, self.store.update(self.rq_rt, ns, name, quota, subresource="status"))
-        except ApiError as e:
-            if e.code == 409:
-                self.queue.add_after(key, 0.01)
-            elif e.code != 404:
-                raise

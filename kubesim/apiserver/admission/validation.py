@@ -17,7 +17,7 @@ when an object is invalid), and a CR's errors per top-level field are kept by th
 Failures raise `Invalid` (422) whose causes name the field path and value, with the real messages.
 
 This module is the admission plugin and its order only; the rules live beside it: `defaults.py`,
-`builtin_schema.py`, `kindvalidation.py`, `crschema.py`, `fielderrors.py`. Upstream, the same order is
+`builtin_schema.py`, `kindvalidation.py`, `crschema.py`, `fielderrors.py`; Service addresses: registry/serviceips.py. Upstream, the same order is
 k8s.io/apiserver/pkg/registry/generic/registry/store.go `Create`/`Update` calling the strategy's
 `PrepareForCreate`, then `Validate` (pkg/registry/<group>/<kind>/strategy.go).
 """
@@ -26,8 +26,9 @@ from __future__ import annotations
 from kubesim.apimachinery.fielderrors import Causes, invalid_error
 from kubesim.apiserver.admission.builtin_schema import SCHEMAS, builtin_errors, drop_unknown_fields, schema_ok
 from kubesim.apiserver.admission.crschema import validate_custom
-from kubesim.apiserver.admission.defaults import ClusterIPs, default_object
+from kubesim.apiserver.admission.defaults import default_object
 from kubesim.apiserver.admission.kindvalidation import check_object
+from kubesim.apiserver.registry import serviceips
 
 
 class Validator:
@@ -35,19 +36,11 @@ class Validator:
 
     def __init__(self, store):
         self.store = store
-        self.ips = ClusterIPs()
-        svc = store.registry.lookup("", "v1", "services")
-        for s in store.list(svc)[0]:
-            ip = (s.get("spec") or {}).get("clusterIP")
-            if ip and ip != "None":
-                self.ips.reserve(ip)
+        self.ips = serviceips.ClusterIPs()
+        serviceips.reserve_existing(store, self.ips)
 
     def __call__(self, req) -> None:
-        if req.operation == "DELETE" and req.rt.plural == "services" and not req.rt.group and not req.dry_run \
-                and not (req.old or {}).get("metadata", {}).get("finalizers"):
-            ip = ((req.old or {}).get("spec") or {}).get("clusterIP")
-            if ip and ip != "None":
-                self.ips.release(ip)
+        serviceips.release_deleted(req, self.ips)
         if req.operation == "DELETE" or req.obj is None:
             return
         rt, obj, old = req.rt, req.obj, req.old
@@ -69,9 +62,6 @@ class Validator:
             if not causes:
                 check_object(rt, obj, old, causes)
             if not causes and (rt.group, rt.plural) == ("", "services") and old is None and not req.dry_run:
-                ip = obj["spec"].get("clusterIP")
-                if ip and ip != "None" and not self.ips.allocated_here(ip) and not self.ips.reserve(ip):
-                    causes.invalid("spec.clusterIPs", [ip], f"failed to allocate IP {ip}: provided IP is "
-                                   "already allocated")
+                serviceips.claim(obj, self.ips, causes)
         if causes:
             raise invalid_error(rt, name, causes)

@@ -1,6 +1,6 @@
 """`ApiServer`: kubesim's aiohttp application. One catch-all route; the middleware counts requests and
-applies the injected faults and latency (controls.py) and turns `ApiError` into a Status response;
-`_dispatch` routes to the test API, extra routes, discovery, then resources (routes_*.py).
+applies the injected faults and latency (faults.py) and turns `ApiError` into a Status response;
+`_dispatch` routes to the test API (`test_api`: the harness's, kubesim/controls.py), extra routes, discovery, then resources (routes_*.py).
 
 To add an endpoint (e.g. a service proxy), append `(re.compile(path_regex), async handler(request, match))`
 to `ApiServer.routes` (for `KubeSim`: `sim.api.routes`); it runs behind the same middleware.
@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from kubesim import controls as kcontrols
 from kubesim.apimachinery.errors import REASONS, ApiError
 from kubesim.apiserver.auth.access_review import add_review_routes
 from kubesim.apiserver.auth.authz import Access, add_token_route
+from kubesim.apiserver.endpoints import faults
 from kubesim.apiserver.endpoints.proxy import add_proxy_route
 from kubesim.apiserver.endpoints.routes_discovery import simple_get
 from kubesim.apiserver.endpoints.routes_openapi import add_openapi_routes
@@ -32,12 +32,14 @@ log = logging.getLogger("kubesim")
 class ApiServer:
     """Routes bound to one Store and one TestControls."""
 
-    def __init__(self, store: Store, controls: kcontrols.TestControls | None = None, bookmark_interval: float = 5.0,
+    def __init__(self, store: Store, controls: faults.TestControls | None = None, bookmark_interval: float = 5.0,
                  access: Access | None = None):
         self.store = store
         self.access = access or Access(store)     # TokenRequest; authn + RBAC when access.enforce (authz.py)
-        self.controls = controls or kcontrols.TestControls()
+        self.controls = controls or faults.TestControls()
         self.resources = ResourceRoutes(store, bookmark_interval)
+        # the /kubesim/ test API, async handler(request, path): set by the harness (server.py: controls.handle)
+        self.test_api: Callable | None = None
         # extra routes (e.g. a service proxy): (compiled regex on the path, async handler(request, match));
         # tried before the resource paths, behind the same middleware (stats, faults, latency, errors)
         self.routes: list[tuple[re.Pattern, Callable]] = []
@@ -92,7 +94,7 @@ class ApiServer:
             await asyncio.sleep(slow_seconds)
             return None
         if kind == "gone":                  # the watch handler answers it as an ERROR event, like a compacted RV
-            request[kcontrols.EXPIRE] = True
+            request[faults.EXPIRE] = True
             return None
         if kind == "reset":                 # a load balancer or apiserver dying mid-request: no answer at all
             request.transport.close()
@@ -104,8 +106,10 @@ class ApiServer:
         path = request.path.rstrip("/") or "/"
         if path == "/kubesim/denials" and request.method == "GET":   # every 403 answered by RBAC (authz.py)
             return response(self.access.denials_body())
+        if path.startswith("/kubesim/") and self.test_api is not None:
+            return await self.test_api(request, path)
         if path.startswith("/kubesim/"):
-            return await kcontrols.handle(self.controls, self.store, request, path)
+            raise ApiError(404, f"no kubesim test endpoint {request.method} {path}", "NotFound")
         for pattern, route in self.routes:
             m = pattern.match(path)
             if m is not None:

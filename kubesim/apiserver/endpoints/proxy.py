@@ -87,16 +87,16 @@ def service_target(store, ns: str, ref: str) -> tuple[dict, int, str | None]:
 
 
 def _process_pod(store, ns: str, pod_name: str | None) -> str | None:
-    kubelet = getattr(store.log_provider, "kubelet", None)
-    if kubelet is None or not pod_name or kubelet.procs_if_any is None:
+    procs = store.kubelet.process_pods() if store.kubelet is not None else None
+    if procs is None or not pod_name:
         return None
-    return kubelet.procs_if_any.runs_pod(ns, pod_name)
+    return procs.runs_pod(ns, pod_name)
 
 
 async def forward_http(store, uid: str, port: int, request: web.Request, path: str) -> web.StreamResponse:
     """The request, as HTTP/1.0, to the pod's port; its answer streamed back (status, headers, then the body a chunk
     at a time, as kube-apiserver's UpgradeAwareHandler copies it: an endless or dripping body is never held whole)."""
-    procs = store.log_provider.kubelet.procs_if_any
+    procs = store.kubelet.process_pods()
     try:
         reader, writer = await procs.connect(uid, port)
     except (ConnectionError, OSError) as e:

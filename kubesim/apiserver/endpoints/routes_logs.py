@@ -1,5 +1,5 @@
 """GET pods/<name>/log: container choice, tailLines, sinceSeconds/sinceTime, timestamps, limitBytes,
-previous and follow, answered from the kubelet's `LogProvider` (see INTERNALS.md).
+previous and follow, answered from the kubelet's `LogProvider` (apiserver/kubeletclient.py `PodLogs`).
 
 Upstream: pkg/registry/core/pod/rest/log.go (`LogREST`) and pkg/apis/core/validation `ValidatePodLogOptions`."""
 from __future__ import annotations
@@ -29,7 +29,7 @@ async def pod_log(store: Store, request: web.Request, ns: str, name: str) -> web
     elif container not in containers and container not in [
             c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]:
         raise ApiError(400, f"container {container} is not valid for pod {name}", "BadRequest")
-    provider = store.log_provider
+    provider = store.kubelet.logs if store.kubelet is not None else None
     if provider is None:
         raise ApiError(400, f'container "{container}" in pod "{name}" is waiting to start: '
                             "ContainerCreating", "BadRequest")

@@ -9,12 +9,12 @@ from aiohttp import web
 
 from kubesim.apimachinery.errors import ApiError, gone, no_route
 from kubesim.apiserver.endpoints import field_validation, printers
+from kubesim.apiserver.endpoints.faults import EXPIRE
 from kubesim.apiserver.endpoints.routes_logs import pod_log
 from kubesim.apiserver.endpoints.wire import JSON, TRUE, Target, body_bytes, read_body, response
 from kubesim.apiserver.registry import patch as patchmod
 from kubesim.apiserver.registry.kinds import ResourceType
 from kubesim.apiserver.registry.store import Store
-from kubesim.controls import EXPIRE
 
 
 class ResourceRoutes:
@@ -193,7 +193,7 @@ class ResourceRoutes:
         resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         resp.enable_chunked_encoding()
         try:
-            if request.get(EXPIRE):   # injected by the chaos controls (controls.py)
+            if request.get(EXPIRE):   # injected by the chaos controls (faults.py)
                 raise gone(f"too old resource version: {q.get('resourceVersion')} (injected)")
             w = self.store.watch(rt, ns, q.get("resourceVersion"), q.get("labelSelector"), q.get("fieldSelector"))
         except ApiError as e:

@@ -35,8 +35,7 @@ def add_stream_routes(api) -> None:
     store = api.store
 
     async def handle(request: web.Request, match: re.Match):
-        procs = getattr(store.log_provider, "kubelet", None)
-        procs = procs.procs_if_any if procs is not None else None
+        procs = store.kubelet.process_pods() if store.kubelet is not None else None
         pod = store.get(store.registry.lookup("", "v1", "pods"), match["namespace"], match["pod"])   # 404
         uid = procs.runs_pod(match["namespace"], match["pod"]) if procs else None
         if uid is None:
@@ -107,13 +106,22 @@ async def _exec(ws, start) -> None:
             await ws.send_bytes(bytes([channel]) + data)
 
     async def stdin():
+        # text frames carry stdin too (the Python client's write_stdin of a str sends one): the kubelet reads
+        # every message into bytes (k8s.io/apimachinery/pkg/util/httpstream/wsstream/conn.go `Conn.handle`,
+        # websocket.Message.Receive into a []byte), whatever its frame type
         async for msg in ws:
-            if msg.type != WSMsgType.BINARY or not msg.data:
+            if msg.type == WSMsgType.TEXT:
+                data = msg.data.encode()
+            elif msg.type == WSMsgType.BINARY:
+                data = msg.data
+            else:
                 continue
-            if msg.data[0] == 0 and proc.stdin is not None:
-                proc.stdin.write(msg.data[1:])
+            if not data or proc.stdin is None:
+                continue
+            if data[0] == 0:
+                proc.stdin.write(data[1:])
                 await proc.stdin.drain()
-            elif msg.data[0] == 255 and proc.stdin is not None:     # v5: the client closed stdin
+            elif data[:2] == b"\xff\x00":         # v5 (conn.go `remoteClosed`): the client closed stdin
                 proc.stdin.close()
     reader = asyncio.ensure_future(stdin())
     await asyncio.gather(pump(proc.stdout, 1), pump(proc.stderr, 2))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import yaml
 
@@ -109,6 +110,25 @@ def _fail(msg: str) -> ApiError:
     return ApiError(422, msg, "Invalid")
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")   # what Go's strconv.Atoi reads (no spaces, no `_`)
+
+
+def _index(key: str, size: int, path: str, op: str) -> int:
+    """An array index as kube-apiserver's JSON patch reads it (gopkg.in/evanphx/json-patch.v4, patch.go
+    `partialArray.get/set/add/remove`, with its default `SupportNegativeIndices = true`): `strconv.Atoi`, and a
+    negative index counts from the end, `-size` the first. `size` is the array's length, one more for add (so an
+    add at -1 appends)."""
+    if not _GO_INT.match(key):
+        raise _fail(f"jsonpatch: {op} operation: value was not a proper array index: {key!r} in {path!r}")
+    i = int(key)
+    if i < 0 and i >= -size:
+        i += size
+    if not 0 <= i < size:
+        raise _fail(f"jsonpatch: {op} operation: Unable to access invalid index: {int(key)}: invalid index "
+                    f"referenced in {path!r}")
+    return i
+
+
 def _resolve(doc, parts, path):
     cur = doc
     for p in parts:
@@ -117,10 +137,7 @@ def _resolve(doc, parts, path):
                 raise _fail(f"jsonpatch: path {path!r} not found: missing key {p!r}")
             cur = cur[p]
         elif isinstance(cur, list):
-            try:
-                cur = cur[int(p)]
-            except (ValueError, IndexError):
-                raise _fail(f"jsonpatch: path {path!r} not found: bad index {p!r}") from None
+            cur = cur[_index(p, len(cur), path, "get")]
         else:
             raise _fail(f"jsonpatch: path {path!r} not found")
     return cur
@@ -137,13 +154,7 @@ def _add(doc, parts, value, path):
         if last == "-":
             parent.append(value)
         else:
-            try:
-                i = int(last)
-            except ValueError:
-                raise _fail(f"jsonpatch: add: bad index {last!r} in {path!r}") from None
-            if i < 0 or i > len(parent):
-                raise _fail(f"jsonpatch: add: index {i} out of range in {path!r}")
-            parent.insert(i, value)
+            parent.insert(_index(last, len(parent) + 1, path, "add"), value)
     else:
         raise _fail(f"jsonpatch: add: path {path!r} not found")
     return doc
@@ -159,10 +170,7 @@ def _remove(doc, parts, path):
             raise _fail(f"jsonpatch: remove operation does not apply: doc is missing path: {path!r}")
         return parent.pop(last)
     if isinstance(parent, list):
-        try:
-            return parent.pop(int(last))
-        except (ValueError, IndexError):
-            raise _fail(f"jsonpatch: remove operation does not apply: doc is missing path: {path!r}") from None
+        return parent.pop(_index(last, len(parent), path, "remove"))
     raise _fail(f"jsonpatch: remove: path {path!r} not found")
 
 
@@ -186,7 +194,7 @@ def json_patch(doc, ops):
                 doc = copy.deepcopy(op.get("value"))
             else:
                 parent = _resolve(doc, parts[:-1], path)
-                key = parts[-1] if isinstance(parent, dict) else int(parts[-1])
+                key = parts[-1] if isinstance(parent, dict) else _index(parts[-1], len(parent), path, "replace")
                 parent[key] = copy.deepcopy(op.get("value"))
         elif kind in ("move", "copy"):
             src = op.get("from")

@@ -1,5 +1,5 @@
-"""`Store`: the generic registry store, the API semantics of kube-apiserver's verbs over plain dicts (see
-INTERNALS.md for the contract): create, get, list (pages, exact versions), update, patch (all patch types and
+"""`Store`: the generic registry store, the API semantics of kube-apiserver's verbs over plain dicts (where it
+sits: INTERNALS.md): create, get, list (pages, exact versions), update, patch (all patch types and
 server-side apply), delete (finalizers, propagation, preconditions), deletecollection, watch, binding.
 
 Upstream: k8s.io/apiserver/pkg/registry/generic/registry/store.go (`Create`, `Update`, `Delete` with
@@ -26,6 +26,7 @@ from kubesim.apimachinery.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from kubesim.apiserver.kubeletclient import KubeletClient
 from kubesim.apiserver.registry import apply as ssa
 from kubesim.apiserver.registry import crds, deletion, namespaces, patch, strategy, viewstore
 from kubesim.apiserver.registry.kinds import Registry, ResourceType
@@ -63,8 +64,7 @@ class Store:
         self.lock = threading.RLock()
         self.history_size = history
         self.admission: list[Callable[[AdmissionRequest], None]] = []
-        self.log_provider = None
-        self.graceful_pod: Callable[[dict], bool] | None = None    # set by the kubelet: pods it stops itself
+        self.kubelet: KubeletClient | None = None     # connected by the cluster: logs, streams, graceful deletes
         self._subscribers: list[tuple[Callable, frozenset | None]] = []
         self.storage = Storage()
         self.cache = WatchCache(self.storage, self.lock, history)
@@ -78,24 +78,26 @@ class Store:
             self.create(ns_rt, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def clear(self) -> None:
-        """Per-test reset: a fresh cluster (default namespaces only). Plugins, subscribers, the log
-        provider and CRD kinds are dropped (KubeSim re-creates the Cluster), open watches are closed.
+        """Per-test reset: a fresh cluster (default namespaces only). Plugins, subscribers, the
+        kubelet connection and CRD kinds are dropped (KubeSim re-creates the Cluster), open watches are closed.
         resourceVersions keep increasing, so a watch resumed from before the reset gets 410 Gone."""
         with self.lock:
             for w in list(self.cache.watches):
                 w.close()
             self.admission = []
             self._subscribers = []
-            self.log_provider = None
-            self.graceful_pod = None
+            self.kubelet = None
             self.registry.reset()
             self.storage.reset()
             self.cache.reset()
         self._install_defaults()
 
     def subscribe(self, fn: Callable[[str, ResourceType, dict, dict | None], None], kinds=None) -> None:
-        """`fn` after every committed change; `kinds`: only changes of these storage keys ((group, plural)),
-        so a narrow subscriber (a benchmark's probe) does not cost a decode of every write."""
+        """`fn(event_type, rt, obj, old)` after every committed change, under the lock, on the writer's thread:
+        keep it cheap (enqueue work, never block). On DELETED, `obj` and `old` are both the removed object's last
+        state; a subscriber that raises is logged and never fails the write. `kinds`: only changes of these
+        storage keys ((group, plural)), so a narrow subscriber (a benchmark's probe) does not cost a decode of
+        every write."""
         self._subscribers.append((fn, frozenset(kinds) if kinds is not None else None))
 
     @property
@@ -149,7 +151,7 @@ class Store:
         data, prev_data = ev.data, ev.old_data
         self.cache.record(ev)
         if self._subscribers:
-            # on DELETED, `old` is the removed object's last state, as `obj` (INTERNALS.md)
+            # on DELETED, `old` is the removed object's last state, as `obj`
             old_data = data if etype == "DELETED" else prev_data if old is not None else None
             for fn, kinds in list(self._subscribers):
                 if kinds is not None and rt.storage_key not in kinds:
@@ -368,7 +370,8 @@ class Store:
             is_namespace = namespaces.is_namespace(rt)
             if dry_run:
                 return new
-            grace = deletion.pod_grace_period(rt, old, grace_period_seconds, self.graceful_pod)
+            grace = deletion.pod_grace_period(rt, old, grace_period_seconds,
+                                              self.kubelet.graceful if self.kubelet is not None else None)
             if grace:        # the kubelet stops the containers, then deletes it with grace 0
                 if not nmd.get("deletionTimestamp"):
                     deletion.mark_graceful(nmd, finalizers, self.clock.now(), grace)

@@ -162,7 +162,7 @@ class DeploymentController(OwnerController):
                                                                   fresh["metadata"]["name"], fresh))
         except ApiError as e:
             if e.code in (404, 409):
-                self.queue.add_after(key_of(d), 0.01)
+                self.queue.add_rate_limited(key_of(d))
                 return
             raise
         verb = "up" if replicas > before else "down"

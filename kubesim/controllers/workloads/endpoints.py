@@ -120,7 +120,7 @@ class EndpointsController(ServicePodsController):
                 self.store.create(self.ep_rt, ns, desired)
             except ApiError as err:
                 if err.code == 409:
-                    self.queue.add_after(key, 0.01)
+                    self.queue.add_rate_limited(key)
                 elif err.code not in (403, 404):
                     raise
             return
@@ -133,6 +133,6 @@ class EndpointsController(ServicePodsController):
             self.store.update(self.ep_rt, ns, name, current)
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key, 0.01)
+                self.queue.add_rate_limited(key)
             elif e.code != 404:
                 raise

@@ -183,6 +183,6 @@ class EndpointSliceController(ServicePodsController):
             self.cluster.observe(self.slice_rt, self.store.update(self.slice_rt, md["namespace"], md["name"], new))
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after((md["namespace"], labels[SERVICE_NAME]), 0.01)
+                self.queue.add_rate_limited((md["namespace"], labels[SERVICE_NAME]))
             elif e.code != 404:
                 raise

@@ -89,7 +89,7 @@ class HorizontalPodAutoscalerController(Controller):
                 self.store.update(trt, key[0], target["metadata"]["name"], target)
             except ApiError as e:
                 if e.code in (404, 409):
-                    self.queue.add_after(key, 0.01)
+                    self.queue.add_rate_limited(key)
                     return
                 raise
             status["lastScaleTime"] = now
@@ -117,6 +117,6 @@ class HorizontalPodAutoscalerController(Controller):
             self.cluster.observe(self.rt, self.store.update(self.rt, *key_of(hpa), hpa, subresource="status"))
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key_of(hpa), 0.01)
+                self.queue.add_rate_limited(key_of(hpa))
             elif e.code != 404:
                 raise

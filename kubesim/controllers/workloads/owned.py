@@ -164,7 +164,7 @@ class OwnerController(Controller):
                 self.rt, owner["metadata"]["namespace"], owner["metadata"]["name"], owner, subresource="status"))
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key_of(owner), 0.01)
+                self.queue.add_rate_limited(key_of(owner))
                 return owner
             if e.code == 404:
                 return owner

@@ -79,7 +79,7 @@ class PVCBinder(Controller):
             self._bind_claim(pvc, self._volume_for(pvc))
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key, 0.01)
+                self.queue.add_rate_limited(key)
                 return
             if e.code != 404:
                 raise

@@ -106,7 +106,7 @@ class StatefulSetController(OwnerController):
                 self.store.delete(rt, ns, old["metadata"]["name"])
         except ApiError as e:
             if e.code == 409:
-                self.queue.add_after(key_of(sts), 0.01)
+                self.queue.add_rate_limited(key_of(sts))
             elif e.code not in (403, 404):
                 raise
 

@@ -1,22 +1,34 @@
-"""Pure parts of the event metrics: which metric and labels an outcome makes, and the timings in a Job.
+"""The training step's event metrics: which metric and labels its outcome makes, and the timings its Job shows.
 
-No I/O and no Airflow here (``emit`` sends what these return), so each rule is tested on plain dicts.
+Pure (``operators.metrics.emit`` sends what these return), so each rule is tested on plain dicts. A failed step's
+``reason`` label comes from the one-line reason ``operators.training.failure`` words: the prefixes it matches are
+that module's own names for its wording, never a copy of the text.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from operators.metrics import catalogue as c
+from operators.metrics.emit import send
+from operators.training import failure
 
-# (result "kind" or reason text prefix, label): the first match wins; a reason that matches none is "Other"
-_BY_KIND = {"quota": "QuotaWaitTimeout", "queue": "QuotaWaitTimeout", "unschedulable": "Unschedulable", "discovery": "NoPod",
-            "deleted": "JobDeleted"}
-_BY_PREFIX = (("OOMKilled", "OOMKilled"), ("DeadlineExceeded", "DeadlineExceeded"), ("Preempted", "Preempted"),
-              ("Evicted", "Evicted"), ("exit code", "ExitCode"), ("ErrImage", "ImagePull"),
-              ("ImagePull", "ImagePull"), ("InvalidImageName", "ImagePull"), ("CreateContainer", "ContainerConfig"),
-              ("Unschedulable", "Unschedulable"), ("exceeded quota", "QuotaWaitTimeout"))
+# the follow result's "kind" (operators.training.follow) -> label
+_BY_KIND = {"quota": "QuotaWaitTimeout", "queue": "QuotaWaitTimeout", "unschedulable": "Unschedulable",
+            "discovery": "NoPod", "deleted": "JobDeleted"}
+# a waiting reason the operator gives up on (failure.FATAL_WAITING) -> label; every one has a label
+WAITING_LABEL = {"ErrImagePull": "ImagePull", "ImagePullBackOff": "ImagePull", "InvalidImageName": "ImagePull",
+                 "ErrImageNeverPull": "ImagePull", "CreateContainerConfigError": "ContainerConfig",
+                 "CreateContainerError": "ContainerConfig"}
+# (the wording's first word, label): the first match wins; a reason that matches none is "Other"
+_BY_PREFIX = (("OOMKilled", "OOMKilled"),
+              *((reason, reason) for reason in failure.POD_REASONS),          # DeadlineExceeded, Evicted, Preempted
+              (failure.EXIT_CODE, "ExitCode"),
+              *((reason, WAITING_LABEL[reason]) for reason in failure.FATAL_WAITING),
+              (failure.UNSCHEDULABLE, "Unschedulable"),
+              (failure.QUOTA_REFUSED, "QuotaWaitTimeout"))
 
 
 def failure_class(reason: str | None, kind: str | None) -> str:
@@ -83,42 +95,14 @@ def training_outcome(result: Mapping, now: float) -> list[tuple[c.Metric, dict, 
     return out
 
 
-# Sedna action reasons (operators.sedna.plan) -> counter; "Removed" (leftovers of a deleted CR) counts nothing
-_SEDNA = {"Created": c.SEDNA_CREATED, "Recreated": c.SEDNA_HEALED, "DriftReverted": c.SEDNA_HEALED,
-          "OwnerRepaired": c.SEDNA_HEALED, "RolledOut": c.SEDNA_ROLLED_OUT}
+# ---- one-line calls for the operator -----------------------------------------------------------------------
+def training_started(namespace: str) -> None:
+    send([(c.TRAINING_STARTED, {"team": namespace}, 1)])
 
 
-def sedna_action(cr_kind: str, namespace: str, reason: str) -> list[tuple[c.Metric, dict, float]]:
-    metric = _SEDNA.get(reason)
-    return [(metric, {"team": namespace, "kind": cr_kind}, 1)] if metric else []
+def training_reattached(namespace: str) -> None:
+    send([(c.TRAINING_REATTACHED, {"team": namespace}, 1)])
 
 
-def sedna_pass(cr_kind: str, summary: Mapping) -> list[tuple[c.Metric, dict, float]]:
-    """A reconcile pass's summary (``operators.sedna.reconcile``): pass result, failures, duration."""
-    errors = len(summary.get("errors") or [])
-    out = [(c.SEDNA_PASSES, {"kind": cr_kind, "result": "failed" if errors else "ok"}, 1),
-           (c.SEDNA_PASS_DURATION, {"kind": cr_kind}, float(summary.get("seconds") or 0) * 1000)]
-    return out + ([(c.SEDNA_FAILED, {"kind": cr_kind}, errors)] if errors else [])
-
-
-def instance_action(action: str, namespace: str, changed: bool) -> list[tuple[c.Metric, dict, float]]:
-    metric = c.INSTANCE_ACTIONS.get({"create": "created", "start": "started", "stop": "stopped",
-                                     "delete": "deleted"}.get(action, ""))
-    return [(metric, {"team": namespace}, 1)] if metric and changed else []
-
-
-def instances_culled(summary: Mapping) -> list[tuple[c.Metric, dict, float]]:
-    """The culler's summary: one count per stopped ``"<namespace>/<name>: why"`` line, by team."""
-    teams: dict[str, int] = {}
-    for line in summary.get("stopped") or []:
-        ns = line.split("/", 1)[0]
-        teams[ns] = teams.get(ns, 0) + 1
-    return [(c.INSTANCES_CULLED, {"team": ns}, n) for ns, n in sorted(teams.items())]
-
-
-def platform_sync(report: Mapping) -> list[tuple[c.Metric, dict, float]]:
-    """platform_sync's report: objects written, objects refused, and the run's result."""
-    applied, errors = len(report.get("applied") or []), len(report.get("errors") or [])
-    out = [(c.SYNC_RUNS, {"result": "failed" if errors else "ok"}, 1)]
-    out += [(c.SYNC_WRITES, {}, applied)] if applied else []
-    return out + ([(c.SYNC_REFUSALS, {}, errors)] if errors else [])
+def training_finished(result: Mapping) -> None:
+    send(training_outcome(result, time.time()))

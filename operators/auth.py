@@ -1,4 +1,5 @@
-"""Airflow's authentication and authorization for the plugin's endpoints.
+"""Airflow's authentication and authorization for Skiff's HTTP endpoints: the page's (``operators.ui``) and the
+metrics endpoint's (``operators.exporter``), below both.
 
 A plugin's FastAPI app gets none by default: the api-server mounts it as is. Every route here depends on
 ``current_user``, which is Airflow's own ``get_user`` (the ``Authorization: Bearer`` token, else the ``_token``
