@@ -6,7 +6,8 @@ see every change. All work runs on the one asyncio loop, in event-driven work qu
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
 serviceaccounts.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
--> quota.LimitRanger -> quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
+-> quota.LimitRanger -> podsecurity.PodSecurityAdmission (the namespace's Pod Security Standards level) ->
+quota.QuotaAdmission. Components: scheduler.Scheduler, kubelet.Kubelet (+ logs),
 gc.GarbageCollector, quota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA), bootstrap.* (the `kubernetes` Service, node Leases and heartbeats).
 
@@ -29,9 +30,9 @@ from collections.abc import Iterable
 
 from kubesim import kueue
 from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.admission import podsecurity, validation
 from kubesim.apiserver.admission import resourcequota as quota
 from kubesim.apiserver.admission import serviceaccount as serviceaccounts
-from kubesim.apiserver.admission import validation
 from kubesim.controllers import bootstrap, gc, scheduler, workloads
 from kubesim.controllers.framework import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.kubelet import kubelet
@@ -149,10 +150,10 @@ def components(cluster: Cluster) -> tuple[list, list]:
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
-    # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
-    # Kueue's mutating webhooks (inert until its CRDs are installed) before validation, as webhooks run
+    # the real order: mutating LimitRanger after validation/defaulting, then the validating PodSecurity,
+    # ResourceQuota last; Kueue's mutating webhooks (inert until its CRDs are installed) before validation
     admission = [*kueue.admission(cluster), cluster.validator, serviceaccounts.ServiceAccountAdmission(cluster.store),
-                 quota.LimitRanger(cluster.store), cluster.quota]
+                 quota.LimitRanger(cluster.store), podsecurity.PodSecurityAdmission(cluster.store), cluster.quota]
     controllers = [scheduler.Scheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    quota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
                    *workloads.controllers(cluster), *kueue.controllers(cluster), *bootstrap.controllers(cluster)]
