@@ -43,6 +43,7 @@ from operators.platform.model import (
     NodePools,
     Platform,
     PlatformError,
+    PodSecurity,
     Quota,
     SharedVolume,
     Team,
@@ -441,6 +442,7 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
             kueue_flavors=_flavor_quotas((t.get("kueue") or {}).get("flavors"),
                                          _default_flavors(quota, t.get("allow_online", False))),
             kueue_dev=_flavor_quotas((t.get("kueue") or {}).get("dev"), {}),
+            pod_security=PodSecurity(**(t.get("pod_security") or {})),
         ))
     return Platform(
         source=source, teams=tuple(teams),
