@@ -9,6 +9,7 @@ from pathlib import Path
 from operators.k8s import Kube
 from operators.platform import example_path, load_platform
 from operators.platform.desired import desired_pools
+from operators.platform.kueue import LOCAL_QUEUE, QUEUE_NAME_LABEL
 from operators.platform.pools import DEFAULT_API_CONN_ID, AirflowPools
 from operators.teams import ensure_queues
 
@@ -36,9 +37,10 @@ def setup_demo(stack) -> dict:
         "port": stack.airflow_port, "login": "admin", "password": stack.admin_password,
     }, ok=(200, 201, 409))
     pools = AirflowPools.login(stack.airflow_url, "admin", stack.admin_password).sync(desired_pools(platform))
-    home = install_demo_home(stack.k8s())
-    if platform.queueing == "kueue":  # the Kueue demo's borrower trains the same model from her own home
-        install_demo_home(stack.k8s(), KUEUE_DEMO_OWNER, KUEUE_DEMO_TEAM)
+    queue = LOCAL_QUEUE if platform.queueing == "kueue" else None
+    home = install_demo_home(stack.k8s(), queue=queue)
+    if queue:  # the Kueue demo's borrower trains the same model from her own home
+        install_demo_home(stack.k8s(), KUEUE_DEMO_OWNER, KUEUE_DEMO_TEAM, queue=queue)
     return {"cluster": report.as_dict(), "pools": pools, "home": home}
 
 
@@ -72,8 +74,10 @@ DEMO_HOME_TARGET = "/root/recsys"
 
 
 def install_demo_home(api_client, owner: str = DEMO_INSTANCE_OWNER, team: str = DEMO_TEAM,
-                      timeout: float = 120) -> str:
-    """Copy the demo's training scripts into ``owner``'s home volume; the copy pod's phase (Succeeded)."""
+                      timeout: float = 120, queue: str | None = None) -> str:
+    """Copy the demo's training scripts into ``owner``'s home volume; the copy pod's phase (Succeeded).
+    ``queue``: with ``queueing: kueue`` the team's LocalQueue: Kueue holds a pod without one in a team
+    namespace (``operators.platform.kueue.manager_config``)."""
     from kubernetes import client
 
     from kubesim.testing import wait_until
@@ -83,7 +87,8 @@ def install_demo_home(api_client, owner: str = DEMO_INSTANCE_OWNER, team: str = 
     name = f"skiff-demo-files-{owner}"
     configmap, pod = render("training/home-files.yaml.j2", name=name, namespace=team, pvc=home_pvc(owner),
                             image="registry.local/recsys/preprocess:1.4", target=DEMO_HOME_TARGET,
-                            labels={"app.kubernetes.io/managed-by": "skiff-demo"},
+                            labels={"app.kubernetes.io/managed-by": "skiff-demo",
+                                    **({QUEUE_NAME_LABEL: queue} if queue else {})},
                             files={f.name: f.read_text() for f in sorted(DEMO_HOME_FILES.glob("*.py"))})
     core = client.CoreV1Api(api_client)
     for delete in (core.delete_namespaced_pod, core.delete_namespaced_config_map):  # a stack started again

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from devstack.ports import free_udp_port
+from kubesim.kubeconfig import write_private
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "deploy" / "monitoring"
@@ -112,8 +113,7 @@ class Monitoring:
         work = self.workdir / "prometheus"
         work.mkdir(parents=True, exist_ok=True)
         token_file = work / "skiff-metrics-token"
-        token_file.write_text(self.token)
-        token_file.chmod(0o600)
+        write_private(token_file, self.token)
         config = prometheus_config(yaml.safe_load((SHIPPED / "scrape.yaml").read_text()),
                                    skiff_target=airflow_hostport, token_file=token_file,
                                    statsd_target=f"127.0.0.1:{self.bridge_port}", rules=self.rules)

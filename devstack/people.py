@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from kubesim.kubeconfig import write_private
+
 
 def token_file(users: list[str]) -> tuple[str, dict[str, str]]:
     """The CSV text of a token auth file (``token,user,uid``) and each user's token (fresh, 192 bits)."""
@@ -46,8 +48,7 @@ def write_kubeconfigs(admin_kubeconfig: Path, tokens: dict[str, str], out_dir: P
     paths = {}
     for user, token in tokens.items():
         path = out_dir / (names or {}).get(user, f"{user}.kubeconfig")
-        path.write_text(yaml.safe_dump(person_kubeconfig(admin, user, token, (namespaces or {}).get(user)),
-                                       sort_keys=False))
-        path.chmod(0o600)
+        write_private(path, yaml.safe_dump(person_kubeconfig(admin, user, token, (namespaces or {}).get(user)),
+                                           sort_keys=False))
         paths[user] = path
     return paths

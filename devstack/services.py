@@ -30,6 +30,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from devstack.ports import free_port
+from kubesim.kubeconfig import write_private
 
 LOCAL_PG_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LOCAL_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -70,7 +71,13 @@ def _traversable_by_others(path: Path) -> bool:
 
 
 class Postgres:
-    """A fresh database for one session: in ``SKIFF_TEST_PG_URL``'s server, or in a private cluster."""
+    """A fresh database for one session: in ``SKIFF_TEST_PG_URL``'s server, or in a private cluster.
+
+    A private cluster is closed to everyone but the stack: its superuser has a password generated for it
+    (``scram-sha-256`` for local and TCP connections alike: no ``trust``), kept in ``<workdir>/password``
+    (0600) and given to its clients in ``url`` (Airflow's ``sql_alchemy_conn``); its Unix socket is in a
+    directory of its own, 0700, and the socket itself 0700. A process that is not the stack's (a pod) finds
+    neither a socket it may open nor a login without the password."""
 
     def __init__(self, workdir: Path, admin_url: str | None = None):
         self.workdir = workdir
@@ -80,6 +87,8 @@ class Postgres:
         self.url = ""
         self._data = workdir / "pgdata"
         self._user: pwd.struct_passwd | None = None
+        self.password_file = workdir / "password"
+        self.socket_dir: Path | None = None      # a short private directory (a socket path has at most 107 bytes)
 
     def start(self) -> Postgres:
         if self.private:
@@ -107,18 +116,24 @@ class Postgres:
             if not _traversable_by_others(self.workdir.parent):  # e.g. a checkout under /root (0700)
                 self.workdir = Path(tempfile.mkdtemp(prefix="skiff-postgres-"))
                 self._data = self.workdir / "pgdata"
+                self.password_file = self.workdir / "password"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        if self._user is not None:
-            os.chown(self.workdir, self._user.pw_uid, self._user.pw_gid)
-            self.workdir.chmod(0o700)
+        self.workdir.chmod(0o700)
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="skiff-pg-"))   # 0700
+        password = secrets.token_hex(24)     # hex: nothing to escape in a URL
+        write_private(self.password_file, password + "\n")
+        for path in (self.workdir, self.socket_dir, self.password_file):
+            if self._user is not None:
+                os.chown(path, self._user.pw_uid, self._user.pw_gid)
         port = free_port()
-        self._run_as_owner([pg_bin("initdb"), "-D", str(self._data), "-U", "postgres", "-A", "trust",
-                            "-E", "UTF8", "--no-sync"])
-        opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {self._data} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+        self._run_as_owner([pg_bin("initdb"), "-D", str(self._data), "-U", "postgres", "-A", "scram-sha-256",
+                            f"--pwfile={self.password_file}", "-E", "UTF8", "--no-sync"])
+        opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {self.socket_dir} -c unix_socket_permissions=0700 "
+                "-c password_encryption=scram-sha-256 -c fsync=off -c synchronous_commit=off "
+                "-c full_page_writes=off -c max_connections=300")
         self._run_as_owner([pg_bin("pg_ctl"), "-D", str(self._data), "-l", str(self.workdir / "postgres.log"),
                             "-o", opts, "-w", "-t", "60", "start"])
-        return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        return f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
 
     def stop(self) -> None:
         if self.url:
@@ -135,6 +150,8 @@ class Postgres:
         if self.private and self._data.exists():
             self._run_as_owner([pg_bin("pg_ctl"), "-D", str(self._data), "-m", "fast", "-w", "stop"])
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.private and self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     def _demote(self):
         """As root, run PostgreSQL's tools as the ``postgres`` user (the server refuses root)."""

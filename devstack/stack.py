@@ -31,6 +31,7 @@ from devstack.airflow_env import REPO, SCRIPTED_NODES_ENV, SQLITE_BUSY_TIMEOUT_S
 from devstack.ports import free_port  # noqa: F401 - also devstack.stack.free_port, as the tests import it
 from devstack.smtp import read_maildir, smtp_connection_uri
 from devstack.watchdog import Watchdog
+from kubesim.kubeconfig import write_private
 
 BIN = Path(sys.executable).parent
 PROCESS_READY_S = 180  # kubesim took 55 s to say "ready" on a 2-core machine shared by several test runs
@@ -216,8 +217,7 @@ class Stack:
             from devstack.people import token_file
 
             text, tokens = token_file(self.people)
-            (self.workdir / "tokens.csv").write_text(text)
-            (self.workdir / "tokens.csv").chmod(0o600)
+            write_private(self.workdir / "tokens.csv", text)     # every person's bearer token
             argv += ["--token-auth-file", str(self.workdir / "tokens.csv")]
         self._write_platform_file()
         self.procs["kubesim"] = _spawn(argv, logs / "kubesim.log", base_env)

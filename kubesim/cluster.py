@@ -6,7 +6,8 @@ see every change. All work runs on the one asyncio loop, in event-driven work qu
 
 Admission order on a write: validation.Validator (defaulting, schema, semantic checks, CR pruning) ->
 serviceaccount_admission.ServiceAccountAdmission (a missing ServiceAccount is refused; pods get its imagePullSecrets)
--> quota_admission.LimitRanger -> quota_admission.QuotaAdmission. Components: scheduler.KubeScheduler, kubelet.Kubelet (+ logs),
+-> quota_admission.LimitRanger -> podsecurity.PodSecurityAdmission (the namespace's Pod Security Standards level)
+-> quota_admission.QuotaAdmission. Components: scheduler.KubeScheduler, kubelet.Kubelet (+ logs),
 gc.GarbageCollector, resourcequota.QuotaController, serviceaccounts.ServiceAccountController, workloads.* (Job, Deployment, ReplicaSet, StatefulSet, PVC
 binder, Endpoints, HPA), bootstrap.KubernetesService (the API server's `kubernetes` Service), heartbeats.NodeHeartbeats (node Leases
 and heartbeats).
@@ -30,9 +31,9 @@ from collections.abc import Iterable
 
 from kubesim import kueue
 from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.admission import podsecurity, validation
 from kubesim.apiserver.admission import resourcequota as quota_admission
 from kubesim.apiserver.admission import serviceaccount as serviceaccount_admission
-from kubesim.apiserver.admission import validation
 from kubesim.controllers import bootstrap, gc, resourcequota, scheduler, serviceaccounts, workloads
 from kubesim.controllers.framework import Cache, Controller, Timing  # noqa: F401  (kubesim.cluster.Controller, .Timing still work)
 from kubesim.kubelet import heartbeats, kubelet
@@ -150,10 +151,12 @@ def components(cluster: Cluster) -> tuple[list, list]:
     cluster.validator = validation.Validator(cluster.store)
     cluster.quota = quota_admission.QuotaAdmission(cluster.store)
     cluster.kubelet = kubelet.Kubelet(cluster)
-    # the real order: mutating LimitRanger after validation/defaulting, ResourceQuota last
+    # the real order: mutating LimitRanger after validation/defaulting, then the validating PodSecurity,
+    # ResourceQuota last
     # Kueue's mutating webhooks (inert until its CRDs are installed) before validation, as webhooks run
     admission = [*kueue.admission(cluster), cluster.validator, serviceaccount_admission.ServiceAccountAdmission(cluster.store),
-                 quota_admission.LimitRanger(cluster.store), cluster.quota]
+                 quota_admission.LimitRanger(cluster.store),
+                 podsecurity.PodSecurityAdmission(cluster.store), cluster.quota]
     controllers = [scheduler.KubeScheduler(cluster), cluster.kubelet, gc.GarbageCollector(cluster),
                    resourcequota.QuotaController(cluster), serviceaccounts.ServiceAccountController(cluster),
                    *workloads.controllers(cluster), *kueue.controllers(cluster),

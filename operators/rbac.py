@@ -48,6 +48,7 @@ _RESOURCES = {
     "ResourceFlavor": (Resource("kueue.x-k8s.io/v1beta2", "resourceflavors"), False),
     "WorkloadPriorityClass": (Resource("kueue.x-k8s.io/v1beta2", "workloadpriorityclasses"), False),
     "ClusterQueue": (Resource("kueue.x-k8s.io/v1beta2", "clusterqueues"), False),
+    "ConfigMap": (Resource("v1", "configmaps"), True),     # Kueue's manager Configuration
 }
 BOUND_IN = "skiff.io/bound-in"      # team-namespaces | cluster | team-people (the label on each ClusterRole)
 
@@ -114,15 +115,19 @@ def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
                             features: tuple[str, ...] | list[str] = FEATURES) -> list[dict]:
     """For each team of a platform file: its Namespace (as the sync renders it, so the sync finds it in place)
     and Skiff's RoleBindings in it; with ``queueing: kueue`` also Kueue's ResourceFlavors, priority classes and
-    the teams' ClusterQueues (cluster-scoped: Skiff may only list them). What a cluster admin applies when
-    the file gains a team or changes a team's Kueue quota."""
-    from operators.platform.desired import cluster_objects, desired_objects
+    the teams' ClusterQueues (cluster-scoped: Skiff may only list them) and Kueue's manager Configuration
+    (``operators.platform.kueue.manager_config``: Kueue takes over what a team namespace runs without a queue
+    name; Kueue reads it when it starts). What a cluster admin applies when the file gains a team or changes a
+    team's Kueue quota."""
+    from operators.platform.desired import MANAGED_BY, cluster_objects, desired_objects
+    from operators.platform.kueue import manager_config
 
     docs: list[dict] = []
     for team in desired_objects(platform):
         docs.append(team.setup[0])
         docs += team_manifests([team.namespace], namespace, service_account, features)
-    return docs + cluster_objects(platform)
+    kueue_config = [manager_config(dict(MANAGED_BY))] if platform.queueing == "kueue" else []
+    return docs + cluster_objects(platform) + kueue_config
 
 
 def apply_manifests(kube: Kube, docs: list[dict]) -> list[str]:

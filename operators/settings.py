@@ -81,6 +81,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("devinstance_port_range", "string", "20000-29999", "External ports Skiff may hand out, as low-high."),
     Option("devinstance_host", "string", "localhost",
            "The host name users connect to (ingress-nginx's address).", "dev.example.com"),
+    Option("devinstance_timezone", "string", "UTC",
+           "The time zone of development instances (TZ, an IANA zone name). It replaces the node's "
+           "/etc/localtime, a hostPath volume Pod Security's baseline level forbids.", "Asia/Shanghai"),
     Option("devinstance_max_per_owner", "integer", "3", "Development instances per user, stopped ones included."),
     Option("devinstance_idle_hours", "float", "8",
            "The culler stops instances idle for longer than this many hours."),

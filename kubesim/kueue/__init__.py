@@ -5,6 +5,7 @@ Kueue's own CRDs (`crds/`, Apache-2.0: `LICENSE`) are served as CRDs once instal
 its controller-manager runs inside kubesim's: `webhook.Webhook` (suspend/gate defaulting),
 `controller.KueueScheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
 `jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish) and
+`config` (its manager Configuration: `manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`) and
 `statefulsets.StatefulSetReconciler` (a set's pods gated by `kueue.x-k8s.io/admission` until its Workload is
 admitted; scaled to 0 its quota is released). Each module's docstring cites the Kueue source file it follows.
 
@@ -39,8 +40,16 @@ def crd_manifests() -> list[dict]:
 
 
 def install(store) -> None:
-    """Create Kueue's CRDs in `store` (what `helm install kueue` does first); existing ones are kept."""
+    """Create Kueue's namespace and CRDs in `store` (what `helm install kueue -n kueue-system
+    --create-namespace` does first); existing ones are kept. Its manager Configuration (`config.py`) is the
+    ConfigMap `kueue-system/kueue-manager-config` a client may write; none means Kueue's defaults."""
     from kubesim.apimachinery.errors import ApiError
+    try:
+        store.create(store.registry.lookup("", "v1", "namespaces"), None,
+                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}})
+    except ApiError as e:
+        if e.code != 409:
+            raise
     rt = store.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
     for crd in crd_manifests():
         try:

@@ -79,7 +79,7 @@ def _cluster_queue_of(wl, lqs, cqs, namespaces) -> tuple[str | None, tuple[str, 
     ns = wl["metadata"]["namespace"]
     lq = lqs.get((ns, wl["spec"].get("queueName") or ""))
     if lq is None:
-        return None, ("Inadmissible", f"LocalQueue {wl['spec'].get('queueName')} doesn't exist")
+        return None, ("Inadmissible", f"LocalQueue {wl['spec'].get('queueName') or ''} doesn't exist")
     cq_name = (lq.get("spec") or {}).get("clusterQueue") or ""
     cq = cqs.get(cq_name)
     if cq is None:

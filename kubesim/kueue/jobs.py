@@ -15,6 +15,8 @@ order, with the Job specifics of `pkg/controller/jobs/job/job_controller.go`:
    Event `Started` "Admitted by clusterQueue X";
 5. a running Job whose Workload is not admitted is stopped.
 A deleted Job's Workloads are deleted (they are the Job's; Kueue removes them with its finalizer).
+A Job without a queue name is Kueue's when the Configuration says so (config.py: manageJobsWithoutQueueName
+and managedJobsNamespaceSelector): its Workload's queue name is empty, and it stays suspended.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import copy
 
 from kubesim.apimachinery.errors import ApiError
 from kubesim.controllers.framework import EventRecorder, Key, key_of
+from kubesim.kueue import config
 from kubesim.kueue import workload as wlib
 from kubesim.kueue.controller import KueueController, installed
 
@@ -67,12 +70,16 @@ class JobReconciler(KueueController):
         if (rt.group, rt.plural) == ("batch", "jobs"):
             if event_type == "DELETED":
                 self._delete_workloads(obj)
-            elif (obj["metadata"].get("labels") or {}).get(wlib.QUEUE_LABEL):
+            elif self._managed(obj):
                 self.queue.add(key_of(obj))
         elif rt.group == wlib.GROUP and rt.plural == "workloads":
             ref = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"), None)
             if ref:
                 self.queue.add((obj["metadata"]["namespace"], ref["name"]))
+
+    def _managed(self, job: dict) -> bool:
+        return bool((job["metadata"].get("labels") or {}).get(wlib.QUEUE_LABEL)) or \
+            config.manages_without_queue_name(self.store, job["metadata"]["namespace"])
 
     def _delete_workloads(self, job: dict) -> None:
         rt = self.rt("workloads")
@@ -99,7 +106,7 @@ class JobReconciler(KueueController):
             if e.code == 404:
                 return
             raise
-        if job["metadata"].get("deletionTimestamp") or not (job["metadata"].get("labels") or {}).get(wlib.QUEUE_LABEL):
+        if job["metadata"].get("deletionTimestamp") or not self._managed(job):
             return
         wl, now, wl_rt = self._workload(job), self.cluster.now(), self.rt("workloads")
         finished = job_finished(job)

@@ -34,15 +34,19 @@ def sts_owner(obj: dict) -> dict | None:
                  if r.get("controller") and r.get("kind") == "StatefulSet"), None)
 
 
+def add_gate(pod: dict) -> None:
+    """pod_webhook.go: the admission scheduling gate and `kueue.x-k8s.io/managed: "true"` (mutates `pod`)."""
+    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
+    if not any(g.get("name") == GATE for g in gates):
+        gates.append({"name": GATE})
+    pod["metadata"].setdefault("labels", {})[MANAGED_LABEL] = "true"
+
+
 def gate_pod(pod: dict) -> None:
     """The pod webhook's defaulting for a queued StatefulSet's pod (mutates `pod`)."""
     ref = sts_owner(pod)
-    spec = pod.setdefault("spec", {})
-    gates = spec.setdefault("schedulingGates", [])
-    if not any(g.get("name") == GATE for g in gates):
-        gates.append({"name": GATE})
-    labels = pod["metadata"].setdefault("labels", {})
-    labels[MANAGED_LABEL] = "true"
+    add_gate(pod)
+    labels = pod["metadata"]["labels"]
     labels[GROUP_LABEL] = wlib.workload_name("StatefulSet", "apps", ref["name"], ref["uid"])
 
 

@@ -1,11 +1,13 @@
 """Kueue's mutating webhooks, as one admission plugin: a queued Job is created suspended
 (pkg/controller/jobframework/defaults.go `ApplyDefaultForSuspend`, jobs/job/job_webhook.go), a queued
 StatefulSet passes its queue name to its pods' template (jobs/statefulset/statefulset_webhook.go), and a
-queued StatefulSet's pod is gated until its Workload is admitted (jobs/pod/pod_webhook.go).
+queued StatefulSet's pod is gated until its Workload is admitted (jobs/pod/pod_webhook.go). With the
+Configuration's `manageJobsWithoutQueueName` (config.py), a Job without a queue name in a managed namespace is
+suspended too, and a bare pod (no controller) gated: neither runs until it is given a queue and admitted.
 """
 from __future__ import annotations
 
-from kubesim.kueue import statefulsets
+from kubesim.kueue import config, statefulsets
 from kubesim.kueue import workload as wlib
 from kubesim.kueue.controller import installed
 
@@ -31,3 +33,8 @@ class Webhook:
         elif kind == ("", "pods") and queue:
             if statefulsets.sts_owner(req.obj):
                 statefulsets.gate_pod(req.obj)
+        elif kind == ("batch", "jobs") and config.manages_without_queue_name(self.store, req.namespace):
+            req.obj.setdefault("spec", {})["suspend"] = True
+        elif kind == ("", "pods") and not any(r.get("controller") for r in req.obj["metadata"].get("ownerReferences") or []) \
+                and config.manages_without_queue_name(self.store, req.namespace):
+            statefulsets.add_gate(req.obj)

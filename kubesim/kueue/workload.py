@@ -67,6 +67,8 @@ def build(owner: dict, count: int, template: dict, priority: int, priority_ref: 
     spec = {"queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""), "active": True,
             "podSets": [{"name": "main", "count": count, "template": clean_template(template)}],
             "priority": priority}
+    if not spec["queueName"]:   # a workload managed without a queue name (config.py): queueName,omitempty
+        del spec["queueName"]
     if priority_ref:
         spec["priorityClassRef"] = priority_ref
     return {"apiVersion": API_VERSION, "kind": "Workload",

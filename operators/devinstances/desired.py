@@ -68,6 +68,7 @@ def statefulset(req: InstanceRequest, external: dict[int, int], *, replicas: int
         service_account=req.service_account,
         pull_secrets=list(req.pull_secrets),
         node_pools=req.node_pools,
+        timezone=req.timezone,
     )
 
 

@@ -41,6 +41,7 @@ class CodeServerLink(_InstanceLink):
 
 def request_from_params(platform, owner: str, params: Mapping[str, Any]):
     """The validated ``InstanceRequest`` for ``owner`` from the create form and the platform file."""
+    from operators import settings
     from operators.devinstances.spec import build_request
 
     try:
@@ -56,7 +57,8 @@ def request_from_params(platform, owner: str, params: Mapping[str, Any]):
         mounts_=params.get("mounts") or (), extra_ports_=params.get("extra_ports") or (),
         catalogue=platform.images, default_image=default.name if default else None,
         home_pvc=platform.home_pvc(owner), access=lambda pvc: platform.volume_access(owner, team.name, pvc),
-        service_account=team.service_account, pull_secrets=team.pull_secrets, node_pools=platform.node_pools)
+        service_account=team.service_account, pull_secrets=team.pull_secrets, node_pools=platform.node_pools,
+        timezone=settings.get("devinstance_timezone") or "UTC")
 
 
 class DevInstanceOperator(BaseOperator):

@@ -45,6 +45,7 @@ class InstanceRequest:
     service_account: str | None = None
     pull_secrets: tuple[str, ...] = ()
     node_pools: NodePools = NodePools()   # the GPU resource and taint (the platform file's node_pools)
+    timezone: str = "UTC"                  # TZ ([skiff] devinstance_timezone)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -134,6 +135,7 @@ def build_request(
     service_account: str | None = None,
     pull_secrets: Sequence[str] = (),
     node_pools: NodePools | None = None,
+    timezone: str = "UTC",
 ) -> InstanceRequest:
     owner_slug(owner)
     check_name(owner, name)
@@ -159,4 +161,5 @@ def build_request(
         service_account=service_account,
         pull_secrets=tuple(pull_secrets),
         node_pools=node_pools or NodePools(),
+        timezone=timezone,
     )

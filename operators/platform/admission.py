@@ -14,6 +14,10 @@ own package (``operators.training.admission``, ``operators.devinstances.admissio
   refused, saying what is in use.
 * ``admit``, it fits now.
 
+Every decision carries the team namespace's enforced Pod Security level (``pod_security``, the platform file's
+``pod_security.enforce``): under ``restricted`` a training step runs as a non-root user with no capabilities
+(``k8s_templates/training/job.yaml.j2``), and a development instance is refused (its sshd needs ``baseline``).
+
 An admitted or waiting request carries what to apply: ``volumes`` (the user's own home PVC, the team's shared
 volumes and volumes shared with the user; a read-only grant sets ``readOnly`` whatever was asked) and
 ``node_pools`` (the GPU resource and taints, the online pool) for the placement.
@@ -69,6 +73,13 @@ class Decision:
     node_pools: NodePools = NodePools()       # where it is placed (GPU resource and taints, online pool)
     waiting_for: tuple[str, ...] = ()         # WAIT: the request's fields short of quota ("gpu", "cpu", "memory")
     queue_labels: tuple[tuple[str, str], ...] = ()  # queueing: kueue: Kueue's queue-name and priority-class
+    pod_security: str = "baseline"            # the team namespace's enforced Pod Security level
+
+    @property
+    def restricted(self) -> bool:
+        """The namespace enforces Pod Security ``restricted``: the pod must run as non-root, without
+        capabilities, privilege escalation or an unconfined seccomp profile."""
+        return self.pod_security == "restricted"
 
     @property
     def queued(self) -> bool:
@@ -117,6 +128,9 @@ def _granted(platform: Platform, req: AdmissionRequest, team: str) -> tuple[Volu
 def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | None:
     if req.user not in team.users:
         return f"user {req.user!r} is not a member of team {team.name} in {platform.source}"
+    if req.instance and team.pod_security.enforce == "restricted":
+        return (f"team {team.name} enforces Pod Security 'restricted' (pod_security.enforce in {platform.source}): "
+                "a development instance runs sshd and chpasswd as root, which needs 'baseline'")
     if req.online and not team.allow_online:
         return (f"online=True: team {team.name} may not use the online pool "
                 f"(allow_online is not set for it in {platform.source})")
@@ -176,9 +190,11 @@ def decide(platform: Platform, req: AdmissionRequest, quota_status: dict | None)
         if refused:
             return _refuse(refused)
         return Decision(ADMIT, None, _granted(platform, req, team.name), platform.node_pools,
-                        queue_labels=kueue.queue_labels(req.instance, priority))
+                        queue_labels=kueue.queue_labels(req.instance, priority),
+                        pod_security=team.pod_security.enforce)
     waits, fields = _waits_for(platform, req, team, quota_status)
-    return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools, fields)
+    return Decision(WAIT if waits else ADMIT, waits, _granted(platform, req, team.name), platform.node_pools, fields,
+                    pod_security=team.pod_security.enforce)
 
 
 def enforced_platform() -> Platform | None:

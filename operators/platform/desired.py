@@ -83,6 +83,7 @@ def _pvc(name: str, namespace: str, labels: dict, owner: str | None, access_mode
 def team_objects(platform: Platform, team: Team) -> TeamObjects:
     labels = {**MANAGED_BY, LABEL_TEAM: team.name}
     docs = render("team/team.yaml.j2", namespace=team.namespace, labels=labels, annotations={},
+                  namespace_labels={**labels, **team.pod_security.labels()},
                   hard=quota_hard(platform, team), default_cpu=platform.default_cpu,
                   default_memory=platform.default_memory, pull_secrets=list(team.pull_secrets),
                   service_account=team.service_account,

@@ -14,6 +14,11 @@
   that borrow, so an instance within the dev queue's own quota is never taken; one running on borrowed
   (idle) quota is reclaimed - before any scheduled Job that runs within its team's quota, which no one
   may reclaim. With no ``dev`` quota in the file every instance runs on idle quota.
+- Kueue's manager Configuration (``manager_config``): ``manageJobsWithoutQueueName: true`` with
+  ``managedJobsNamespaceSelector`` on the team namespaces' ``skiff.io/team`` label, so a Job or bare pod a DAG's
+  code creates there without a queue name is Kueue's too (suspended or gated; its Workload names no LocalQueue
+  and is never admitted): no way around the queues. Elsewhere (kube-system, Skiff's own namespace) Kueue
+  manages only what names a queue.
 Kueue counts pod requests only: storage stays in the team's ResourceQuota (``desired.quota_hard``), and so does a
 hard cap on pod requests at the team's ``ceiling`` (what its queues may ever hold, borrowing included): Kueue
 manages only what carries its queue label, the API server's quota holds everything else.
@@ -74,6 +79,25 @@ def cluster_objects(platform: Platform, labels: dict) -> list[dict]:
     """The ResourceFlavors and WorkloadPriorityClasses."""
     return render("kueue/cluster.yaml.j2", labels=labels, annotations={}, flavors=flavors(platform),
                   priorities=[{"name": n, "value": v, "description": d} for n, v, d in PRIORITIES])
+
+
+# kueue pkg/controller/jobframework (defaults.go WorkloadShouldBeSuspended): with manageJobsWithoutQueueName, a
+# workload without a queue name in a namespace the selector matches is suspended (a Job) or gated (a pod)
+TEAM_NAMESPACE_LABEL = "skiff.io/team"     # operators.platform.desired.LABEL_TEAM, on every team Namespace
+INTEGRATIONS = ("batch/job", "pod", "statefulset")   # training Jobs; instances' StatefulSets (need pod)
+
+
+def manager_config(labels: dict) -> dict:
+    """The ConfigMap ``kueue-system/kueue-manager-config`` holding Skiff's Kueue Configuration (what the Helm
+    chart's ``managerConfig.controllerManagerConfigYaml`` sets)."""
+    import yaml
+
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+              "manageJobsWithoutQueueName": True,
+              "managedJobsNamespaceSelector": {"matchExpressions": [
+                  {"key": TEAM_NAMESPACE_LABEL, "operator": "Exists"}]},
+              "integrations": {"frameworks": list(INTEGRATIONS)}}
+    return render("kueue/manager-config.yaml.j2", labels=labels, config=yaml.safe_dump(config, sort_keys=False))
 
 
 def _resource(platform: Platform, key: str) -> str:

@@ -42,6 +42,7 @@ from operators.platform.model import (
     NodePools,
     Platform,
     PlatformError,
+    PodSecurity,
     Quota,
     SharedVolume,
     Team,
@@ -378,6 +379,7 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
             kueue_flavors=kueue.flavor_quotas((t.get("kueue") or {}).get("flavors"),
                                               kueue.default_flavors(quota, t.get("allow_online", False))),
             kueue_dev=kueue.flavor_quotas((t.get("kueue") or {}).get("dev"), {}),
+            pod_security=PodSecurity(**(t.get("pod_security") or {})),
         ))
     return Platform(
         source=source, teams=tuple(teams),

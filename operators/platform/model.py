@@ -18,6 +18,7 @@ from operators.core.volumes import home_pvc
 TEAM_PREFIX = "team:"
 POOL_PREFIX = "skiff-"
 QUOTA_NAME = "skiff-quota"
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io/"
 
 
 class PlatformError(ValueError):
@@ -60,6 +61,19 @@ class FlavorQuota:
 
 
 @dataclass(frozen=True)
+class PodSecurity:
+    """A team namespace's Pod Security Standards levels (the ``pod-security.kubernetes.io/<mode>`` labels)."""
+
+    enforce: str = "baseline"
+    warn: str = "restricted"
+    audit: str = "restricted"
+
+    def labels(self) -> dict[str, str]:
+        return {f"{POD_SECURITY_PREFIX}{mode}": getattr(self, mode) for mode in ("enforce", "warn", "audit")} | \
+            {f"{POD_SECURITY_PREFIX}{mode}-version": "latest" for mode in ("enforce", "warn", "audit")}
+
+
+@dataclass(frozen=True)
 class Member:
     user: str
     email: str | None = None
@@ -78,6 +92,7 @@ class Team:
     pool_slots: int = 1
     kueue_flavors: tuple[FlavorQuota, ...] = ()   # queueing: kueue: the team's ClusterQueue
     kueue_dev: tuple[FlavorQuota, ...] = ()       # queueing: kueue: its development instances' ClusterQueue
+    pod_security: PodSecurity = PodSecurity()      # its namespace's Pod Security Standards levels
 
     @property
     def users(self) -> tuple[str, ...]:

@@ -318,8 +318,7 @@ def desired_federated_learning(
     agg_service = f"{name}-aggregation"
     transmitter_env = {"TRANSMITTER": "s3" if s3 else "ws"}
 
-    def pod(worker_type: str, index: int | str, template: dict, env: dict, mounts: list[Mount],
-            host_network: bool) -> Child:
+    def pod(worker_type: str, index: int | str, template: dict, env: dict, mounts: list[Mount]) -> Child:
         suffix = short_suffix(uid, job_hash, index)
         pod_name = f"{name}-{worker_type}-{suffix}"
         env = {**env, "WORKER_NAME": f"{'aggworker' if worker_type == 'aggregation' else 'trainworker'}-{suffix}"}
@@ -328,8 +327,9 @@ def desired_federated_learning(
             pod_spec = json.loads(json.dumps(template["spec"]))  # render twice, inject once each
             mount_env = inject_mounts(pod_spec, mounts)
             inject_env(pod_spec, {**env, **mount_env})
-            if host_network:
-                pod_spec["hostNetwork"] = True  # Sedna forces it for training workers (edge nodes)
+            # Sedna forces hostNetwork on training workers (edge nodes); Skiff does not: Pod Security "baseline",
+            # a team namespace's default level, forbids host namespaces, and a trainer reaches the aggregator
+            # through its Service (AGG_IP) without it
             pod_spec.setdefault("restartPolicy", "OnFailure")
             tmeta = template.get("metadata") or {}
             labels = {
@@ -348,7 +348,7 @@ def desired_federated_learning(
             "aggregation", "aggregation", agg_template,
             {"NAMESPACE": ns, "JOB_NAME": name, "AGG_BIND_PORT": str(AGG_PORT),
              "PARTICIPANTS_COUNT": participants, **transmitter_env},
-            model_mounts + transmitter_mounts, host_network=False,
+            model_mounts + transmitter_mounts,
         )
     ]
     for i, (template, dataset, dataset_mount) in enumerate(trainers):
@@ -358,7 +358,6 @@ def desired_federated_learning(
              "PARTICIPANTS_COUNT": participants, "NAMESPACE": ns, "MODEL_NAME": model_name,
              "DATASET_NAME": dataset["metadata"]["name"], "LC_SERVER": lc_server, **transmitter_env},
             model_mounts + [dataset_mount] + transmitter_mounts,
-            host_network=True,
         ))
     children.append(_service(FL_LABEL_PREFIX, ns, name, uid, owner, agg_service, "aggregation", AGG_PORT))
     return checked_names(Desired(FL_KIND, ns, name, uid, tuple(children)))

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from operators.k8s.errors import KubeError, api_error_message
 from operators.k8s.rest import Kube
 from operators.sedna import kube as k
-from operators.sedna import metrics
+from operators.sedna import metrics, podsecurity
 from operators.sedna.desired import (
     API_VERSION,
     DEFAULT_LC_SERVER,
@@ -283,6 +283,10 @@ class _Pass:
             if current.get(meta["uid"]) != (meta.get("generation"), False):
                 self.summary.add("skipped_stale")  # changed or gone since we listed it: the next pass sees it
                 return
+            refused = podsecurity.refusal(self.kube, meta["namespace"], actions)
+            if refused:  # a pod would break the namespace's Pod Security level: nothing is written
+                act_error, act_reason, actions = f"Pod Security: {refused}", "PodSecurity", []
+                self.summary.error(f"{self.kind} {_ref(cr)}: {act_error}")
             done: list[Action] = []
             for a in actions:
                 try:

@@ -15,6 +15,9 @@ from operators.training.naming import TaskInstanceKey, job_annotations, job_labe
 from operators.training.spec import TrainingJobSpec, label_key
 
 TEMPLATE = "training/job.yaml.j2"
+# the uid and gid a step runs as where its namespace enforces Pod Security "restricted" (runAsNonRoot needs a
+# number: the image's own user is usually root)
+RESTRICTED_UID = 1000
 
 
 def string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
@@ -51,9 +54,11 @@ def job_manifest(
     ttl_seconds_after_finished: int | None = None,
     queue_labels: Mapping[str, str] | None = None,
     grace_seconds: int = 30,
+    restricted: bool = False,
 ) -> dict:
     """``queue_labels``: the platform's Kueue labels (``Decision.queue_labels``); with them the Job is created
-    suspended for Kueue to start."""
+    suspended for Kueue to start. ``restricted``: the namespace enforces Pod Security "restricted"
+    (``Decision.restricted``): the step runs as ``RESTRICTED_UID``, no capabilities, seccomp RuntimeDefault."""
     if ttl_seconds_after_finished is not None and (
         isinstance(ttl_seconds_after_finished, bool)
         or not isinstance(ttl_seconds_after_finished, int)
@@ -91,4 +96,6 @@ def job_manifest(
         node_pools=spec.node_pools,
         active_deadline_seconds=deadline_seconds(execution_timeout),
         ttl_seconds_after_finished=ttl_seconds_after_finished,
+        restricted=restricted,
+        run_as=RESTRICTED_UID,
     )

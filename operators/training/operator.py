@@ -257,7 +257,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return job_manifest(self.build_spec(admitted, key), key, labels=self.labels,
                             pod_annotations=self.pod_annotations, execution_timeout=self.execution_timeout,
                             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-                            queue_labels=dict(admitted.queue_labels) if admitted else None, grace_seconds=grace)
+                            queue_labels=dict(admitted.queue_labels) if admitted else None, grace_seconds=grace,
+                            restricted=bool(admitted and admitted.restricted))
 
     # ---- ResumableJobMixin ------------------------------------------------------------------------------------
     def execute(self, context):

@@ -119,8 +119,7 @@ def test_statefulset_follows_the_rules():
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes[mounts["/root"]["name"]]["persistentVolumeClaim"]["claimName"] == "alice-home"
-    assert mounts["/etc/localtime"]["readOnly"] is True
-    assert volumes["localtime"]["hostPath"]["path"] == "/etc/localtime"
+    assert env["TZ"]["value"] == "UTC" and not any("hostPath" in v for v in pod["volumes"])  # Pod Security baseline
     ro, rw = mounts["/data"], mounts["/s"]
     assert ro["readOnly"] is True and volumes[ro["name"]]["persistentVolumeClaim"]["readOnly"] is True
     assert rw["readOnly"] is False and volumes[rw["name"]]["persistentVolumeClaim"]["readOnly"] is False
@@ -164,7 +163,7 @@ def _values():
     req, _, _ = manifests()
     return dict(name="alice-nb", namespace="recsys", labels={}, set_labels={}, annotations={}, replicas=1, image="i",
                 image_name="n", owner="o", cpu="1", memory_gi="1", gpu=0, home_pvc="h", mounts=[],
-                ports=req.ports, secret="s", startup="c", service_account=None, pull_secrets=[])
+                ports=req.ports, secret="s", startup="c", service_account=None, pull_secrets=[], timezone="UTC")
 
 
 def test_ports_are_allocated_lowest_first_reused_and_freed():

@@ -42,7 +42,8 @@ def test_private_postgres_and_redis_start_on_free_ports_and_are_removed(tmp_path
     rd = Redis(workdir / "redis", url="").start()
     try:
         assert pg.private and rd.private
-        assert pg.url.startswith("postgresql://postgres@127.0.0.1:") and ":5432/" not in pg.url
+        password = pg.password_file.read_text().strip()
+        assert pg.url.startswith(f"postgresql://postgres:{password}@127.0.0.1:") and ":5432/" not in pg.url
         assert pg.dbname in _databases(pg.admin_url)
         _use_postgres(pg.url)
         client = redis.Redis.from_url(rd.url)
@@ -92,3 +93,32 @@ def test_detect_reports_only_servers_that_answer(monkeypatch):
     monkeypatch.delenv("SKIFF_TEST_PG_URL", raising=False)
     monkeypatch.delenv("SKIFF_TEST_REDIS_URL", raising=False)
     assert detect() == {}
+
+
+def test_private_postgres_takes_a_password_and_keeps_its_socket_private(tmp_path):
+    """Issue 38: the stack's own PostgreSQL is no open door. Its password (generated per cluster) is in a 0600
+    file; its socket directory is 0700; and a login without the password is refused, over TCP and over the
+    socket alike (scram-sha-256, no trust)."""
+    import stat
+
+    workdir = REPO / ".airflow" / "services" / f"test-auth-{tmp_path.name}"
+    pg = Postgres(workdir / "postgres", admin_url="").start()
+    try:
+        assert stat.S_IMODE(pg.password_file.stat().st_mode) == 0o600
+        assert stat.S_IMODE(pg.socket_dir.stat().st_mode) == 0o700
+        assert stat.S_IMODE(pg.workdir.stat().st_mode) == 0o700
+        assert [p.name for p in pg.socket_dir.iterdir() if p.is_socket()] != []
+        port = pg.url.rsplit(":", 1)[1].split("/")[0]
+        for where in ({"host": "127.0.0.1", "port": port}, {"host": str(pg.socket_dir), "port": port}):
+            with pytest.raises(psycopg2.OperationalError) as refused:
+                psycopg2.connect(dbname="postgres", user="postgres", connect_timeout=5, **where)
+            assert "password" in str(refused.value), str(refused.value)
+            with pytest.raises(psycopg2.OperationalError):
+                psycopg2.connect(dbname="postgres", user="postgres", password="guess", connect_timeout=5, **where)
+        password = pg.password_file.read_text().strip()
+        psycopg2.connect(dbname=pg.dbname, user="postgres", password=password, host=str(pg.socket_dir),
+                         port=port, connect_timeout=5).close()
+        _use_postgres(pg.url)
+    finally:
+        pg.stop()
+    workdir.rmdir()

@@ -4,8 +4,13 @@ Kueue manages only what carries its queue label; a pod or Job without it, create
 (any DAG's code runs as it), was held by nothing once the team's ResourceQuota kept only storage. Now the
 ResourceQuota caps pod requests at the team's ceiling (``operators.platform.kueue.ceiling``: its queues' nominal
 quota plus what they may borrow, at most the cohort's): on kubesim with Kueue installed, a bare pod over it is
-refused by the API server's quota admission (403, nothing created: before/after listing), one within it runs, and
-a Kueue-queued Job that borrows up to the ceiling is still admitted and started.
+refused by the API server's quota admission (403, nothing created: before/after listing), and a Kueue-queued Job
+that borrows up to the ceiling is still admitted and started.
+
+Issue 38: and nothing goes around the queues. Skiff's Kueue Configuration (``operators.platform.kueue.
+manager_config``, applied by the cluster admin's step) has Kueue manage what a team namespace runs without a
+queue name: a bare pod within the ceiling is created but gated, never scheduled; a Job without the label is
+suspended and its Workload, naming no LocalQueue, is never admitted.
 """
 
 from __future__ import annotations
@@ -80,8 +85,38 @@ def test_a_bare_pod_over_the_teams_ceiling_is_refused_by_the_api_server(synced):
     assert info.value.status == 403 and "exceeded quota: skiff-quota" in info.value.body, info.value.body
     assert "requests.cpu=30" in info.value.body and "limited: requests.cpu=14" in info.value.body
     assert listing(core) == before  # nothing was created
-    core.create_namespaced_pod("nlp", pod("small", "2"))  # within the ceiling: the cap is not a wall
+    small = core.create_namespaced_pod("nlp", pod("small", "2"))  # within the ceiling: created, but Kueue's
     assert ("nlp", "small") in listing(core)
+    assert [g.name for g in small.spec.scheduling_gates] == ["kueue.x-k8s.io/admission"]
+
+
+def test_a_job_without_a_queue_name_is_not_admitted(synced):
+    """A 30-CPU Job without Kueue's label in nlp (8 CPUs of its own): suspended at creation by Kueue's
+    webhook, its Workload pending in Kueue's words, no pod ever; the same Job with the label is Kueue's as
+    before (pending for quota, not for a queue)."""
+    _platform, api = synced
+    batch, core, co = client.BatchV1Api(api), client.CoreV1Api(api), client.CustomObjectsApi(api)
+
+    def job(name: str, labels: dict) -> dict:
+        template = pod("x", "30")
+        template["metadata"] = {}
+        return {"metadata": {"name": name, "labels": labels}, "spec": {"template": template}}
+
+    assert batch.create_namespaced_job("nlp", job("sneaky", {})).spec.suspend is True
+
+    def pending(name: str) -> str:
+        uid = batch.read_namespaced_job(name, "nlp").metadata.uid
+        wls = co.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "nlp", "workloads",
+                                               label_selector=f"kueue.x-k8s.io/job-uid={uid}")["items"]
+        conds = ((wls[0].get("status") or {}).get("conditions") or []) if wls else []
+        return next((c["message"] for c in conds if c["type"] == "QuotaReserved" and c["status"] == "False"), "")
+
+    wait_until(lambda: pending("sneaky") == "LocalQueue  doesn't exist", what="sneaky's Workload pending")
+    batch.create_namespaced_job("nlp", job("queued", {"kueue.x-k8s.io/queue-name": "skiff"}))
+    wait_until(lambda: "insufficient unused quota" in pending("queued") or "couldn't assign flavors" in
+               pending("queued"), what="queued waits for quota")
+    assert batch.read_namespaced_job("sneaky", "nlp").spec.suspend is True
+    assert not core.list_namespaced_pod("nlp", label_selector="job-name in (sneaky,queued)").items
 
 
 def test_a_queued_job_borrowing_up_to_the_ceiling_still_runs(synced):

@@ -363,3 +363,18 @@ def test_rollout_status_then_delete_cascades(admin):
     # the garbage collector deletes the ReplicaSet and then its pods (cascade=background, kubectl's default)
     wait_until(lambda: "No resources found" in admin("get", "replicasets,pods", "-l", "app=web").stderr, 30,
                what="the ReplicaSet and pods gone")
+
+
+def test_pod_security_refusal_and_warning(admin):
+    """PodSecurity (podsecurity.py) as kubectl shows it: the warn level's text after `Warning:` on stderr, the
+    enforce level's refusal as the server's Forbidden message."""
+    admin("create", "namespace", "psa")
+    admin("label", "namespace", "psa", "pod-security.kubernetes.io/enforce=baseline",
+          "pod-security.kubernetes.io/warn=restricted")
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: psa}\nspec:\n  containers: [{name: c, image: busybox%s}]\n"
+    ok = admin("apply", "-f", "-", stdin=pod % ("plain", ""))
+    assert 'Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false' in ok.stderr
+    bad = admin("apply", "-f", "-", stdin=pod % ("priv", ", securityContext: {privileged: true}"), check=False)
+    assert bad.returncode != 0
+    assert ('pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must '
+            'not set securityContext.privileged=true)') in bad.stderr, bad.stderr

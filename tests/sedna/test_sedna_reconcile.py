@@ -449,8 +449,10 @@ def test_rbac_grants_exactly_the_verbs_the_reconcile_and_trigger_use(k8s, kube):
 
 def test_a_pass_interrupted_half_way_is_finished_by_the_next_without_duplicates(k8s, kube, kubesim):
     new_fl(kube)
-    # an admission webhook refuses two creates (403: not transient; the access layer sends a 500 again)
-    kubesim.fail(verb="create", path="/pods$", status=403, count=2)
+    # an admission webhook refuses two creates (403: not transient; the access layer sends a 500 again); the
+    # first three pod creates are the Pod Security dry runs of the three distinct pods (operators/sedna/
+    # podsecurity.py), which leave any refusal but PodSecurity's to the real write: these two are refused
+    kubesim.fail(verb="create", path="/pods$", status=403, count=5)
     first = reconcile_federated_learning(Kube(k8s))
     assert first["created"] == 2 and len(first["errors"]) == 2
     failed = next(c for c in kube.get(FL_JOBS, NS, JOB)["status"]["conditions"] if c["type"] == "Failed")

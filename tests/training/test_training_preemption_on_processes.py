@@ -42,7 +42,9 @@ def _file(api, namespace: str, pvc: str, path: str) -> str:
     """A file of a home volume, read the way a person would: a pod that mounts it and prints it."""
     core = client.CoreV1Api(api)
     name = f"cat-{abs(hash(path)) % 10**8}"
-    core.create_namespaced_pod(namespace, {"metadata": {"name": name}, "spec": {
+    # the team's LocalQueue: Kueue holds a pod without one in a team namespace (manageJobsWithoutQueueName)
+    core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": {
+        "kueue.x-k8s.io/queue-name": "skiff"}}, "spec": {
         "restartPolicy": "Never", "volumes": [{"name": "h", "persistentVolumeClaim": {"claimName": pvc}}],
         "containers": [{"name": "cat", "image": "debian:12", "command": ["cat", path],
                         "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
@@ -57,7 +59,7 @@ def test_a_preempted_step_saves_on_sigterm_resumes_and_ends_with_the_same_model(
     import json
 
     api = kueue_teams
-    assert install_demo_home(api, owner="carol", team="nlp") == "Succeeded"
+    assert install_demo_home(api, owner="carol", team="nlp", queue="skiff") == "Succeeded"
     steps = {}
     for task_id in ("b1", "b2"):       # 4 GPUs each: nlp's own 4, then recsys' idle 4 (borrowed)
         op = operator(task_id, owner="carol", namespace="nlp", gpu=4, work_dir="/root/recsys",

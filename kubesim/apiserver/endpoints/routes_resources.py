@@ -8,6 +8,7 @@ import asyncio
 from aiohttp import web
 
 from kubesim.apimachinery.errors import ApiError, gone, no_route
+from kubesim.apiserver import warning
 from kubesim.apiserver.endpoints import field_validation, printers
 from kubesim.apiserver.endpoints.faults import EXPIRE
 from kubesim.apiserver.endpoints.routes_logs import pod_log
@@ -25,7 +26,16 @@ class ResourceRoutes:
         self.bookmark_interval = bookmark_interval
 
     async def handle(self, request: web.Request, t: Target) -> web.StreamResponse:
-        """A request on a resource path: collection, object, or subresource."""
+        """A request on a resource path: collection, object, or subresource; the admission plugins'
+        warnings (warning.py) go back as `Warning` headers."""
+        with warning.recording() as warnings:
+            resp = await self._handle(request, t)
+        if warnings and not resp.prepared:
+            for text in warnings:
+                resp.headers.add("Warning", warning.header_value(text))
+        return resp
+
+    async def _handle(self, request: web.Request, t: Target) -> web.StreamResponse:
         store = self.store
         rt = store.registry.lookup(t.group, t.version, t.plural)
         if rt is None:
