@@ -72,6 +72,10 @@ class Cluster:
             admission, self.controllers = components(self)
             self.store.admission.extend(admission)
             self.store.log_provider = self.kubelet.logs
+            from kubesim.kubelet.stats import UsageSampler
+            self.usage = UsageSampler(self.kubelet, self.timing.metric_resolution)
+            self.controllers.append(self.usage)
+            self.store.stats_provider = self.usage     # the metrics API and the kubelet's /metrics (endpoints/)
             self._started = True
         for c in self.controllers:
             c.start()

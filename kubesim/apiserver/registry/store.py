@@ -64,6 +64,7 @@ class Store:
         self.history_size = history
         self.admission: list[Callable[[AdmissionRequest], None]] = []
         self.log_provider = None
+        self.stats_provider = None      # the kubelet's usage sampler (kubelet/stats.py), when a cluster runs
         self.graceful_pod: Callable[[dict], bool] | None = None    # set by the kubelet: pods it stops itself
         self._subscribers: list[tuple[Callable, frozenset | None]] = []
         self.storage = Storage()
@@ -87,6 +88,7 @@ class Store:
             self.admission = []
             self._subscribers = []
             self.log_provider = None
+            self.stats_provider = None
             self.graceful_pod = None
             self.registry.reset()
             self.storage.reset()
