@@ -45,9 +45,10 @@ def sim(tmp_path_factory):
     core.create_namespaced_pod("default", pod("burn", [*py, BURN], container={"image": "skiff/venv"}))
     core.create_namespaced_pod("default", pod("hold", [*py, HOLD], container={
         "image": "skiff/venv", "resources": {"limits": {"memory": "1Gi"}}}))
-    scripted = pod("steady", ["sleep", "600"], nodeName="proc-2")
+    scripted = pod("steady", ["sleep", "600"], nodeName="proc-2", container={
+        "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "128Mi"}}})
     scripted["metadata"]["annotations"] = {"kubesim.io/duration": "600", "kubesim.io/cpu-usage": "250m",
-                                           "kubesim.io/memory-usage": "64Mi"}
+                                           "kubesim.io/memory-usage": "64Mi", "kubesim.io/gpu-util": "35"}
     core.create_namespaced_pod("default", scripted)
     sim.kubeconfig_path = sim.write_kubeconfig(tmp_path_factory.mktemp("top") / "kubeconfig")
     yield sim, core
@@ -141,5 +142,44 @@ def test_the_metrics_api_documents_as_metrics_server_writes_them(sim):
         assert err.value.status == 422 and "annotations[kubesim.io/cpu-usage]" in err.value.body
         selected = get("/apis/metrics.k8s.io/v1beta1/namespaces/default/pods?labelSelector=app%3Dnone")
         assert selected["kind"] == "PodMetricsList" and selected["items"] == []
+    finally:
+        api.close()
+
+
+def _series(text: str) -> dict[tuple[str, str], tuple[dict, float]]:
+    """{(name, pod): (labels, value)} of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        m = re.fullmatch(r'(\w+)\{(.*)\} (\S+)(?: \d+)?', line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m[2]))
+            out[(m[1], labels.get("pod", ""))] = (labels, float(m[3]))
+    return out
+
+
+def test_cadvisor_and_dcgm_series_through_the_node_proxy(sim):
+    """The kubelet's /metrics/cadvisor with cAdvisor's names and labels; dcgm-exporter's on the node's :9400,
+    simulated and saying so."""
+    sim, core = sim
+    api = sync_api_client(sim.url)
+    try:
+        def text(path):
+            return api.call_api(path, "GET", _preload_content=False).data.decode()
+        wait_until(lambda: ("container_cpu_usage_seconds_total", "burn") in _series(
+            text("/api/v1/nodes/proc-1/proxy/metrics/cadvisor")), 30, what="burn in proc-1's cAdvisor series")
+        first = _series(text("/api/v1/nodes/proc-1/proxy/metrics/cadvisor"))
+        labels, cpu0 = first[("container_cpu_usage_seconds_total", "burn")]
+        assert labels["container"] == "main" and labels["namespace"] == "default" and labels["cpu"] == "total"
+        assert labels["image"] == "skiff/venv" and labels["id"].startswith("/kubepods/")
+        assert abs(first[("container_memory_working_set_bytes", "hold")][1] / MiB - 300) <= 30
+        assert first[("container_spec_memory_limit_bytes", "hold")][1] == 1024 * MiB
+        wait_until(lambda: _series(text("/api/v1/nodes/proc-1/proxy/metrics/cadvisor"))[
+            ("container_cpu_usage_seconds_total", "burn")][1] > cpu0 + 0.05, 15, what="burn's CPU counter growing")
+        gpu = text("/api/v1/nodes/proc-2:9400/proxy/metrics")
+        assert "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %). SIMULATED by kubesim" in gpu
+        labels, util = _series(gpu)[("DCGM_FI_DEV_GPU_UTIL", "steady")]
+        assert util == 35 and labels["container"] == "main" and labels["gpu"] == "0"
+        assert ("DCGM_FI_DEV_FB_USED", "steady") in _series(gpu)
+        assert "DCGM_FI_DEV_GPU_UTIL{" not in text("/api/v1/nodes/proc-1:9400/proxy/metrics")   # no GPU held
     finally:
         api.close()
