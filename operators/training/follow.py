@@ -35,6 +35,7 @@ from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
+from operators.training.usage import UsageWatch
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
 
 __all__ = ["FollowSettings", "follow_job"]
@@ -299,6 +300,10 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     async with contextlib.AsyncExitStack() as stack:
         try:
             checks = await _observe(stack, kube, namespace, obs, started_pod, informers, settings.queued)
+            watch = UsageWatch(kube, namespace, f"{LABEL_JOB}={name}", CONTAINER, settings.usage_interval)
+            if settings.usage_interval > 0:
+                watch.start()
+                stack.push_async_callback(watch.stop)
             outcome = await _wait(kube, namespace, name, obs, settings, checks, log)
             noticed_at = time.time()
             ended = True
@@ -312,10 +317,16 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
             reason = outcome.reason
             if outcome.status == "failed" and reason is None:
                 reason = await explain_failure(kube, namespace, name, obs.job or {}, list(obs.pods.values()))
+            usage = []
+            if settings.usage_interval > 0:
+                await watch.stop()
+                usage = watch.lines(obs.pods.values(), container_name, settings.usage_advice_share)
+                for line in usage:
+                    log(line)
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
                     "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
-                    "preemptions": list(outcome.preemptions),
+                    "preemptions": list(outcome.preemptions), "usage": usage,
                     "times": job_times(obs.job, obs.pods.values())}
         finally:
             for task in streams.values():

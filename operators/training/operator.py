@@ -55,9 +55,10 @@ class TrainingJobFailed(AirflowException):
     """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
 
     def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None,
-                 preemptions: Sequence[str] = ()) -> None:
+                 preemptions: Sequence[str] = (), usage: Sequence[str] = ()) -> None:
         self.reason = reason
         self.log_tail = list(log_tail)
+        self.usage = list(usage)  # the end-of-step usage lines (training/usage.py), for the e-mail
         self.job = job
         self.preemptions = list(preemptions)  # Kueue: "<time>: <Preempted message>" of each preemption lived through
         text = f"Training Job {job} failed: {reason}" if job else f"Training failed: {reason}"
@@ -215,6 +216,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             quota_wait=_seconds("quota_wait", quota_wait, allow_none=True),
             unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
             queue_wait=_seconds("queue_wait", queue_wait, allow_none=True),
+            usage_interval=settings.get_float("usage_interval_seconds"),
+            usage_advice_share=settings.get_float("usage_advice_share"),
         )
         if priority_class is not None and priority_class not in kueue.PRIORITY_NAMES:
             raise invalid("priority_class", priority_class, f"must be one of {', '.join(kueue.PRIORITY_NAMES)} "
@@ -372,6 +375,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             for line in event["log_tail"]:
                 self.log.info("%s", line)
             self.log.info("::endgroup::")
+        for line in event.get("usage") or []:  # said by the trigger too; the worker's copy is never dropped
+            self.log.info("%s", line)
         self._finish(event)
         return self.get_job_result(self._job_ref, context)
 
@@ -386,7 +391,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if result.get("kind") in ("fatal", "quota", "unschedulable", "discovery", "queue"):
             # the Job is still active (or queued) but can never progress on its own: remove it (and any pod)
             self._delete_job(result["namespace"], result["name"])
-        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions)
+        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions,
+                                result.get("usage") or [])
 
     def _delete_job(self, namespace: str, name: str) -> None:
         deleted, error = self._jobs().delete(namespace, name)
