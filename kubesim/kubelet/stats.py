@@ -58,6 +58,7 @@ class Point:
     request_cpu: float = 0.0            # cores
     limit_cpu: float = 0.0
     gpus: int = 0
+    image: str = ""
 
 
 @dataclass
@@ -216,7 +217,7 @@ class UsageSampler:
                 reading, util_file = scripted_reading(ann, started, now), None
             if gpus:
                 reading = Reading(**{**reading.__dict__, "gpu_util": gpu_util(ann, util_file)})
-            out[name] = Point(now, started, reading, memory, cpu_req, cpu_lim, gpus)
+            out[name] = Point(now, started, reading, memory, cpu_req, cpu_lim, gpus, specs[name].get("image", ""))
         return out
 
     def scrape(self) -> None:

@@ -67,7 +67,7 @@ def _node_pods(sampler, node: str):
     return sorted((pp for pp in sampler.last.values() if pp.node == node), key=lambda pp: (pp.namespace, pp.name))
 
 
-def cadvisor_text(sampler, node: str, images: dict) -> str:
+def cadvisor_text(sampler, node: str) -> str:
     """The node's containers as the kubelet's /metrics/cadvisor writes them (Prometheus text format 0.0.4)."""
     out = []
     pods = _node_pods(sampler, node)
@@ -80,7 +80,7 @@ def cadvisor_text(sampler, node: str, images: dict) -> str:
                     continue
                 cid = f"{pp.uid}-{cname}"
                 labels = {"container": cname, **({"cpu": "total"} if name.startswith("container_cpu") else {}),
-                          "id": f"/kubepods/pod{pp.uid}/{cid}", "image": images.get((pp.namespace, pp.name, cname), ""),
+                          "id": f"/kubepods/pod{pp.uid}/{cid}", "image": p.image,
                           "name": cid, "namespace": pp.namespace, "pod": pp.name}
                 out.append(f"{name}{_labels(labels)} {_number(v)} {int(p.time * 1000)}")
     return "\n".join(out) + "\n"
@@ -118,11 +118,7 @@ def add_node_metrics_route(api) -> None:
         if request.method != "GET" or sampler is None:
             raise ApiError(503, f"no kubelet answers for node {node}", "ServiceUnavailable")
         if port in (None, "10250") and path == "metrics/cadvisor":
-            pods = store.list(store.registry.lookup("", "v1", "pods"), None)[0]
-            images = {(p["metadata"]["namespace"], p["metadata"]["name"], c["name"]): c.get("image", "")
-                      for p in pods if (p.get("spec") or {}).get("nodeName") == node
-                      for c in p["spec"].get("containers") or []}
-            text = cadvisor_text(sampler, node, images)
+            text = cadvisor_text(sampler, node)
         elif port == DCGM_PORT and path == "metrics":
             text = dcgm_text(sampler, node)
         else:
