@@ -33,6 +33,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "metrics",
     "procrt",
     "loaded",
+    "usage",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

@@ -55,8 +55,65 @@ def airflow_settings(statsd_port: int, token: str) -> dict[str, str]:
     }
 
 
+def usage_jobs(shipped: dict, *, server: str, ca_file: Path, token_file: Path, nodes_file: Path) -> list[dict]:
+    """The shipped usage jobs (``scrape-usage.yaml``: cAdvisor and dcgm-exporter through the API server's node
+    proxy) pointed at this stack's kubesim: its address, CA and admin token. Debian's Prometheus (2.42+ds) is
+    built without kubernetes_sd ("field kubernetes_sd_configs not found"), so the job's node discovery is a
+    file_sd file (``node_targets``) with the labels kubernetes_sd's node role gives (__meta_kubernetes_node_name),
+    and the shipped relabelling applies unchanged."""
+    host = server.split("://", 1)[1].rstrip("/")
+    jobs = []
+    for job in yaml.safe_load(yaml.safe_dump(shipped))["scrape_configs"]:
+        auth = {"tls_config": {"ca_file": str(ca_file)}, "authorization": {"credentials_file": str(token_file)}}
+        job.update(auth, scrape_interval=INTERVAL)
+        del job["kubernetes_sd_configs"]
+        job["file_sd_configs"] = [{"files": [str(nodes_file)], "refresh_interval": "30s"}]
+        for rule in job["relabel_configs"]:
+            if rule.get("target_label") == "__address__":
+                rule["replacement"] = host
+        jobs.append(job)
+    return jobs
+
+
+def node_targets(server: str, nodes: list[str]) -> list[dict]:
+    """file_sd targets, one per node, labelled as kubernetes_sd's node role labels them."""
+    host = server.split("://", 1)[1].rstrip("/")
+    return [{"targets": [host], "labels": {"__meta_kubernetes_node_name": n}} for n in sorted(nodes)]
+
+
+def kube_credentials(kubeconfig: Path, work: Path) -> tuple[str, Path, Path]:
+    """(server, CA file, token file) of a kubeconfig's current context, the CA and token written under ``work``."""
+    import base64
+
+    cfg = yaml.safe_load(kubeconfig.read_text())
+    cluster = cfg["clusters"][0]["cluster"]
+    ca_file, token_file = work / "kube-ca.crt", work / "kube-token"
+    ca_file.write_bytes(base64.b64decode(cluster.get("certificate-authority-data", "")))
+    token_file.write_text(cfg["users"][0]["user"]["token"])
+    token_file.chmod(0o600)
+    return cluster["server"], ca_file, token_file
+
+
+def usage_scrape(kubeconfig: Path, work: Path) -> tuple[list[dict], list[Path]]:
+    """The shipped usage jobs and rules for the cluster of ``kubeconfig`` (its nodes listed now, into
+    ``work/nodes.json``; its CA and token written under ``work``)."""
+    import json
+
+    from kubernetes.client import CoreV1Api
+    from kubernetes.config import new_client_from_config
+
+    server, ca_file, token_file = kube_credentials(kubeconfig, work)
+    with new_client_from_config(config_file=str(kubeconfig)) as api:
+        nodes = [n.metadata.name for n in CoreV1Api(api).list_node().items]
+    (work / "nodes.json").write_text(json.dumps(node_targets(server, nodes)))
+    jobs = usage_jobs(yaml.safe_load((SHIPPED / "scrape-usage.yaml").read_text()), server=server, ca_file=ca_file,
+                      token_file=token_file, nodes_file=work / "nodes.json")
+    return jobs, [SHIPPED / "usage-alerts.yaml"]
+
+
 def prometheus_config(scrape: dict, *, skiff_target: str, token_file: Path, statsd_target: str,
-                      rules: list[Path] | tuple[Path, ...]) -> dict:
+                      rules: list[Path] | tuple[Path, ...], extra_jobs: list[dict] = (),
+                      extra_rules: list[Path] = ()) -> dict:
     """The shipped scrape jobs with this stack's targets and token file, the shipped rules, short intervals."""
     jobs = []
     for job in yaml.safe_load(yaml.safe_dump(scrape))["scrape_configs"]:
@@ -68,7 +125,7 @@ def prometheus_config(scrape: dict, *, skiff_target: str, token_file: Path, stat
             job["static_configs"] = [{"targets": [statsd_target]}]
         jobs.append(job)
     return {"global": {"scrape_interval": INTERVAL, "evaluation_interval": INTERVAL},
-            "rule_files": [str(r) for r in rules], "scrape_configs": jobs}
+            "rule_files": [*map(str, rules), *map(str, extra_rules)], "scrape_configs": jobs + list(extra_jobs)}
 
 
 class Monitoring:
@@ -107,16 +164,19 @@ class Monitoring:
              "--http-port", str(self.bridge_port)], logs / "statsd-bridge.log", {"PYTHONUNBUFFERED": "1"})
         return self.procs["statsd-bridge"]
 
-    def start_prometheus(self, airflow_hostport: str, logs: Path) -> subprocess.Popen:
+    def start_prometheus(self, airflow_hostport: str, logs: Path, kubeconfig: Path | None = None) -> subprocess.Popen:
+        """``kubeconfig``: kubesim's admin, for the usage jobs (scrape-usage.yaml) and rules (usage-alerts.yaml)."""
         if not PROMETHEUS.exists():
             raise RuntimeError("/usr/bin/prometheus missing: run `make monitoring` (apt-get install prometheus)")
         work = self.workdir / "prometheus"
         work.mkdir(parents=True, exist_ok=True)
         token_file = work / "skiff-metrics-token"
         write_private(token_file, self.token)
+        extra_jobs, extra_rules = usage_scrape(kubeconfig, work) if kubeconfig is not None else ([], [])
         config = prometheus_config(yaml.safe_load((SHIPPED / "scrape.yaml").read_text()),
                                    skiff_target=airflow_hostport, token_file=token_file,
-                                   statsd_target=f"127.0.0.1:{self.bridge_port}", rules=self.rules)
+                                   statsd_target=f"127.0.0.1:{self.bridge_port}", rules=self.rules,
+                                   extra_jobs=extra_jobs, extra_rules=extra_rules)
         (work / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         self.procs["prometheus"] = self.spawn(
             [str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",

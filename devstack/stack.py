@@ -262,7 +262,8 @@ class Stack:
         self._start_airflow(logs)
         self._wait_healthy(timeout)
         if self.monitoring is not None:
-            self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs)
+            self.procs["prometheus"] = self.monitoring.start_prometheus(f"localhost:{self.airflow_port}", logs,
+                                                                        kubeconfig=self.kubeconfig)
 
     def scripted_nodes(self) -> bool:
         """Whether any of kubesim's nodes is scripted (no ``runtime: process``): the default nodes are. The nodes

@@ -74,6 +74,10 @@ class Cluster:
             admission, self.controllers = components(self)
             self.store.admission.extend(admission)
             self.store.kubelet = self.kubelet    # the API server's KubeletClient (apiserver/kubeletclient.py)
+            from kubesim.kubelet.stats import UsageSampler
+            self.usage = UsageSampler(self.kubelet, self.timing.metric_resolution)
+            self.controllers.append(self.usage)
+            self.kubelet.stats = self.usage     # the metrics API and the kubelet's /metrics (KubeletClient.stats)
             self._started = True
         for c in self.controllers:
             c.start()

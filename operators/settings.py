@@ -63,6 +63,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("defer_resume_guard_seconds", "float", "10",
            "A deferred training task holds a result that arrives sooner than this after deferring (Airflow 3.3 "
            "can fail a try whose deferral resumes within seconds)."),
+    Option("usage_interval_seconds", "float", "15",
+           "How often a training step's follower reads its pods' usage from the metrics API (metrics.k8s.io) for "
+           "the summary at the step's end (one request per step per interval; 0: no summary)."),
+    Option("usage_advice_share", "float", "0.25",
+           "A step whose peak memory (or mean CPU) stayed under this share of its limit (request) gets one "
+           "advice line at its end."),
     Option("training_grace_seconds", "integer", "60",
            "Seconds a training step's process has between SIGTERM (preemption, deletion, timeout) and SIGKILL to "
            "save a checkpoint (the pod's terminationGracePeriodSeconds), unless the operator's "

@@ -31,8 +31,19 @@ class ProcessPods(Protocol):
     async def exec(self, uid: str, container: str, argv: list[str]) -> Any: ...  # the exec'd process
 
 
+class UsageStats(Protocol):
+    """What the kubelet's resource usage sampler (kubesim/kubelet/stats.py) tells the metrics API and /metrics."""
+
+    last: dict                                                  # the last reading per pod
+
+    def node_usage(self, node: str) -> Any: ...
+
+    def pod_usage(self, namespace: str, name: str) -> Any: ...
+
+
 class KubeletClient(Protocol):
     logs: PodLogs
+    stats: UsageStats | None        # the usage sampler, when the cluster runs one (metrics.k8s.io, cAdvisor)
 
     def graceful(self, pod: dict) -> bool: ...      # a DELETE of this pod waits for its kubelet to stop it
 

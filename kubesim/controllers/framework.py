@@ -44,6 +44,7 @@ class Timing:
     restart_backoff: float = 0.1     # CrashLoopBackOff before a restart (doubles per restart, capped at 10x)
     create_retry: float = 0.2        # a controller's retry after a refused create (doubles, capped at 10x)
     lease_renew: float = 10.0        # a kubelet's node Lease renewal (kubelet/heartbeats.py; the real kubelet: 10 s)
+    metric_resolution: float = 15.0  # usage read every N s (kubelet/stats.py; metrics-server's --metric-resolution)
 
 
 class ControllerContext(Protocol):

@@ -47,6 +47,7 @@ class Kubelet(Controller):
         self.recorder = EventRecorder(self.store, "kubelet")
         self._ip = 0
         self.logs = LogProvider(self)
+        self.stats = None       # the usage sampler (kubelet/stats.py), set by the cluster that runs one
         self._procs: procrt.ProcessPods | None = None
 
     @property

@@ -72,6 +72,7 @@ def compose(context: dict, event: str = "failed") -> tuple[str, str]:
         ("Reason", reason),
     ]
     rows += [("Preempted", p) for p in getattr(exc, "preemptions", None) or []]  # Kueue: when, and by what
+    rows += [("Usage", line) for line in getattr(exc, "usage", None) or []]      # training/usage.py
     body = ["<h3>Skiff: a training task " + html.escape(event) + "</h3>", "<table>"]
     body += [f"<tr><th align='left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows]
     body.append("</table>")

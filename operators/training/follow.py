@@ -35,6 +35,7 @@ from operators.training import checkpoint, failure, queued
 from operators.training.metrics import job_times
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
+from operators.training.usage import UsageWatch
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
 
 __all__ = ["FollowSettings", "follow_job"]
@@ -168,22 +169,43 @@ async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace:
     return [lambda t=t: t.result() if t.done() else None for t in tasks]
 
 
-async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
-                       log: Callable[[str], None], container: str = CONTAINER) -> None:
-    query = [("container", container), ("follow", "true")]
+class _PodLines:
+    """What reached the task log of each pod's container: lines said, and whether its stream read to the end."""
+
+    def __init__(self, tail: deque, log: Callable[[str], None]) -> None:
+        self.tail, self.log = tail, log
+        self.said: dict[str, int] = {}
+        self.whole: set[str] = set()
+
+    def say(self, pod: str, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace")
+        self.tail.append(line)
+        self.log(f"[{pod}] {line}")
+        self.said[pod] = self.said.get(pod, 0) + 1
+
+
+async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, out: _PodLines, container: str = CONTAINER,
+                       follow: bool = True) -> None:
+    """The container's log into the task log: followed while it runs, or (``follow=False``) read once, each
+    line after those already said for the pod."""
+    query = [("container", container), ("follow", "true")] if follow else [("container", container)]
+    log = out.log
     for attempt in range(3):
         try:
             resp = await kube.open("GET", PODS.path(namespace, pod, "log"), query=query, timeout=LOG_TIMEOUT)
             try:
+                skip = 0 if follow else out.said.get(pod, 0)
                 async for raw in lines(resp):
-                    line = raw.decode("utf-8", "replace")
-                    tail.append(line)
-                    log(f"[{pod}] {line}")
+                    if skip:
+                        skip -= 1
+                        continue
+                    out.say(pod, raw)
             finally:
                 resp.release()
+            out.whole.add(pod)
             return
         except KubeError as exc:
-            if exc.status == 400 and attempt < 2:  # container not started yet (race with the pod watch)
+            if exc.status == 400 and attempt < 2 and follow:  # container not started yet (race with the pod watch)
                 await asyncio.sleep(1)
                 continue
             log(f"[{pod}] (logs unavailable: {exc})")
@@ -191,6 +213,32 @@ async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
         except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
             log(f"[{pod}] (log stream interrupted: {exc!r})")
             return
+
+
+def _missed(obs: _Observed, out: _PodLines) -> bool:
+    """Some pod's log may not have reached the task log whole: a started pod seen but not streamed to its end,
+    or fewer pods streamed whole than the Job counts as ended (a pod the watch never showed started). Only
+    then are the pods listed: a healthy follower costs no request more than its watches."""
+    status = (obs.job or {}).get("status") or {}
+    ended = (status.get("succeeded") or 0) + (status.get("failed") or 0)
+    return len(out.whole) < ended or any(started(p) and n not in out.whole for n, p in obs.pods.items())
+
+
+async def _read_missed_logs(kube: AsyncKube, namespace: str, name: str, out: _PodLines) -> None:
+    """The lines of every pod of the Job whose log was not streamed to its end (issue 37 item 8). The Job's
+    watch and the pods' are two streams: a step that prints two lines and exits at once can be seen Complete
+    before its pod is ever seen started, and then no stream ran and the task log and the e-mail had none of its
+    lines; a stream slow to open (a busy API server) was cut at the end the same way. So once the end is seen
+    the Job's pods are listed afresh and each one not streamed whole has its log read once, from the first line
+    not yet said."""
+    try:
+        pods = await kube.list(PODS, namespace, label_selector=f"{LABEL_JOB}={name}")
+    except KubeError as exc:
+        out.log(f"(could not list the Job's pods to read their logs: {exc})")
+        return
+    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
+        if pod["metadata"]["name"] not in out.whole and started(pod):
+            await _stream_logs(kube, namespace, pod["metadata"]["name"], out, container_name(pod), follow=False)
 
 
 async def _job_events(kube: AsyncKube, namespace: str, name: str) -> list[dict]:
@@ -240,26 +288,45 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     # stream created there would write into ANOTHER task's log. Streams run in this follower's context instead.
     own_context = contextvars.copy_context()
 
+    out = _PodLines(tail, log)
+    ended = False  # once the end is seen no stream starts: a pod not streamed whole by then is read once instead
+
     def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
         pod_name = pod["metadata"]["name"]
-        if pod_name not in streams and pod_name in obs.pods and started(pod):
+        if not ended and pod_name not in streams and pod_name in obs.pods and started(pod):
             streams[pod_name] = own_context.run(
-                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log, container_name(pod)))
+                asyncio.create_task, _stream_logs(kube, namespace, pod_name, out, container_name(pod)))
 
     async with contextlib.AsyncExitStack() as stack:
         try:
             checks = await _observe(stack, kube, namespace, obs, started_pod, informers, settings.queued)
+            watch = UsageWatch(kube, namespace, f"{LABEL_JOB}={name}", CONTAINER, settings.usage_interval)
+            if settings.usage_interval > 0:
+                watch.start()
+                stack.push_async_callback(watch.stop)
             outcome = await _wait(kube, namespace, name, obs, settings, checks, log)
             noticed_at = time.time()
+            ended = True
             if streams:  # let the log streams deliver the last lines (they end with the container)
                 await asyncio.wait(list(streams.values()), timeout=5)
+                for task in streams.values():
+                    task.cancel()
+                await asyncio.gather(*streams.values(), return_exceptions=True)
+            if _missed(obs, out):
+                await _read_missed_logs(kube, namespace, name, out)
             reason = outcome.reason
             if outcome.status == "failed" and reason is None:
                 reason = await explain_failure(kube, namespace, name, obs.job or {}, list(obs.pods.values()))
+            usage = []
+            if settings.usage_interval > 0:
+                await watch.stop()
+                usage = watch.lines(obs.pods.values(), container_name, settings.usage_advice_share)
+                for line in usage:
+                    log(line)
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
                     "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
-                    "preemptions": list(outcome.preemptions),
+                    "preemptions": list(outcome.preemptions), "usage": usage,
                     "times": job_times(obs.job, obs.pods.values())}
         finally:
             for task in streams.values():

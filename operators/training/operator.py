@@ -56,9 +56,10 @@ class TrainingJobFailed(AirflowException):
     """The training Job failed; ``reason`` is one line naming the cause, ``log_tail`` the last log lines."""
 
     def __init__(self, reason: str, log_tail: Sequence[str] = (), job: str | None = None,
-                 preemptions: Sequence[str] = ()) -> None:
+                 preemptions: Sequence[str] = (), usage: Sequence[str] = ()) -> None:
         self.reason = reason
         self.log_tail = list(log_tail)
+        self.usage = list(usage)  # the end-of-step usage lines (training/usage.py), for the e-mail
         self.job = job
         self.preemptions = list(preemptions)  # Kueue: "<time>: <Preempted message>" of each preemption lived through
         text = f"Training Job {job} failed: {reason}" if job else f"Training failed: {reason}"
@@ -216,6 +217,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             quota_wait=_seconds("quota_wait", quota_wait, allow_none=True),
             unschedulable_timeout=_seconds("unschedulable_timeout", unschedulable_timeout, allow_none=True),
             queue_wait=_seconds("queue_wait", queue_wait, allow_none=True),
+            usage_interval=settings.get_float("usage_interval_seconds"),
+            usage_advice_share=settings.get_float("usage_advice_share"),
         )
         if priority_class is not None and priority_class not in kueue.PRIORITY_NAMES:
             raise invalid("priority_class", priority_class, f"must be one of {', '.join(kueue.PRIORITY_NAMES)} "
@@ -377,6 +380,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             for line in end:
                 self.log.info("%s", line)
             self.log.info("::endgroup::")
+        for line in event.get("usage") or []:  # said by the trigger too; the worker's copy is never dropped
+            self.log.info("%s", line)
         self._finish(event)
         return self.get_job_result(self._job_ref, context)
 
@@ -393,7 +398,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             self._delete_job(result["namespace"], result["name"])
         # the reason on a line of its own, before Airflow's traceback (which ends with it, after the raw event)
         self.log.error("Training Job %s failed: %s", job, result.get("reason") or "unknown")
-        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions)
+        raise TrainingJobFailed(result.get("reason") or "unknown", result.get("log_tail") or [], job, preemptions,
+                                result.get("usage") or [])
 
     def _delete_job(self, namespace: str, name: str) -> None:
         deleted, error = self._jobs().delete(namespace, name)

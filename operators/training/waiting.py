@@ -43,6 +43,8 @@ class FollowSettings:
     event_poll_interval: float = 5.0  # only while the Job has no pod (quota refusals are events)
     queued: bool = False  # created suspended in a Kueue LocalQueue: follow its Workload too
     queue_wait: float | None = None  # seconds Kueue may keep it queued before failing; None = as long as the task may run
+    usage_interval: float = 0.0  # seconds between usage readings for the end-of-step summary (usage.py); 0: none
+    usage_advice_share: float = 0.25
 
     def to_dict(self) -> dict:
         return asdict(self)

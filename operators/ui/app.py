@@ -138,7 +138,7 @@ def create_app() -> FastAPI:
     @app.get("/api/instances/{team}/{name}/password")
     async def password(team: str, name: str, caller: CallerDep) -> JSONResponse:
         secret = await _off_loop(instances.password, caller, team, name)
-        return JSONResponse({"team": team, "name": name, "password": secret}, headers=NO_STORE)
+        return JSONResponse({"team": team, "name": name, **secret}, headers=NO_STORE)
 
     return app
 

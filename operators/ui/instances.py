@@ -91,6 +91,7 @@ def visible_instances(caller: Caller) -> list[dict]:
         row["idle_detail"] = why[:200] if why else None  # why the idle time is not known (the page's tooltip)
         row["team"] = row["namespace"]
         row["mine"] = row["owner"] == caller.name
+        row["start_epoch"] = start_epoch(sts)
         rows.append(row)
     return rows
 
@@ -175,14 +176,33 @@ def action_conf(caller: Caller, team: str, name: str) -> dict:
     return {"name": name, "team": team, "owner": row["owner"]}
 
 
-def password(caller: Caller, team: str, name: str) -> str:
-    """The owner's password: nobody else's, admins included (it is shown only to its owner)."""
+def start_epoch(sts: dict) -> str:
+    """Which start a revealed password belongs to (issue 37 item 9): the StatefulSet's last start and its
+    generation, which every stop and start bumps (they scale it). The page keeps a revealed password with its
+    epoch and shows it only while the listing says the same epoch and Running, so a password read before a
+    stop, or before a start that made a new one, is never shown after it, however the page's polls interleave
+    with the clicks (the card showed the old password after Start in 1 of 2 runs)."""
+    from operators.devinstances import naming
+
+    meta = sts["metadata"]
+    return f"{(meta.get('annotations') or {}).get(naming.ANN_STARTED) or ''}#{meta.get('generation') or 0}"
+
+
+def password(caller: Caller, team: str, name: str) -> dict:
+    """The owner's password and its epoch: nobody else's, admins included (it is shown only to its owner). A
+    stopped (or stopping) instance has none to show: its Secret is the last start's, and the next start
+    replaces it (409)."""
     from operators.devinstances import inventory
     from operators.devinstances.lifecycle import InstanceError
+    from operators.devinstances.view import STOPPED, STOPPING
 
     row = _find(caller, team, name)
+    if row["owner"] == caller.name and row["state"] in (STOPPED, STOPPING):
+        raise HTTPException(409, f"instance {short_repr(name)} is {row['state'].lower()}: it has a new password "
+                                 "once started")
     try:
-        return inventory.password(sources.kube(), row["owner"], team, name, caller=caller.name)
+        secret = inventory.password(sources.kube(), row["owner"], team, name, caller=caller.name)
+        return {"password": secret, "start_epoch": row["start_epoch"]}
     except PermissionError as exc:
         raise HTTPException(403, str(exc)) from exc
     except InstanceError as exc:

@@ -309,6 +309,43 @@ def test_the_password_is_given_to_its_owner_only(instances):
         assert alice.get("/api/instances/recsys/nope/password").status_code == 404
 
 
+def test_a_stopped_instance_has_no_password_and_a_started_one_the_secrets_with_its_start(instances):
+    """Issue 37 item 9: the card showed a password read before Stop after Stop, and the old one after Start. The
+    API gives none for a stopped instance (409), and each password with the start it belongs to (the listing's
+    ``start_epoch``, bumped by every stop and start), which the page compares before showing it."""
+    import base64
+
+    from operators.devinstances import lifecycle, naming
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.platform import example_path, load_platform
+
+    kube = Kube(instances.k8s)
+    req = request_from_params(load_platform(example_path()), "alice", {"name": "nb-p", "team": "recsys", "cpu": 1,
+                                                                       "memory": 1})
+    lifecycle.create(kube, req, Settings.from_config())
+
+    def row(c) -> dict:
+        return next(i for i in c.get("/api/instances").json()["instances"] if i["name"] == "nb-p")
+
+    def secret() -> str:
+        s = client.CoreV1Api(instances.k8s).read_namespaced_secret(naming.secret_name("alice", "nb-p"), "recsys")
+        return base64.b64decode(s.data["password"]).decode()
+
+    with instances.client("alice") as alice:
+        first = alice.get("/api/instances/recsys/nb-p/password").json()
+        assert (first["password"], first["start_epoch"]) == (secret(), row(alice)["start_epoch"])
+        lifecycle.stop(kube, "alice", "recsys", "nb-p")
+        stopped = alice.get("/api/instances/recsys/nb-p/password")
+        assert stopped.status_code == 409 and "once started" in stopped.json()["detail"], stopped.text
+        assert row(alice)["start_epoch"] != first["start_epoch"]
+        lifecycle.start(kube, "alice", "recsys", "nb-p")
+        again = alice.get("/api/instances/recsys/nb-p/password").json()
+    assert again["password"] == secret() != first["password"]
+    assert again["start_epoch"] not in (first["start_epoch"], None)
+    lifecycle.delete(kube, "alice", "recsys", "nb-p", Settings.from_config())
+
+
 def test_an_action_is_a_run_of_the_lifecycle_dag_triggered_as_the_user(instances):
     with instances.client("alice") as alice:
         r = alice.post("/api/instances/recsys/nb-a/stop", json={})

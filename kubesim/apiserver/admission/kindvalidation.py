@@ -140,6 +140,19 @@ def check_script_annotations(md: dict, where: str, causes: Causes) -> None:
             causes.invalid(f"{where}.annotations[kubesim.io/{key}]", value,
                            "must be a non-negative " + ("number of seconds" if kind is float else
                                                         "integer" + (" <= 255" if key == "exit-code" else "")))
+    for key in ("cpu-usage", "memory-usage", "gpu-util"):   # simulated use (kubelet/stats.py)
+        value = ann.get(f"kubesim.io/{key}")
+        if value in (None, ""):
+            continue
+        try:
+            number = float(qty(str(value)))
+            ok = number >= 0 and (key != "gpu-util" or number <= 100)
+        except (TypeError, ValueError, ArithmeticError):
+            ok = False
+        if not ok:
+            causes.invalid(f"{where}.annotations[kubesim.io/{key}]", value,
+                           "must be a percent from 0 to 100" if key == "gpu-util" else
+                           "must be a non-negative quantity (e.g. 500m, 300Mi)")
 
 
 _SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "In", "NotIn")

@@ -18,6 +18,8 @@ from kubesim.apimachinery.errors import REASONS, ApiError
 from kubesim.apiserver.auth.access_review import add_review_routes
 from kubesim.apiserver.auth.authz import Access, add_token_route
 from kubesim.apiserver.endpoints import faults
+from kubesim.apiserver.endpoints.metrics_api import add_metrics_routes
+from kubesim.apiserver.endpoints.node_metrics import add_node_metrics_route
 from kubesim.apiserver.endpoints.proxy import add_proxy_route
 from kubesim.apiserver.endpoints.routes_discovery import simple_get
 from kubesim.apiserver.endpoints.routes_openapi import add_openapi_routes
@@ -48,6 +50,8 @@ class ApiServer:
         add_token_route(self)  # serviceaccounts/<name>/token: TokenRequest (authz.py)
         add_review_routes(self)  # authorization.k8s.io access and rules reviews (access_review.py)
         add_openapi_routes(self)  # /openapi/v2, /openapi/v3 (routes_openapi.py)
+        add_metrics_routes(self)  # metrics.k8s.io/v1beta1 NodeMetrics, PodMetrics (metrics_api.py)
+        add_node_metrics_route(self)  # nodes/<n>/proxy/metrics/cadvisor, nodes/<n>:9400/proxy/metrics (node_metrics.py)
         self.app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from kubesim.apimachinery.errors import ApiError
+from kubesim.apiserver.endpoints import metrics_api
 from kubesim.apiserver.endpoints.wire import response
 from kubesim.apiserver.registry.kinds import REVIEWS, ResourceType
 from kubesim.apiserver.registry.store import Store
@@ -47,8 +48,9 @@ def _resource_entries(rts: list[ResourceType]) -> list[dict]:
 
 
 def served(store: Store) -> list[ResourceType]:
-    """Every kind in discovery: the registry's, and the create-only review kinds (no storage)."""
-    return store.registry.all() + list(REVIEWS)
+    """Every kind in discovery: the registry's, the create-only review kinds (no storage), and metrics-server's
+    read-only metrics kinds while a kubelet samples usage (metrics_api.py)."""
+    return store.registry.all() + list(REVIEWS) + list(metrics_api.served(store))
 
 
 def _group_versions(store: Store) -> dict[str, list[str]]:

@@ -43,6 +43,7 @@ class Cgroups:
     def __init__(self, root: str = "/sys/fs/cgroup"):
         self.version, self.memory_base, self.cpu_base, self.problem = None, None, None, None
         self.memory_mount = self.cpu_mount = None   # where each hierarchy is mounted: what a container sees there
+        self.acct_base = self.acct_mount = None     # v1 cpuacct when mounted apart from cpu (usage: kubelet/stats.py)
         mem_v1 = os.path.join(root, "memory")
         if os.path.exists(os.path.join(mem_v1, "memory.limit_in_bytes")):
             self.memory_base = _try_group(mem_v1 + _own_path("memory"))
@@ -51,6 +52,10 @@ class Cgroups:
             if os.path.exists(os.path.join(cpu_v1, "cpu.cfs_quota_us")):
                 self.cpu_base = _try_group(cpu_v1 + _own_path("cpu"))
                 self.cpu_mount = os.path.realpath(cpu_v1)       # Debian: cpu -> cpu,cpuacct
+            acct_v1 = os.path.join(root, "cpuacct")
+            if os.path.realpath(acct_v1) != self.cpu_mount and os.path.exists(os.path.join(acct_v1, "cpuacct.usage")):
+                self.acct_base = _try_group(acct_v1 + _own_path("cpuacct"))
+                self.acct_mount = os.path.realpath(acct_v1)
             self.version = "v1" if self.memory_base else None
         if self.memory_base is None:
             v2 = root if os.path.exists(os.path.join(root, "cgroup.controllers")) else os.path.join(root, "unified")
@@ -77,22 +82,29 @@ class Cgroups:
             if memory_bytes:
                 limit_file = "memory.limit_in_bytes" if self.version == "v1" else "memory.max"
                 _write(os.path.join(mem_dir, limit_file), str(memory_bytes))
-        if self.cpu_base and milli_cpu:
+        cpu_dir = acct_dir = None
+        if self.cpu_base:   # every container: its CPU time is accounted there (a quota only with a limit)
             cpu_dir = os.path.join(self.cpu_base, name)
             os.makedirs(cpu_dir, exist_ok=True)
-            quota = max(1000, milli_cpu * PERIOD_US // 1000)
-            if self.version == "v1":
-                _write(os.path.join(cpu_dir, "cpu.cfs_period_us"), str(PERIOD_US))
-                _write(os.path.join(cpu_dir, "cpu.cfs_quota_us"), str(quota))
-            else:
-                _write(os.path.join(cpu_dir, "cpu.max"), f"{quota} {PERIOD_US}")
+            if milli_cpu:
+                quota = max(1000, milli_cpu * PERIOD_US // 1000)
+                if self.version == "v1":
+                    _write(os.path.join(cpu_dir, "cpu.cfs_period_us"), str(PERIOD_US))
+                    _write(os.path.join(cpu_dir, "cpu.cfs_quota_us"), str(quota))
+                else:
+                    _write(os.path.join(cpu_dir, "cpu.max"), f"{quota} {PERIOD_US}")
             if cpu_dir not in dirs:
                 dirs.append(cpu_dir)
                 views.append((cpu_dir, self.cpu_mount))
-        return Group(dirs, mem_dir, self.version, views)
+        if self.acct_base:
+            acct_dir = os.path.join(self.acct_base, name)
+            os.makedirs(acct_dir, exist_ok=True)
+            dirs.append(acct_dir)
+            views.append((acct_dir, self.acct_mount))
+        return Group(dirs, mem_dir, self.version, views, acct_dir or cpu_dir)
 
     def remove_base(self) -> None:
-        for base in {self.memory_base, self.cpu_base} - {None}:
+        for base in {self.memory_base, self.cpu_base, self.acct_base} - {None}:
             try:
                 os.rmdir(base)
             except OSError:
@@ -108,8 +120,9 @@ class Group:
     """One container's groups: join them (in the child before exec), read its OOM kills, kill all, remove."""
 
     def __init__(self, dirs: list[str], memory_dir: str | None, version: str | None,
-                 views: list[tuple[str, str]] | None = None):
+                 views: list[tuple[str, str]] | None = None, cpu_dir: str | None = None):
         self.dirs, self.memory_dir, self.version = dirs, memory_dir, version
+        self.cpu_dir = cpu_dir      # where its CPU time is counted (v1 cpuacct.usage, v2 cpu.stat usage_usec)
         # (group dir, where the container sees it): runc bind-mounts a v1 container's own group read-only on
         # /sys/fs/cgroup/<controller> (libcontainer/rootfs_linux.go mountCgroupV1) and mounts cgroup2 inside the
         # container's cgroup namespace on v2 (mountCgroupV2), so a process reads its own limit where it looks

@@ -18,15 +18,18 @@ function instanceLinks(i) {
 function passwordCell(i) {
   const key = i.team + "/" + i.name;
   if (!i.mine) return h("span", { class: "sub" }, t("inst.owner_only"));
-  if (i.state !== "Running") return h("span", { class: "sub" }, t("inst.password_when_running"));
-  if (S.passwords.has(key)) {
-    return h("span", { class: "secret" }, data("code", { class: "mono password" }, S.passwords.get(key)),
+  if (i.state !== "Running") { S.passwords.delete(key); return h("span", { class: "sub" }, t("inst.password_when_running")); }
+  const shown = S.passwords.get(key);
+  // a password is shown only with the epoch (start) it was read in: one read before a stop or a start is not
+  if (shown && shown.epoch !== i.start_epoch) S.passwords.delete(key);
+  else if (shown) {
+    return h("span", { class: "secret" }, data("code", { class: "mono password" }, shown.password),
       h("button", { class: "small", type: "button", onclick: () => { S.passwords.delete(key); refreshInstances(); } }, t("inst.hide")));
   }
   return h("button", { class: "small show-password", type: "button", onclick: async () => {
     try {
       const r = await api(`instances/${encodeURIComponent(i.team)}/${encodeURIComponent(i.name)}/password`);
-      S.passwords.set(key, r.password);
+      S.passwords.set(key, { password: r.password, epoch: r.start_epoch });
       refreshInstances();
     } catch (e) { toast(e.message, true); }
   } }, t("inst.show"));
