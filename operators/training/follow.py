@@ -33,6 +33,7 @@ from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.metrics.events import job_times
 from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
+from operators.training.failure import pod_name
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.waiting import FollowSettings, Outcome, Seen, Timers, decide, started
@@ -168,9 +169,18 @@ async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace:
     return [lambda t=t: t.result() if t.done() else None for t in tasks]
 
 
+def log_prefix(pod: dict) -> str:
+    """``[<pod>]``, or ``[rank <r> <pod>]`` for a gang's pod (its completion index)."""
+    rank = failure.rank_of(pod)
+    return f"[{pod['metadata']['name']}]" if rank is None else f"[rank {rank} {pod['metadata']['name']}]"
+
+
 async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
-                       log: Callable[[str], None], container: str = CONTAINER) -> None:
+                       log: Callable[[str], None], container: str = CONTAINER, prefix: str | None = None,
+                       own_tail: deque | None = None) -> None:
+    """``own_tail``: this pod's own last lines (a gang's failed rank's go into the alert)."""
     query = [("container", container), ("follow", "true")]
+    prefix = prefix or f"[{pod}]"
     for attempt in range(3):
         try:
             resp = await kube.open("GET", PODS.path(namespace, pod, "log"), query=query, timeout=LOG_TIMEOUT)
@@ -178,7 +188,9 @@ async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
                 async for raw in lines(resp):
                     line = raw.decode("utf-8", "replace")
                     tail.append(line)
-                    log(f"[{pod}] {line}")
+                    if own_tail is not None:
+                        own_tail.append(line)
+                    log(f"{prefix} {line}")
             finally:
                 resp.release()
             return
@@ -186,10 +198,10 @@ async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, tail: deque,
             if exc.status == 400 and attempt < 2:  # container not started yet (race with the pod watch)
                 await asyncio.sleep(1)
                 continue
-            log(f"[{pod}] (logs unavailable: {exc})")
+            log(f"{prefix} (logs unavailable: {exc})")
             return
         except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
-            log(f"[{pod}] (log stream interrupted: {exc!r})")
+            log(f"{prefix} (log stream interrupted: {exc!r})")
             return
 
 
@@ -235,6 +247,7 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     obs = _Observed(name, uid)
     tail: deque[str] = deque(maxlen=settings.log_tail_lines)
     streams: dict[str, asyncio.Task] = {}
+    tails: dict[str, deque[str]] = {}     # each pod's own last lines (a gang: the failed rank's go in the alert)
     # started_pod runs inside the shared informer's task, whose context is that of the trigger that started the
     # informer; the triggerer routes a log line to a trigger's file by contextvars (structlog's trigger_id), so a
     # stream created there would write into ANOTHER task's log. Streams run in this follower's context instead.
@@ -243,8 +256,10 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
         pod_name = pod["metadata"]["name"]
         if pod_name not in streams and pod_name in obs.pods and started(pod):
+            own = tails.setdefault(pod_name, deque(maxlen=settings.log_tail_lines))
             streams[pod_name] = own_context.run(
-                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log, container_name(pod)))
+                asyncio.create_task, _stream_logs(kube, namespace, pod_name, tail, log, container_name(pod),
+                                                  log_prefix(pod), own))
 
     async with contextlib.AsyncExitStack() as stack:
         try:
@@ -256,9 +271,13 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
             reason = outcome.reason
             if outcome.status == "failed" and reason is None:
                 reason = await explain_failure(kube, namespace, name, obs.job or {}, list(obs.pods.values()))
+            log_tail = list(tail)
+            culprit = failure.culprit(obs.job or {}, obs.pods.values()) if outcome.status == "failed" else None
+            if culprit is not None and failure.rank_of(culprit) is not None and tails.get(pod_name(culprit)):
+                log_tail = [f"{log_prefix(culprit)} {line}" for line in tails[pod_name(culprit)]]
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
-                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
+                    "kind": outcome.kind, "log_tail": log_tail, "noticed_at": noticed_at,
                     "preemptions": list(outcome.preemptions),
                     "times": job_times(obs.job, obs.pods.values())}
         finally:
