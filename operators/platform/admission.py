@@ -97,11 +97,11 @@ def _asks(platform: Platform, req: AdmissionRequest) -> list[tuple[str, str, Dec
             ("memory", "requests.memory", n * parse_quantity(req.memory), True)]
 
 
-def _asked(req: AdmissionRequest, ask: Decimal, binary: bool) -> str:
-    """The amount asked, as the sum of the gang's pods when there are several: "8 CPU (4 workers x 2)"."""
+def _asked(req: AdmissionRequest, ask: Decimal, binary: bool, label: str) -> str:
+    """The amount asked, as the sum of the gang's pods when there are several: "8 CPU (4 workers x 2 CPU)"."""
     if req.workers == 1:
-        return human(ask, binary)
-    return f"{human(ask, binary)} ({req.workers} workers x {human(ask / req.workers, binary)})"
+        return f"{human(ask, binary)} {label}"
+    return f"{human(ask, binary)} {label} ({req.workers} workers x {human(ask / req.workers, binary)} {label})"
 
 
 def _volume_refusal(platform: Platform, req: AdmissionRequest, team: str) -> str | None:
@@ -138,7 +138,7 @@ def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | Non
     limits = {"GPU": quota["gpu"], "CPU": quota["cpu"], "memory": quota["memory"]}
     for label, _key, ask, binary in _asks(platform, req):
         if ask > limits[label]:
-            return f"team {team.name} asks {_asked(req, ask, binary)} {label}, quota {human(limits[label], binary)}"
+            return f"team {team.name} asks {_asked(req, ask, binary, label)}, quota {human(limits[label], binary)}"
     return None
 
 
@@ -152,7 +152,7 @@ def _waits_for(platform: Platform, req: AdmissionRequest, team: Team,
         if ask and key in hard and key in used:
             cap, now = parse_quantity(hard[key]), parse_quantity(used[key])
             if now + ask > cap:
-                waits.append(f"{_asked(req, ask, binary)} {label} ({human(now, binary)} of {human(cap, binary)} in use)")
+                waits.append(f"{_asked(req, ask, binary, label)} ({human(now, binary)} of {human(cap, binary)} in use)")
                 fields.append(label.lower())
     return (f"team {team.name} waits for " + ", ".join(waits) if waits else None), tuple(fields)
 

@@ -142,3 +142,24 @@ def test_gang_env_and_manifest_are_pure():
     operator("fine", workers=1, env={"RANK": "1"})      # a single-pod step's env is the user's
     with pytest.raises(ValueError, match=r"workers=0: must be a whole number from 1 to 64"):
         operator("zero", workers=0)
+
+
+def test_a_success_that_cannot_be_recorded_fails_the_try_and_a_passing_refusal_is_retried(kubesim, k8s, team,
+                                                                                          monkeypatch):
+    """The reattach gap: the API server refuses the "success reported" patch. Refused twice, the third write
+    lands (the Job carries the record); refused every time, the try fails saying so, instead of a warning that
+    left the finished Job for a later clear to adopt without training."""
+    from airflow.providers.common.compat.sdk import AirflowException
+    from training_support import sim
+
+    from operators.training import operator as operator_module
+    from operators.training.jobs import ANNOTATION_REPORTED
+
+    monkeypatch.setattr(operator_module, "REPORT_BACKOFF", 0.01)
+    kubesim.controls.add_fault(verb="patch", path=r"/jobs/", status=503, count=2)
+    result = operator("rep1", pod_annotations=sim(0.2)).execute(make_context("rep1"))
+    job = client.BatchV1Api(k8s).read_namespaced_job(result["name"], NAMESPACE)
+    assert job.metadata.annotations[ANNOTATION_REPORTED] == "1"
+    kubesim.controls.add_fault(verb="patch", path=r"/jobs/", status=403, count=None, message="patch refused")
+    with pytest.raises(AirflowException, match=r"succeeded, but Skiff could not record that on it .*failing the try"):
+        operator("rep2", pod_annotations=sim(0.2)).execute(make_context("rep2"))
