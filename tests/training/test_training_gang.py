@@ -163,3 +163,16 @@ def test_a_success_that_cannot_be_recorded_fails_the_try_and_a_passing_refusal_i
     kubesim.controls.add_fault(verb="patch", path=r"/jobs/", status=403, count=None, message="patch refused")
     with pytest.raises(AirflowException, match=r"succeeded, but Skiff could not record that on it .*failing the try"):
         operator("rep2", pod_annotations=sim(0.2)).execute(make_context("rep2"))
+
+
+def test_the_user_guides_torchrun_line_reaches_the_container_for_kubernetes_to_expand():
+    """The launch line of docs/user-guide.md: `$(NODE_RANK)` and friends go into the container's argv as written
+    (the kubelet expands them from the worker's environment, which defines them)."""
+    from operators.training.naming import TaskInstanceKey
+
+    argv = ["torchrun", "--nnodes=4", "--nproc-per-node=8", "--node-rank=$(NODE_RANK)",
+            "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)"]
+    op = operator("ddp", workers=4, exec_command=argv, entry_path="recsys/train_ddp.py", run_args=[])
+    container = op.build_manifest(TaskInstanceKey("d", "ddp", "r", 1))["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][-7:] == [*argv, "/root/recsys/train_ddp.py"]
+    assert {"NODE_RANK", "MASTER_ADDR", "MASTER_PORT"} <= {e["name"] for e in container["env"]}
