@@ -176,3 +176,23 @@ def test_the_user_guides_torchrun_line_reaches_the_container_for_kubernetes_to_e
     container = op.build_manifest(TaskInstanceKey("d", "ddp", "r", 1))["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][-7:] == [*argv, "/root/recsys/train_ddp.py"]
     assert {"NODE_RANK", "MASTER_ADDR", "MASTER_PORT"} <= {e["name"] for e in container["env"]}
+
+
+def test_the_demo_trains_data_parallel_on_two_workers_with_the_one_worker_accuracy(k8s, team):
+    """dags/training_data_parallel.py's three steps on alice's home volume (devstack/demo_home/recsys): train_dp.py
+    on 1 worker, then on 2 (the ranks exchange gradients over TCP between their pods), then compare.py prints
+    the speed-up and checks the validation AUC is the one-worker AUC."""
+    from devstack.demo_setup import install_demo_home
+
+    assert install_demo_home(k8s, owner="alice", team=NAMESPACE) == "Succeeded"
+    train = ["--epochs", "1", "--samples", "8000", "--throttle", "0.02"]
+    for task_id, workers, out in (("dp1", 1, "one"), ("dp2", 2, "two")):
+        op = operator(task_id, work_dir="/root/recsys", exec_command="python -u", entry_path="recsys/train_dp.py",
+                      run_args=[*train, "--model-out", f"/root/models/dp/{out}"], workers=workers)
+        op.execute(make_context(task_id))
+    op = operator("cmp", work_dir="/root/recsys", exec_command="python -u", entry_path="recsys/compare.py",
+                  run_args=["--one", "/root/models/dp/one", "--many", "/root/models/dp/two"])
+    lines = logged(op)
+    op.execute(make_context("cmp"))
+    said = [line for line in lines.lines if "speed-up on 2 workers" in line]
+    assert said and "AUC difference 0.00" in said[0], lines.lines

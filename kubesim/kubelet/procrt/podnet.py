@@ -130,8 +130,7 @@ def hosts_file(pod: dict, pod_ip: str | None, services: list[dict], pods: list[d
     if entries:
         out += ["\n# Services (kubesim: what cluster DNS would answer; loopback twins of their clusterIPs).\n",
                 *entries]
-    named = [(p, a, s) for p, a, s, _ in peers(pod, list(pods), services)
-             if p["metadata"]["uid"] != md.get("uid")]
+    named = [(p, a, s) for p, a, s, _ in peers(pod, list(pods), services)]   # itself too, as DNS answers
     if named:
         out.append("\n# Pods of headless Services (kubesim: cluster DNS's pod records; loopback twins of pod IPs).\n")
         for p, address, sub in named:
