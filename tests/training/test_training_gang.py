@@ -196,3 +196,21 @@ def test_the_demo_trains_data_parallel_on_two_workers_with_the_one_worker_accura
     op.execute(make_context("cmp"))
     said = [line for line in lines.lines if "speed-up on 2 workers" in line]
     assert said and "AUC difference 0.00" in said[0], lines.lines
+
+
+def test_the_page_counts_a_gang_as_one_step_with_its_pods():
+    """Skiff's page: one row per task instance; a 4-worker step's row says 4 pods and their GPUs together."""
+    from datetime import UTC, datetime
+
+    from operators.ui import views
+
+    now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    ti = {"dag_id": "d", "task_id": "t", "run_id": "r", "state": "running", "try_number": 1, "map_index": -1,
+          "start_date": now}
+    job = {"metadata": {"name": "j", "namespace": "recsys"}, "spec": {"completionMode": "Indexed", "completions": 4}}
+    pod = {"spec": {"nodeName": "gpu-1", "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+           "status": {"phase": "Running"}}
+    row = views.training_row(ti, job, pod, now=now)
+    assert (row["workers"], row["gpu"], row["node"]) == (4, 8, "gpu-1")
+    single = views.training_row(ti, {**job, "spec": {}}, pod, now=now)
+    assert (single["workers"], single["gpu"]) == (1, 2)
