@@ -106,6 +106,8 @@ class JobController(OwnerController):
         fail_job = None     # getFailJobMessage: the first failed pod a FailJob rule matches
         newly_failed = [p for uid, p in self.lost.pop(job["metadata"]["uid"], {}).items() if uid not in counted]
         for p in pods:
+            if p["metadata"]["uid"] in self.removing:
+                continue    # deleted by this controller (suspend, finish, surplus): its finalizer went first, uncounted
             if pod_phase(p) in TERMINAL and p["metadata"]["uid"] not in counted:
                 if pod_phase(p) == "Succeeded":
                     counted.add(p["metadata"]["uid"])
