@@ -97,14 +97,18 @@ class JobController(OwnerController):
         pods = self.owned(job)
         # As the real controller: status.succeeded/failed are what was counted so far; each pod that
         # finished since is added once (the real one marks counted pods by removing its finalizer).
-        counted = self.counted.setdefault(job["metadata"]["uid"], set())
+        # the pods counted in this pass join `self.counted` only once the status that counts them is written (a
+        # 409 leaves them to count again on the retry; a pod deleted meanwhile stays in `self.lost`)
+        counted = set(self.counted.setdefault(job["metadata"]["uid"], set()))
+        lost = self.lost.pop(job["metadata"]["uid"], {})
+        self._pass = (job, counted, lost)
         succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
         policy = spec.get("podFailurePolicy")
         is_indexed = indexed.is_indexed(spec)
         completions = int(spec.get("completions") or 0)
         done_indexes = indexed.parse_intervals(status.get("completedIndexes"), completions) if is_indexed else []
         fail_job = None     # getFailJobMessage: the first failed pod a FailJob rule matches
-        newly_failed = [p for uid, p in self.lost.pop(job["metadata"]["uid"], {}).items() if uid not in counted]
+        newly_failed = [p for uid, p in lost.items() if uid not in counted]
         for p in pods:
             if p["metadata"]["uid"] in self.removing:
                 continue    # deleted by this controller (suspend, finish, surplus): its finalizer went first, uncounted
@@ -199,6 +203,18 @@ class JobController(OwnerController):
 
     def _status(self, job: dict, status: dict, running: list[dict], succeeded: int, failed: int,
                 conds: list[dict]) -> dict:
+        written = self._write_status(job, status, running, succeeded, failed, conds)
+        seen, counted, lost = self._pass
+        uid = seen["metadata"]["uid"]
+        if written is seen or written["metadata"].get("resourceVersion") != seen["metadata"].get("resourceVersion"):
+            self.counted[uid] = counted
+        else:                                   # not written (409): count them again on the retry
+            for k, v in lost.items():
+                self.lost.setdefault(uid, {}).setdefault(k, v)
+        return written
+
+    def _write_status(self, job: dict, status: dict, running: list[dict], succeeded: int, failed: int,
+                      conds: list[dict]) -> dict:
         status = {k: v for k, v in status.items() if k not in ("active", "succeeded", "failed")}
         if running:
             status["active"] = len(running)
