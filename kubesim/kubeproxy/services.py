@@ -21,6 +21,7 @@ import logging
 from kubesim.controllers.framework import Controller
 from kubesim.kubelet.procrt.agent import relay
 from kubesim.kubelet.procrt.podnet import twin
+from kubesim.kubeproxy import peers
 
 log = logging.getLogger("kubesim.kubeproxy.services")
 TCP_SERVICES = "tcp-services"
@@ -53,6 +54,16 @@ def desired(services: list[dict], configmaps: list[dict]) -> dict[tuple[str, int
     return out
 
 
+def _peer_view(pod: dict | None):
+    """What of a pod its peers' hosts files and listeners depend on."""
+    if pod is None:
+        return None
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return (status.get("podIP"), ready, bool(pod["metadata"].get("deletionTimestamp")),
+            pod["metadata"].get("labels"))
+
+
 class LoopbackServices(Controller):
     """Listeners on the host's loopback for Services whose endpoints are process pods."""
 
@@ -67,6 +78,13 @@ class LoopbackServices(Controller):
         kubelet.services_net = self      # the process pods' agents forward through forward_from_pod
 
     def on_event(self, event_type, rt, obj, old):
+        if rt.group == "" and rt.plural == "pods":
+            # a pod named under a headless Service came, got its IP, became ready or went: its peers' names
+            # and listeners follow (podnet.py `peers`)
+            if any(o and o["spec"].get("subdomain") and o["spec"].get("hostname") for o in (obj, old)) and \
+                    _peer_view(obj) != _peer_view(old) and self.kubelet.procs_if_any is not None:
+                self.kubelet.procs_if_any.services_changed()
+            return
         if rt.group == "" and (rt.plural == "services" or
                                (rt.plural == "configmaps" and obj["metadata"]["name"] == TCP_SERVICES)):
             self.queue.add(("", "all"))
@@ -138,6 +156,9 @@ class LoopbackServices(Controller):
         """A process pod's connection to a Service twin (podnet.py): a Service port only, never a
         tcp-services entry (127.0.0.1 is the pod's own loopback)."""
         target = self.targets.get((ip, port))
+        if target is None and ip != "127.0.0.1":
+            await peers.forward(self.kubelet, ip, port, reader, writer)     # a peer pod's twin
+            return
         if target is None or ip == "127.0.0.1":
             writer.close()
             return

@@ -63,6 +63,7 @@ class AdmissionRequest:
     online: bool = False          # the online (production) pool
     instance: bool = False        # a development instance (else a training step)
     priority_class: str | None = None  # queueing: kueue: a training step's own choice of WorkloadPriorityClass
+    workers: int = 1              # pods of a training step, each asking cpu/memory/gpu: all N or none
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,18 @@ def _refuse(reason: str) -> Decision:
 
 
 def _asks(platform: Platform, req: AdmissionRequest) -> list[tuple[str, str, Decimal, bool]]:
-    """(label, quota key, amount asked, binary units) for what the request asks."""
+    """(label, quota key, amount asked, binary units) for what the request asks: a gang's N pods together."""
     gpu_key = f"requests.{platform.node_pools.gpu_resource}"
-    return [("GPU", gpu_key, Decimal(req.gpu), False), ("CPU", "requests.cpu", parse_quantity(req.cpu), False),
-            ("memory", "requests.memory", parse_quantity(req.memory), True)]
+    n = Decimal(req.workers)
+    return [("GPU", gpu_key, n * Decimal(req.gpu), False), ("CPU", "requests.cpu", n * parse_quantity(req.cpu), False),
+            ("memory", "requests.memory", n * parse_quantity(req.memory), True)]
+
+
+def _asked(req: AdmissionRequest, ask: Decimal, binary: bool, label: str) -> str:
+    """The amount asked, as the sum of the gang's pods when there are several: "8 CPU (4 workers x 2 CPU)"."""
+    if req.workers == 1:
+        return f"{human(ask, binary)} {label}"
+    return f"{human(ask, binary)} {label} ({req.workers} workers x {human(ask / req.workers, binary)} {label})"
 
 
 def _volume_refusal(platform: Platform, req: AdmissionRequest, team: str) -> str | None:
@@ -143,7 +152,7 @@ def _refusal(platform: Platform, req: AdmissionRequest, team: Team) -> str | Non
     limits = {"GPU": quota["gpu"], "CPU": quota["cpu"], "memory": quota["memory"]}
     for label, _key, ask, binary in _asks(platform, req):
         if ask > limits[label]:
-            return f"team {team.name} asks {human(ask, binary)} {label}, quota {human(limits[label], binary)}"
+            return f"team {team.name} asks {_asked(req, ask, binary, label)}, quota {human(limits[label], binary)}"
     return None
 
 
@@ -157,7 +166,7 @@ def _waits_for(platform: Platform, req: AdmissionRequest, team: Team,
         if ask and key in hard and key in used:
             cap, now = parse_quantity(hard[key]), parse_quantity(used[key])
             if now + ask > cap:
-                waits.append(f"{human(ask, binary)} {label} ({human(now, binary)} of {human(cap, binary)} in use)")
+                waits.append(f"{_asked(req, ask, binary, label)} ({human(now, binary)} of {human(cap, binary)} in use)")
                 fields.append(label.lower())
     return (f"team {team.name} waits for " + ", ".join(waits) if waits else None), tuple(fields)
 

@@ -16,6 +16,7 @@ Job's Workload pending with "LocalQueue skiff doesn't exist" until someone creat
 from __future__ import annotations
 
 import logging
+import time
 
 from operators.platform.admission import AdmissionError, AdmissionRequest, Decision, decide, enforced_platform
 from operators.platform.kueue import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, not_served
@@ -27,7 +28,7 @@ from operators.training.spec import TrainingJobSpec
 def admission_request(spec: TrainingJobSpec, owner: str, priority_class: str | None = None) -> AdmissionRequest:
     return AdmissionRequest(team=spec.namespace, user=owner, cpu=spec.cpu, memory=spec.memory_gi + "Gi",
                             gpu=spec.gpu, home=spec.pvc, volumes=spec.volumes, online=spec.online,
-                            priority_class=priority_class)
+                            priority_class=priority_class, workers=spec.workers)
 
 
 def how_it_waits(quota_wait: float | None) -> str:
@@ -105,4 +106,34 @@ def admit(spec: TrainingJobSpec, owner: str, conn_id: str | None, quota_wait: fl
     decision = decide(platform, request, (quota or {}).get("status"))
     if decision.queued and not decision.refused:
         queue_ready(kube, decision, namespace)
+    if decision.waits and spec.workers > 1:
+        decision = wait_for_gang(lambda: decide(platform, request, ((kube.get(RESOURCEQUOTAS, namespace, QUOTA_NAME)
+                                                                    or {}).get("status"))),
+                                 decision, spec.workers, quota_wait, log)
     return apply(decision, spec, owner, quota_wait, log)
+
+
+GANG = ("a step of {n} workers is started whole or not at all: a ResourceQuota alone would admit its pods one by "
+        "one and leave part of them holding resources while the rest wait")
+GANG_POLL = 2.0     # seconds between two reads of the team's quota while a gang waits for room
+
+
+def wait_for_gang(again, decision: Decision, workers: int, quota_wait: float | None, log: logging.Logger,
+                  clock=time.monotonic, sleep=time.sleep) -> Decision:
+    """A gang that does not fit the team's quota now: nothing is created until all its pods fit (``again()``
+    decides anew on the quota read now); with ``quota_wait`` 0 it fails at once, after ``quota_wait`` seconds
+    it fails with the sum it waited for (None: it waits as long as the task may run)."""
+    why = GANG.format(n=workers)
+    if quota_wait is not None and quota_wait <= 0:
+        raise AdmissionError(f"{decision.reason}; {why}, so nothing was created (quota_wait is 0: set it to wait)")
+    log.info("%s; %s: nothing is created until all %d fit (quota_wait %s)", decision.reason, why, workers,
+             "None: as long as the task may run" if quota_wait is None else f"{quota_wait:g} s")
+    deadline = None if quota_wait is None else clock() + quota_wait
+    while decision.waits:
+        if deadline is not None and clock() >= deadline:
+            raise AdmissionError(f"{decision.reason} after waiting {quota_wait:g} s (quota_wait); {why}, so "
+                                 "nothing was created")
+        sleep(GANG_POLL if deadline is None else max(0.0, min(GANG_POLL, deadline - clock())))
+        decision = again()
+    log.info("the quota now has room for all %d workers: creating the Job", workers)
+    return decision

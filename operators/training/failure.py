@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -143,6 +144,36 @@ def blocking_problem(pods: Iterable[dict], events: Iterable[dict]) -> Problem | 
     return None
 
 
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+# the Job controller's FailJob message (pkg/controller/job/pod_failure_policy.go matchPodFailurePolicy)
+_FAIL_JOB_POD = re.compile(r"for pod [^/\s]+/(\S+) failed with exit code")
+
+
+def rank_of(pod: dict) -> int | None:
+    """A gang's pod's rank (its completion index), None for a single-pod step's."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def culprit(job: dict, pods: Iterable[dict]) -> dict | None:
+    """The pod whose failure failed the Job: the one the Job controller's podFailurePolicy message names, else
+    the one that ended first with a failure (in a gang the others are stopped after it), else the newest."""
+    pods = [p for p in pods if terminated_reason(p)]
+    for cond in _conditions(job):
+        if cond.get("type") in ("FailureTarget", "Failed") and (m := _FAIL_JOB_POD.search(cond.get("message") or "")):
+            named = next((p for p in pods if pod_name(p) == m.group(1)), None)
+            if named is not None:
+                return named
+    if any(rank_of(p) is not None for p in pods):
+        return min(pods, key=_finished_at, default=None)
+    return max(pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", default=None)
+
+
+def _finished_at(pod: dict) -> str:
+    ends = [(cs.get("state") or {}).get("terminated", {}).get("finishedAt") or "~" for cs in _container_statuses(pod)]
+    return min(ends, default="~")
+
+
 def failure_reason(job: dict, pods: Iterable[dict], events: Iterable[dict]) -> str:
     pods, events = list(pods), list(events)
     deadline = (job.get("spec") or {}).get("activeDeadlineSeconds")
@@ -150,9 +181,13 @@ def failure_reason(job: dict, pods: Iterable[dict], events: Iterable[dict]) -> s
     if failed and failed.get("reason") == "DeadlineExceeded":
         return (f"DeadlineExceeded: the Job ran longer than its deadline of {deadline}s (the task's "
                 "execution_timeout) and was stopped")
-    for pod in sorted(pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True):
-        if msg := terminated_reason(pod):
+    if (pod := culprit(job, pods)) is not None:
+        msg = terminated_reason(pod)
+        rank = rank_of(pod)
+        if rank is None:
             return msg
+        workers = (job.get("spec") or {}).get("completions")
+        return f"rank {rank}" + (f" of {workers} workers" if workers else "") + f" failed (pod {pod_name(pod)}): {msg}"
     if problem := blocking_problem(pods, events):
         return problem.message
     gone = "" if pods else _pods_gone(job, events)

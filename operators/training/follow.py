@@ -33,6 +33,7 @@ from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
 from operators.training.metrics import job_times
+from operators.training.failure import pod_name
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.usage import UsageWatch
@@ -169,18 +170,37 @@ async def _observe(stack: contextlib.AsyncExitStack, kube: AsyncKube, namespace:
     return [lambda t=t: t.result() if t.done() else None for t in tasks]
 
 
-class _PodLines:
-    """What reached the task log of each pod's container: lines said, and whether its stream read to the end."""
+def log_prefix(pod: dict) -> str:
+    """``[<pod>]``, or ``[rank <r> <pod>]`` for a gang's pod (its completion index)."""
+    rank = failure.rank_of(pod)
+    return f"[{pod['metadata']['name']}]" if rank is None else f"[rank {rank} {pod['metadata']['name']}]"
 
-    def __init__(self, tail: deque, log: Callable[[str], None]) -> None:
-        self.tail, self.log = tail, log
+
+class _PodLines:
+    """What reached the task log of each pod's container: lines said, and whether its stream read to the end;
+    each pod's prefix (its rank in a gang) and its own last lines (a gang's failed rank's go into the alert)."""
+
+    def __init__(self, tail: deque, log: Callable[[str], None], own_lines: int) -> None:
+        self.tail, self.log, self.own_lines = tail, log, own_lines
         self.said: dict[str, int] = {}
         self.whole: set[str] = set()
+        self.prefixes: dict[str, str] = {}
+        self.own: dict[str, deque] = {}
+
+    def know(self, pod: dict) -> None:
+        name = pod["metadata"]["name"]
+        self.prefixes.setdefault(name, log_prefix(pod))
+        self.own.setdefault(name, deque(maxlen=self.own_lines))
+
+    def prefix(self, pod: str) -> str:
+        return self.prefixes.get(pod, f"[{pod}]")
 
     def say(self, pod: str, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace")
         self.tail.append(line)
-        self.log(f"[{pod}] {line}")
+        if pod in self.own:
+            self.own[pod].append(line)
+        self.log(f"{self.prefix(pod)} {line}")
         self.said[pod] = self.said.get(pod, 0) + 1
 
 
@@ -190,6 +210,7 @@ async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, out: _PodLines
     line after those already said for the pod."""
     query = [("container", container), ("follow", "true")] if follow else [("container", container)]
     log = out.log
+    prefix = out.prefix(pod)
     for attempt in range(3):
         try:
             resp = await kube.open("GET", PODS.path(namespace, pod, "log"), query=query, timeout=LOG_TIMEOUT)
@@ -208,10 +229,10 @@ async def _stream_logs(kube: AsyncKube, namespace: str, pod: str, out: _PodLines
             if exc.status == 400 and attempt < 2 and follow:  # container not started yet (race with the pod watch)
                 await asyncio.sleep(1)
                 continue
-            log(f"[{pod}] (logs unavailable: {exc})")
+            log(f"{prefix} (logs unavailable: {exc})")
             return
         except (aiohttp.ClientError, OSError) as exc:  # OSError includes TimeoutError
-            log(f"[{pod}] (log stream interrupted: {exc!r})")
+            log(f"{prefix} (log stream interrupted: {exc!r})")
             return
 
 
@@ -238,6 +259,7 @@ async def _read_missed_logs(kube: AsyncKube, namespace: str, name: str, out: _Po
         return
     for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
         if pod["metadata"]["name"] not in out.whole and started(pod):
+            out.know(pod)
             await _stream_logs(kube, namespace, pod["metadata"]["name"], out, container_name(pod), follow=False)
 
 
@@ -288,12 +310,13 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     # stream created there would write into ANOTHER task's log. Streams run in this follower's context instead.
     own_context = contextvars.copy_context()
 
-    out = _PodLines(tail, log)
+    out = _PodLines(tail, log, settings.log_tail_lines)
     ended = False  # once the end is seen no stream starts: a pod not streamed whole by then is read once instead
 
     def started_pod(pod: dict) -> None:  # one log stream per pod, from when its container starts
         pod_name = pod["metadata"]["name"]
         if not ended and pod_name not in streams and pod_name in obs.pods and started(pod):
+            out.know(pod)
             streams[pod_name] = own_context.run(
                 asyncio.create_task, _stream_logs(kube, namespace, pod_name, out, container_name(pod)))
 
@@ -323,9 +346,13 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
                 usage = watch.lines(obs.pods.values(), container_name, settings.usage_advice_share)
                 for line in usage:
                     log(line)
+            log_tail = list(tail)
+            culprit = failure.culprit(obs.job or {}, obs.pods.values()) if outcome.status == "failed" else None
+            if culprit is not None and failure.rank_of(culprit) is not None and out.own.get(pod_name(culprit)):
+                log_tail = [f"{log_prefix(culprit)} {line}" for line in out.own[pod_name(culprit)]]
             return {"status": outcome.status, "namespace": namespace, "name": name,
                     "uid": ((obs.job or {}).get("metadata") or {}).get("uid"), "reason": reason,
-                    "kind": outcome.kind, "log_tail": list(tail), "noticed_at": noticed_at,
+                    "kind": outcome.kind, "log_tail": log_tail, "noticed_at": noticed_at,
                     "preemptions": list(outcome.preemptions), "usage": usage,
                     "times": job_times(obs.job, obs.pods.values())}
         finally:

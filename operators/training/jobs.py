@@ -11,7 +11,7 @@ from airflow.providers.common.compat.sdk import AirflowException
 
 from operators.k8s.connection import api_client
 from operators.k8s.errors import KubeError
-from operators.k8s.resource import JOBS, PVCS
+from operators.k8s.resource import JOBS, PVCS, SERVICES
 from operators.k8s.rest import Kube
 from operators.training import failure, queued
 from operators.training.naming import ANNOTATION_CLEARS
@@ -106,9 +106,34 @@ class TrainingJobs:
         namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
         try:
             self._check_claims(manifest)
-            return _ref(self.kube.create(JOBS, namespace, manifest) or self.kube.get(JOBS, namespace, name))
+            job = self.kube.create(JOBS, namespace, manifest) or self.kube.get(JOBS, namespace, name)
         except KubeError as exc:
             raise AirflowException(f"cannot create Job {namespace}/{name}: {exc}") from exc
+        self.ensure_workers_service(job)
+        return _ref(job)
+
+    def ensure_workers_service_of(self, ref: dict) -> None:
+        try:
+            job = self.kube.get(JOBS, ref["namespace"], ref["name"])
+        except KubeError as exc:
+            raise AirflowException(f"cannot read Job {ref}: {exc}") from exc
+        if job is not None:
+            self.ensure_workers_service(job)
+
+    def ensure_workers_service(self, job: dict) -> None:
+        """A gang's headless Service (``manifest.workers_service``), owned by its Job; kept if it exists (a
+        re-run of the same try). The Job's pods find each other by name only once it exists."""
+        from operators.training.manifest import workers_service
+
+        service = workers_service(job)
+        if service is None:
+            return
+        md = service["metadata"]
+        try:
+            self.kube.create(SERVICES, md["namespace"], service)
+        except KubeError as exc:
+            raise AirflowException(f"cannot create Service {md['namespace']}/{md['name']} for the workers of Job "
+                                   f"{job['metadata']['name']}: {exc}") from exc
 
     def _check_claims(self, manifest: dict) -> None:
         namespace = manifest["metadata"]["namespace"]

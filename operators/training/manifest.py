@@ -10,7 +10,7 @@ from operators.core.checks import short_repr
 from operators.core.names import is_label_value
 from operators.platform.kueue import is_kueue_key
 from operators.templating import render
-from operators.training import checkpoint
+from operators.training import checkpoint, gang
 from operators.training.naming import TaskInstanceKey, job_annotations, job_labels, job_name
 from operators.training.spec import TrainingJobSpec, label_key
 
@@ -18,6 +18,7 @@ TEMPLATE = "training/job.yaml.j2"
 # the uid and gid a step runs as where its namespace enforces Pod Security "restricted" (runAsNonRoot needs a
 # number: the image's own user is usually root)
 RESTRICTED_UID = 1000
+SERVICE_TEMPLATE = "training/workers-service.yaml.j2"
 
 
 def string_map(field: str, value: Mapping | None, *, label_values: bool) -> dict[str, str]:
@@ -65,7 +66,7 @@ def job_manifest(
         or ttl_seconds_after_finished < 0
     ):
         raise ValueError(f"ttl_seconds_after_finished={ttl_seconds_after_finished!r}: must be a whole number >= 0")
-    name = job_name(key)
+    name = job_name(key, gang.reserve(spec.workers))
     ours = job_labels(key, name, string_map("labels", labels, label_values=True))
     return render(
         TEMPLATE,
@@ -98,4 +99,20 @@ def job_manifest(
         ttl_seconds_after_finished=ttl_seconds_after_finished,
         restricted=restricted,
         run_as=RESTRICTED_UID,
+        workers=spec.workers,
+        subdomain=gang.service_name(name),
+        gang_env=gang.env(name, spec.namespace, spec.workers) if spec.workers > 1 else {},
+        index_annotation=gang.INDEX_ANNOTATION,
     )
+
+
+def workers_service(job: dict) -> dict | None:
+    """The headless Service of a gang's created Job (None for a single-pod step): owned by the Job."""
+    spec = job["spec"]
+    if spec.get("completionMode") != "Indexed":
+        return None
+    md = job["metadata"]
+    return render(SERVICE_TEMPLATE, name=gang.service_name(md["name"]), namespace=md["namespace"],
+                  labels={k: v for k, v in (md.get("labels") or {}).items() if not is_kueue_key(k)},
+                  job_name=md["name"], job_uid=md["uid"],
+                  ports=[{"name": "rendezvous", "port": gang.MASTER_PORT}, {"name": "tf", "port": gang.TF_PORT}])

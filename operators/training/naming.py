@@ -48,9 +48,10 @@ class TaskInstanceKey:
         return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
 
 
-def job_name(key: TaskInstanceKey) -> str:
+def job_name(key: TaskInstanceKey, reserve: int = 0) -> str:
+    """``reserve``: characters left free for a suffix of the pods' hostnames (a gang's ``-<rank>``)."""
     suffix = f"-{key.ti_hash}-t{key.try_number}"
-    return (slug(f"{key.dag_id}-{key.task_id}", 63 - len(suffix)) or "skiff") + suffix
+    return (slug(f"{key.dag_id}-{key.task_id}", 63 - reserve - len(suffix)) or "skiff") + suffix
 
 
 def job_labels(key: TaskInstanceKey, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -50,6 +50,8 @@ from operators.training.spec import TrainingJobSpec, Volume, build_spec, default
 from operators.training.waiting import FollowSettings
 
 SUCCESS_END_LINES = 3   # a succeeded step's last log lines written again from the event (execute_complete)
+REPORT_ATTEMPTS = 4     # writes of the "success reported" record before the try fails (get_job_result)
+REPORT_BACKOFF = 0.5    # seconds before the first retry, doubled each time
 
 
 class TrainingJobFailed(AirflowException):
@@ -139,6 +141,10 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         and fails with Kueue's message; default ``None``: as long as the task may run (``execution_timeout``).
     :param termination_grace_period: time between SIGTERM (preemption, deletion, the deadline) and SIGKILL for
         the process to save (``terminationGracePeriodSeconds``); default ``[skiff] training_grace_seconds``.
+    :param workers: pods of the step (default 1). N > 1 trains on N workers at once, each with ``cpu``,
+        ``memory`` and ``gpu``: one Indexed Job and a headless Service, all N admitted together or not at all,
+        each worker told its rank and rank 0's address (torchrun's and TensorFlow's variables:
+        ``operators/training/gang.py``); any failed rank fails the step, whose retry starts all N again.
     :param keep_checkpoint: keep the step's checkpoint directory (on the owner's home volume) after it
         succeeded; by default the container removes it once the program exits 0.
 
@@ -188,6 +194,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         queue_wait: timedelta | float | None = None,
         termination_grace_period: timedelta | float | None = None,
         keep_checkpoint: bool = False,
+        workers: int = 1,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -230,6 +237,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if not isinstance(keep_checkpoint, bool):
             raise invalid("keep_checkpoint", keep_checkpoint, "must be true or false")
         self.keep_checkpoint = keep_checkpoint
+        self.workers = workers
         self._job_ref: dict | None = None
         if not _has_jinja(self):
             self.build_spec()  # bad literal input fails when the DAG is parsed (pure: no file or cluster I/O)
@@ -250,7 +258,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
             volumes_=admitted.volumes if admitted else self.volumes, online=self.online,
             pool_key=self.online_pool_key or (pools.online_key if pools else settings.get("online_pool_key")),
             pool_value=self.online_pool_value or (pools.online_value if pools else settings.get("online_pool_value")),
-            node_pools=pools, checkpoint_dir=ckpt, keep_checkpoint=self.keep_checkpoint,
+            node_pools=pools, checkpoint_dir=ckpt, keep_checkpoint=self.keep_checkpoint, workers=self.workers,
         )
 
     def build_manifest(self, key: TaskInstanceKey, admitted: Decision | None = None) -> dict:
@@ -320,6 +328,7 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         if adopted:
             self.log.info("Adopting Job %s/%s (uid %s) left by an earlier try instead of creating another",
                           adopted["namespace"], adopted["name"], adopted["uid"])
+            jobs.ensure_workers_service_of(adopted)  # a crash between the Job and its Service
         self._job_ref = adopted or jobs.create(self._manifest)
         (metrics.training_reattached if adopted else metrics.training_started)(self._job_ref["namespace"])
         if not adopted:
@@ -353,10 +362,22 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
         return self.get_job_result(external_id, context)
 
     def get_job_result(self, external_id, context) -> dict:
-        """Called once the Job succeeded: mark it reported, so that only a crashed try's Job is ever adopted."""
-        error = self._jobs().mark_reported(external_id, task_instance_key(context).try_number)
-        if error:
-            self.log.warning("Could not mark Job %s reported: %s", external_id["name"], error)
+        """Called once the Job succeeded: mark it reported, so that only a crashed try's Job is ever adopted.
+        The record is retried, and the task fails if it still cannot be written: a success left unrecorded
+        would be adopted by a later clear of the task, which would then succeed without training."""
+        jobs, try_number = self._jobs(), task_instance_key(context).try_number
+        error = None
+        for attempt in range(REPORT_ATTEMPTS):
+            error = jobs.mark_reported(external_id, try_number)
+            if error is None:
+                break
+            self.log.warning("Could not mark Job %s reported (attempt %d of %d): %s", external_id["name"],
+                             attempt + 1, REPORT_ATTEMPTS, error)
+            time.sleep(REPORT_BACKOFF * 2 ** attempt)
+        if error is not None:
+            raise AirflowException(f"Job {external_id['namespace']}/{external_id['name']} succeeded, but Skiff could "
+                                   f"not record that on it ({error}); failing the try rather than leave a success "
+                                   "a later clear of the task would take without training (its retry records it)")
         return {k: external_id.get(k) for k in ("namespace", "name", "uid")}
 
     def _defer_timeout(self, context) -> timedelta | None:

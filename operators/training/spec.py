@@ -41,6 +41,8 @@ from operators.core.nodepools import NodePools
 from operators.core.quantity import cpu_quantity, gpu_count, memory_gi
 from operators.core.volumes import ROOT_MOUNT, Volume, home_pvc, volumes
 from operators.training.checkpoint import CHECKPOINT_ROOT, RESERVED_ENV
+from operators.training.gang import ENV_NAMES as GANG_ENV
+from operators.training.gang import workers_count
 
 SHELL = "/bin/bash"
 SCRIPT = (
@@ -52,7 +54,8 @@ SCRIPT = (
     'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&- & p=$!; exec 3>&-; [ -z "$t" ] || kill -TERM "$p"; '
     # a trap interrupts wait (status > 128) while the program still runs: wait on until it has ended
     'while :; do wait "$p"; r=$?; [ "$r" -gt 128 ] && kill -0 "$p" 2>/dev/null || break; done; '
-    'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ]; then '
+    # a gang's checkpoint directory is shared: rank 0 (which writes it) removes it, the others never do
+    'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ] && [ "${SKIFF_RANK:-0}" = 0 ]; then '
     'case $c in */../*|*/..) ;; */.skiff/checkpoints/?*) rm -rf -- "$c";; esac; fi; '
     '(exit "$r")'
 )
@@ -84,6 +87,7 @@ class TrainingJobSpec:
     # the GPU resource and taint, the online pool's taint effect: the platform file's node_pools
     node_pools: NodePools = NodePools()
     checkpoint_dir: str = ""  # SKIFF_CHECKPOINT_DIR (checkpoint.py); "" until the task instance is known
+    workers: int = 1  # pods of the step (gang.py); > 1: an Indexed Job with a headless Service
 
 
 def exec_argv(value: Any) -> list[str]:
@@ -189,6 +193,7 @@ def build_spec(
     node_pools: NodePools | None = None,
     checkpoint_dir: str = "",
     keep_checkpoint: bool = True,
+    workers: Any = 1,
 ) -> TrainingJobSpec:
     if not is_dns_label(namespace):
         raise invalid("namespace", namespace, "is not a valid namespace (DNS-1123 label, <= 63 chars)")
@@ -198,6 +203,11 @@ def build_spec(
         raise invalid("online", online, "must be true or false")
     if not is_label_value(pool_value) or not pool_value:
         raise invalid("online_pool_value", pool_value, "is not a valid label value")
+    if workers_count(workers) > 1:
+        for name in env_vars(env):
+            if name in GANG_ENV:
+                raise invalid("env", name, f"is set by Skiff for each of the {workers} workers (rank, world size, "
+                                           "rendezvous, TF_CONFIG): choose another name")
     return TrainingJobSpec(
         image=image_ref(image),
         namespace=namespace,
@@ -213,4 +223,5 @@ def build_spec(
         pool_key=label_key("online_pool_key", pool_key),
         pool_value=pool_value,
         node_pools=node_pools or NodePools(),
+        workers=workers_count(workers),
     )

@@ -162,6 +162,10 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
                                   max(1, ti.get("try_number") or 1)),
     }
     row.update(_pod_facts(pod, gpu_resource))
+    # a distributed step (workers=N) is one row with N pods: its GPUs are all N pods' (each as the one shown)
+    spec = (job or {}).get("spec") or {}
+    row["workers"] = int(spec.get("completions") or 1) if spec.get("completionMode") == "Indexed" else 1
+    row["gpu"] *= row["workers"]
     if row["waiting_for"] in ("kueue", "preempted", "preempted_gpus"):
         row["queue_reason"] = queue_reason
     return row

@@ -88,6 +88,8 @@ NEEDED: dict[tuple, str] = {
 # callers that exist but that these scenarios do not reach, and why (each must name its caller)
 UNPROVEN: dict[tuple, str] = {
     **_each(T, "", "resourcequotas", "get", "operators/training/admission.admit: only with a platform file"),
+    **_each(T, "", "services", "create", "operators/training/jobs.py ensure_workers_service: a step with "
+            "workers > 1 only (the training scenario runs one worker)"),
     **_each(D, "", "resourcequotas", "get", "operators/devinstances/operator.py: the DAG operator's quota check"),
     **_each(P, "", "serviceaccounts", "create", "operators/platform/sync.py applies the team's ServiceAccount "
             "`default`; on a new namespace the apply can come before the ServiceAccount controller made it"),

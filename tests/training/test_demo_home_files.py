@@ -13,7 +13,7 @@ from operators.templating import render
 
 def test_the_manifests_carry_every_script_and_never_shell_text():
     files = {f.name: f.read_text() for f in sorted(DEMO_HOME_FILES.glob("*.py"))}
-    assert set(files) == {"demo_lib.py", "preprocess.py", "train.py", "evaluate.py"}
+    assert set(files) == {"demo_lib.py", "preprocess.py", "train.py", "evaluate.py", "train_dp.py", "compare.py"}
     configmap, pod = render("training/home-files.yaml.j2", name="n", namespace="recsys", pvc="alice-home",
                             image="img:1", target="/root/x; rm -rf /", labels={}, files=files)
     for obj in (configmap, pod):
@@ -30,6 +30,6 @@ def test_install_runs_the_copy_pod_to_success_and_can_run_again(k8s, team):
     assert install_demo_home(k8s, owner="alice", team=namespace) == "Succeeded"   # a stack started again
     core = client.CoreV1Api(k8s)
     cm = core.read_namespaced_config_map("skiff-demo-files-alice", namespace)
-    assert set(cm.data) == {"demo_lib.py", "preprocess.py", "train.py", "evaluate.py"}
+    assert set(cm.data) == {"demo_lib.py", "preprocess.py", "train.py", "evaluate.py", "train_dp.py", "compare.py"}
     pod = core.read_namespaced_pod("skiff-demo-files-alice", namespace)
     assert pod.spec.containers[0].command[-1] == DEMO_HOME_TARGET

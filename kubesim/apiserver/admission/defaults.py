@@ -154,7 +154,8 @@ def _default_job(obj: dict, spec: dict, old: dict | None) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    # SetDefaults_Job: Failed when a podFailurePolicy is set (the only value validation then allows)
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
     if old is None and not spec.get("manualSelector"):
         uid, name = obj["metadata"]["uid"], obj["metadata"]["name"]
         labels = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,

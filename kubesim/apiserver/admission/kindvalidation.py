@@ -15,6 +15,7 @@ from kubesim.apimachinery.fielderrors import Causes
 from kubesim.apimachinery.resources import qty
 from kubesim.apimachinery.selectors import label_selector_from_dict
 from kubesim.apiserver.admission.defaults import TEMPLATE_PATHS, template_of
+from kubesim.apiserver.admission.jobvalidation import check_job_spec, check_job_update
 
 _QUANTITY_MSG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "storage", "pods"}
@@ -222,7 +223,9 @@ def check_object(rt, obj: dict, old: dict | None, causes: Causes) -> None:
             if isinstance(v, int) and v < (1 if f == "activeDeadlineSeconds" else 0):
                 causes.invalid(f"spec.{f}", v, "must be greater than or equal to "
                                + ("1" if f == "activeDeadlineSeconds" else "0"))
+        check_job_spec(spec, causes)
         if old is not None:
+            check_job_update(spec, old_spec, causes)
             for f in ("selector", "completionMode"):
                 if spec.get(f) != old_spec.get(f):
                     causes.invalid(f"spec.{f}", spec.get(f), "field is immutable")

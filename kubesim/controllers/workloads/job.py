@@ -1,8 +1,10 @@
 """The Job controller: pods `<job>-<5 random>`, parallelism and completions, backoffLimit,
-activeDeadlineSeconds, suspend, TTL after finished, and the Complete/Failed conditions.
+activeDeadlineSeconds, suspend, TTL after finished, and the Complete/Failed conditions; Indexed Jobs and
+podFailurePolicy (indexed.py).
 
-Upstream: pkg/controller/job/job_controller.go (`syncJob`, `pastBackoffLimitOnFailure`,
-`pastActiveDeadline`), pkg/controller/ttlafterfinished/ttlafterfinished_controller.go.
+Upstream: pkg/controller/job/job_controller.go (`syncJob`, `manageJob`, `pastBackoffLimitOnFailure`,
+`pastActiveDeadline`, `getFailJobMessage`), pkg/controller/job/indexed_job_utils.go,
+pkg/controller/job/pod_failure_policy.go, pkg/controller/ttlafterfinished/ttlafterfinished_controller.go.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import copy
 from kubesim.apimachinery.clock import parse_time
 from kubesim.apimachinery.errors import ApiError
 from kubesim.controllers.framework import ControllerContext, Key, key_of
+from kubesim.controllers.workloads import indexed
 from kubesim.controllers.workloads.owned import (
     TERMINAL,
     OwnerController,
@@ -56,7 +59,7 @@ class JobController(OwnerController):
     def __init__(self, cluster: ControllerContext):
         super().__init__(cluster)
         self.counted: dict[str, set[str]] = {}    # job uid -> uids of finished pods already in its status
-        self.lost: dict[str, set[str]] = {}       # job uid -> uids of pods deleted before they finished
+        self.lost: dict[str, dict[str, dict]] = {}  # job uid -> {uid: last seen} of pods deleted before they finished
         self.removing: set[str] = set()           # pods this controller deletes itself (not failures)
 
     def reset(self) -> None:
@@ -70,7 +73,7 @@ class JobController(OwnerController):
             uid, owner = obj["metadata"]["uid"], controller_uid(obj)
             if owner and pod_phase(obj) not in TERMINAL and uid not in self.removing:
                 # as the real controller (pod tracking finalizers): a pod deleted before it finished failed
-                self.lost.setdefault(owner, set()).add(uid)
+                self.lost.setdefault(owner, {})[uid] = obj
             self.removing.discard(uid)
         elif event_type == "DELETED" and (rt.group, rt.plural) == self.kind:
             self.counted.pop(obj["metadata"]["uid"], None)
@@ -94,18 +97,38 @@ class JobController(OwnerController):
         pods = self.owned(job)
         # As the real controller: status.succeeded/failed are what was counted so far; each pod that
         # finished since is added once (the real one marks counted pods by removing its finalizer).
-        counted = self.counted.setdefault(job["metadata"]["uid"], set())
+        # the pods counted in this pass join `self.counted` only once the status that counts them is written (a
+        # 409 leaves them to count again on the retry; a pod deleted meanwhile stays in `self.lost`)
+        counted = set(self.counted.setdefault(job["metadata"]["uid"], set()))
+        lost = self.lost.pop(job["metadata"]["uid"], {})
+        self._pass = (job, counted, lost)
         succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
-        for uid in self.lost.pop(job["metadata"]["uid"], set()) - counted:
-            counted.add(uid)
-            failed += 1
+        policy = spec.get("podFailurePolicy")
+        is_indexed = indexed.is_indexed(spec)
+        completions = int(spec.get("completions") or 0)
+        done_indexes = indexed.parse_intervals(status.get("completedIndexes"), completions) if is_indexed else []
+        fail_job = None     # getFailJobMessage: the first failed pod a FailJob rule matches
+        newly_failed = [p for uid, p in lost.items() if uid not in counted]
         for p in pods:
+            if p["metadata"]["uid"] in self.removing:
+                continue    # deleted by this controller (suspend, finish, surplus): its finalizer went first, uncounted
             if pod_phase(p) in TERMINAL and p["metadata"]["uid"] not in counted:
-                counted.add(p["metadata"]["uid"])
                 if pod_phase(p) == "Succeeded":
-                    succeeded += 1
+                    counted.add(p["metadata"]["uid"])
+                    if not is_indexed:
+                        succeeded += 1
+                    elif (i := indexed.completion_index(p)) is not None and i < completions:
+                        done_indexes = indexed.with_indexes(done_indexes, [i])
                 else:
-                    failed += 1
+                    newly_failed.append(p)
+        for p in newly_failed:
+            counted.add(p["metadata"]["uid"])
+            message, counts, _ = indexed.match_failure_policy(policy, p)
+            fail_job = fail_job or message
+            failed += 1 if counts else 0
+        if is_indexed:
+            succeeded = indexed.total(done_indexes)
+            status["completedIndexes"] = indexed.format_intervals(done_indexes)
         running = [p for p in pods if active(p)]
         failures = failed    # for backoffLimit; with OnFailure, container restarts count too (as in 1.31)
         if spec.get("template", {}).get("spec", {}).get("restartPolicy") == "OnFailure":
@@ -132,7 +155,8 @@ class JobController(OwnerController):
         status.setdefault("startTime", now)
 
         elapsed = (self.store.clock.now() - parse_time(status["startTime"])).total_seconds()
-        finish = job_finish(spec, succeeded, failures, len(running), elapsed)
+        finish = ("Failed", "PodFailurePolicy", fail_job) if fail_job else \
+            job_finish(spec, succeeded, failures, len(running), elapsed)
         if finish is None and spec.get("activeDeadlineSeconds") is not None:
             self.queue.add_after(key, spec["activeDeadlineSeconds"] - elapsed)
         if finish is not None:
@@ -153,19 +177,44 @@ class JobController(OwnerController):
 
         want = job_pods_wanted(spec, succeeded)
         template = spec.get("template") or {}
-        for _ in range(want - len(running)):
-            pod = self.pod_from_template(job, template, generate_name=f"{job['metadata']['name']}-")
+        if is_indexed:
+            for p in indexed.duplicates_for_removal(running, completions):
+                self.delete_child(job, p)
+                running.remove(p)
+            indexes = indexed.pending_indexes(running, done_indexes, want - len(running), completions)
+            pods_to_make = [(indexed.index_template(job, template, i),
+                             indexed.generate_name(job["metadata"]["name"], i)) for i in indexes]
+        else:
+            pods_to_make = [(template, f"{job['metadata']['name']}-")] * max(want - len(running), 0)
+        for tmpl, prefix in pods_to_make:
+            pod = self.pod_from_template(job, tmpl, generate_name=prefix)
             created = self.create_child(job, pod)
             if created is None:
                 break
             running.append(created)
             self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
-        for p in running[max(want, 0):]:
-            self.delete_child(job, p)
-        self._status(job, status, running[:max(want, 0)], succeeded, failed, conds)
+        if len(running) > max(want, 0):
+            # activePodsForRemoval: the pods in the earliest stage go first (here: the last created)
+            keep = sorted(running, key=lambda p: (indexed.completion_index(p) or 0) if is_indexed else 0)
+            for p in keep[max(want, 0):]:
+                self.delete_child(job, p)
+            running = keep[:max(want, 0)]
+        self._status(job, status, running, succeeded, failed, conds)
 
     def _status(self, job: dict, status: dict, running: list[dict], succeeded: int, failed: int,
                 conds: list[dict]) -> dict:
+        written = self._write_status(job, status, running, succeeded, failed, conds)
+        seen, counted, lost = self._pass
+        uid = seen["metadata"]["uid"]
+        if written is seen or written["metadata"].get("resourceVersion") != seen["metadata"].get("resourceVersion"):
+            self.counted[uid] = counted
+        else:                                   # not written (409): count them again on the retry
+            for k, v in lost.items():
+                self.lost.setdefault(uid, {}).setdefault(k, v)
+        return written
+
+    def _write_status(self, job: dict, status: dict, running: list[dict], succeeded: int, failed: int,
+                      conds: list[dict]) -> dict:
         status = {k: v for k, v in status.items() if k not in ("active", "succeeded", "failed")}
         if running:
             status["active"] = len(running)

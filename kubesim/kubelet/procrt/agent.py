@@ -4,7 +4,8 @@ none of this needs root).
 
 - Into the pod: it listens on `agent.sock` in the pod's run directory; a client writes `<port>\\n`, the agent
   connects to 127.0.0.1:<port> inside the pod's namespace and answers `OK\\n` (or `ERR <reason>\\n`), then
-  copies bytes both ways (port-forward, the service proxy, Services on the host's loopback).
+  copies bytes both ways (port-forward, the service proxy, Services on the host's loopback). `<port> <ip>\\n`
+  connects to <ip> instead, a loopback address only (a peer pod's connection to this pod's own twin).
 - Out to Services (kube-proxy's part inside the pod): a client writes `SERVICES <json [[ip, port], ...]>\\n`
   and the agent listens on exactly those addresses (the Services' loopback twins, 127.96.b.c:<port>: all of
   127/8 is local on any namespace's `lo`), closing the ones no longer listed, and answers
@@ -57,8 +58,11 @@ class Agent:
             await writer.drain()
             writer.close()
             return
+        port, _, host = line.partition(" ")
         try:
-            r2, w2 = await asyncio.open_connection("127.0.0.1", int(line))
+            if host and not host.startswith("127."):
+                raise ValueError(f"not a loopback address: {host[:40]}")
+            r2, w2 = await asyncio.open_connection(host or "127.0.0.1", int(port))
         except (ValueError, OSError) as e:
             writer.write(f"ERR {e}\n".encode())
             await writer.drain()

@@ -22,6 +22,21 @@ there), without root:
 A listener on a twin's port would take the port from the pod's own server bound to 0.0.0.0 (Linux refuses a
 wildcard bind over a listening specific address), so a pod gets none on a port it declares as a
 containerPort or that a Service selecting it targets.
+
+Pod to pod (cluster DNS's pod records and a CNI's part), for pods under a headless Service: a pod with
+`hostname` and `subdomain` whose namespace has a headless Service of that name selecting it, once it has an
+IP and is ready (or the Service publishes not-ready addresses), is `<hostname>.<subdomain>.<ns>.svc.cluster.local`
+(and `.svc`, and `<hostname>.<subdomain>` from its own namespace, as the search path gives it) at its pod IP's
+loopback twin (10.244.n.m -> 127.244.n.m) in every pod of its namespace, as CoreDNS's kubernetes plugin
+answers from the EndpointSlice's `hostname`. The other pods' agents listen on that twin for the peer's
+ports (its containerPorts and the headless Service's target ports) and relay each connection to the peer's
+agent, which connects to the peer's own twin inside its namespace (`peers.py`, kube-proxy side). The pod's
+own twin is its own address, local in its namespace (its hostname resolves to it, as in a real pod).
+
+kubesim's limit there: all pod addresses are loopback twins in every namespace, so in such a pod a server
+on a port its peers serve too binds the pod's own address (`socket.gethostbyname(socket.gethostname())`),
+not 0.0.0.0: a wildcard bind would take the peers' twins on that port (and the agent's listeners on them
+make it fail with EADDRINUSE). On a real cluster pod IPs are distinct interfaces and either works.
 """
 from __future__ import annotations
 
@@ -50,7 +65,47 @@ def _tcp_ports(svc: dict) -> list[dict]:
     return [p for p in svc["spec"].get("ports") or [] if (p.get("protocol") or "TCP") == "TCP"]
 
 
-def hosts_file(pod: dict, pod_ip: str | None, services: list[dict]) -> str:
+def _ready(pod: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _resolve_port(target, pod: dict) -> int | None:
+    if isinstance(target, int) or (isinstance(target, str) and target.isdigit()):
+        return int(target)
+    for c in pod["spec"].get("containers") or []:
+        for p in c.get("ports") or []:
+            if p.get("name") == target:
+                return int(p["containerPort"])
+    return None
+
+
+def peers(pod: dict, pods: list[dict], services: list[dict]) -> list[tuple[dict, str, str, list[int]]]:
+    """The pods of the pod's namespace that cluster DNS names under a headless Service: (peer, twin, headless
+    Service name, TCP ports), the pod itself included (its ports empty). Pure."""
+    ns = pod["metadata"]["namespace"]
+    headless = {s["metadata"]["name"]: s for s in services
+                if s["metadata"]["namespace"] == ns and s["spec"].get("clusterIP") == "None"}
+    out = []
+    for p in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        spec, md = p["spec"], p["metadata"]
+        svc = headless.get(spec.get("subdomain") or "")
+        address = twin((p.get("status") or {}).get("podIP"))
+        if md["namespace"] != ns or svc is None or not spec.get("hostname") or not address \
+                or md.get("deletionTimestamp") or not _selects(svc, p) \
+                or not (_ready(p) or svc["spec"].get("publishNotReadyAddresses")):
+            continue
+        ports: set[int] = set()
+        if md["uid"] != pod["metadata"]["uid"]:
+            ports = {int(cp["containerPort"]) for c in spec.get("containers") or [] for cp in c.get("ports") or []
+                     if cp.get("containerPort") and (cp.get("protocol") or "TCP") == "TCP"}
+            ports |= {port for sp in _tcp_ports(svc)
+                      if (port := _resolve_port(sp.get("targetPort", sp["port"]), p))}
+        out.append((p, address, svc["metadata"]["name"], sorted(ports)))
+    return out
+
+
+def hosts_file(pod: dict, pod_ip: str | None, services: list[dict], pods: list[dict] = ()) -> str:
     """The pod's /etc/hosts. Pure."""
     md, spec = pod["metadata"], pod["spec"]
     ns, name = md["namespace"], spec.get("hostname") or md["name"]
@@ -75,6 +130,12 @@ def hosts_file(pod: dict, pod_ip: str | None, services: list[dict]) -> str:
     if entries:
         out += ["\n# Services (kubesim: what cluster DNS would answer; loopback twins of their clusterIPs).\n",
                 *entries]
+    named = [(p, a, s) for p, a, s, _ in peers(pod, list(pods), services)]   # itself too, as DNS answers
+    if named:
+        out.append("\n# Pods of headless Services (kubesim: cluster DNS's pod records; loopback twins of pod IPs).\n")
+        for p, address, sub in named:
+            h = p["spec"]["hostname"]
+            out.append(f"{address}\t{h}.{sub}.{ns}.svc.{CLUSTER_DOMAIN} {h}.{sub}.{ns}.svc {h}.{sub}\n")
     return "".join(out)
 
 
@@ -100,11 +161,12 @@ def own_ports(pod: dict, services: list[dict]) -> set[int]:
     return out
 
 
-def listeners(pod: dict, services: list[dict]) -> list[tuple[str, int]]:
-    """The (twin, port) pairs the pod's agent listens on: its own namespace's Services first, at most
-    MAX_LISTENERS; not the `kubernetes` Service's (its endpoint is the API server, not a pod). Pure."""
+def listeners(pod: dict, services: list[dict], pods: list[dict] = ()) -> list[tuple[str, int]]:
+    """The (twin, port) pairs the pod's agent listens on: its peers' (pods named under a headless Service of
+    its namespace) first, then its own namespace's Services, at most MAX_LISTENERS; not the `kubernetes`
+    Service's (its endpoint is the API server, not a pod). Pure."""
     ns, skip = pod["metadata"]["namespace"], own_ports(pod, services)
-    out = []
+    out = [(address, port) for _, address, _, ports in peers(pod, list(pods), services) for port in ports]
     for svc in sorted(services, key=lambda s: (s["metadata"]["namespace"] != ns, s["metadata"]["namespace"],
                                                s["metadata"]["name"])):
         address = twin(svc["spec"].get("clusterIP"))

@@ -40,6 +40,11 @@ HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     #
 DEFAULT_GRACE = 30
 
 
+def _hostname(pod: dict) -> str:
+    """GeneratePodHostNameAndDomain (pkg/kubelet/kubelet_pods.go): spec.hostname when set, else the pod's name."""
+    return pod["spec"].get("hostname") or pod["metadata"]["name"]
+
+
 @dataclass
 class PodProcs:
     """The runtime's side of one pod: its sandbox, volume directories and running containers."""
@@ -122,7 +127,7 @@ class ProcessPods:
     def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
         root = self._image_root(run, image)
         path = f"{os.path.join(root, 'bin')}:{root}:{HOST_PATH}" if root else HOST_PATH
-        return {"PATH": path, "HOSTNAME": pod["metadata"]["name"], "HOME": "/root"}
+        return {"PATH": path, "HOSTNAME": _hostname(pod), "HOME": "/root"}
 
     # --- the pod --------------------------------------------------------------------------------
     def _volume_dirs(self, pod: dict, allocatable: dict) -> dict[str, str]:
@@ -162,7 +167,8 @@ class ProcessPods:
             return
         if procs.sandbox is None:
             try:
-                procs.sandbox = await self.runtime.run_sandbox(pod["metadata"]["name"],
+                # GeneratePodHostNameAndDomain: spec.hostname when set, else the pod's name
+                procs.sandbox = await self.runtime.run_sandbox(_hostname(pod),
                                                                os.path.join(self.dirs.pod_dir(uid), "run"))
             except StartError as e:
                 kl.recorder.record(pod, "Warning", "FailedCreatePodSandBox", str(e), host=run.node)
@@ -239,7 +245,7 @@ class ProcessPods:
         if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
                 not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
-        launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
+        launch = Launch(argv, env, _hostname(pod), mounts, spec.get("workingDir") or None)
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
                            host=run.node, field_path=fp)
@@ -330,7 +336,8 @@ class ProcessPods:
 
         def want():
             services = kl.cluster.cache.list(kl.cluster.rt("services"))
-            return hosts_file(pod, run.pod_ip, services), listeners(pod, services)
+            pods = kl.cluster.cache.list(kl.pods_rt, pod["metadata"]["namespace"])
+            return hosts_file(pod, run.pod_ip, services, pods), listeners(pod, services, pods)
         had = procs.net.problem
         try:
             await procs.net.refresh(procs.sandbox, want)

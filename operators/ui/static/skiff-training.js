@@ -44,7 +44,8 @@ export function renderTraining(body) {
           : t("train.waiting_for", { what: t("wait." + r.waiting_for) })) : null,
         r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
-      data("td", { class: "mono" }, r.node || "–"),
+      // a distributed step: one row, its node the shown pod's, "×N" its pods
+      data("td", { class: "mono" }, r.node || "–", r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null),
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
       h("td", { class: "num" }, time(r.ended) || "–"),
