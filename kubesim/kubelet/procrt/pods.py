@@ -24,17 +24,19 @@ from dataclasses import dataclass, field
 
 from kubesim.apimachinery.resources import qty
 from kubesim.kubelet.podruns import TERMINAL, Attempt, ContainerRun, PodRun
+from kubesim.kubelet.procrt import security, userns
 from kubesim.kubelet.procrt.env import ConfigError, command_line, container_env
 from kubesim.kubelet.procrt.layers import unmount_under
 from kubesim.kubelet.procrt.podnet import PodNet, hosts_file, listeners, service_env
 from kubesim.kubelet.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.kubelet.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
-from kubesim.kubelet.procrt.sandbox import Launch, Mount, resolve
+from kubesim.kubelet.procrt.sandbox import Launch, Mount, image_paths, resolve
 from kubesim.kubelet.procrt.volumes import VolumeDirs, config_files, host_path, refused
 
 log = logging.getLogger("kubesim.kubelet.procrt")
 RUNTIME_ANNOTATION = "kubesim.io/runtime"          # on a Node: "process" (nodes file `runtime: process`)
 IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: host dir or virtualenv}
+PIDS_ANNOTATION = "kubesim.io/pod-pids-limit"      # on a Node: the kubelet's podPidsLimit (nodes file)
 SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
 DEFAULT_GRACE = 30
@@ -49,6 +51,8 @@ class PodProcs:
     tasks: list[asyncio.Task] = field(default_factory=list)
     net: PodNet | None = None                          # its Service names and listeners (podnet.py)
     key: tuple[str, str] | None = None
+    base: int | None = None                            # host id of its container root (userns.py), None: no userns
+    cgroup: str | None = None                          # its pod cgroup (pid limit)
 
 
 def scripted(pod: dict) -> bool:
@@ -100,10 +104,12 @@ class ProcessPods:
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
+        self.ids = userns.IdRanges()
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
-        if self.runtime.cgroups.problem:
-            log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
+        for problem in (self.runtime.cgroups.problem, self.runtime.userns_problem):
+            if problem:
+                log.warning("kubesim process nodes: %s", problem)
 
     # --- lookups ----------------------------------------------------------------------------------
     def _lookup(self, kind: str, ns: str, name: str) -> dict | None:
@@ -125,19 +131,32 @@ class ProcessPods:
         return {"PATH": path, "HOSTNAME": pod["metadata"]["name"], "HOME": "/root"}
 
     # --- the pod --------------------------------------------------------------------------------
-    def _volume_dirs(self, pod: dict, allocatable: dict) -> dict[str, str]:
+    def _volume_dirs(self, pod: dict, allocatable: dict, base: int | None) -> dict[str, str]:
+        """Each volume's directory, owned by the pod's ids (`base`: its container root on the host): a PV's
+        files shifted from the range that wrote them (userns.adopt), then fsGroup (SetVolumeOwnership)."""
         out = {}
         uid = pod["metadata"]["uid"]
+        fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
         for v in pod["spec"].get("volumes") or []:
             claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
             if host_path(v):
                 out[v["name"]] = host_path(v)
-            elif claim:
+                continue
+            if claim:
                 pvc = self._lookup("persistentvolumeclaims", pod["metadata"]["namespace"], claim) or {}
                 pv_name = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{(pvc.get('metadata') or {}).get('uid')}"
-                out[v["name"]] = self.dirs.pv_dir(pv_name)
+                path = out[v["name"]] = self.dirs.pv_dir(pv_name)
+                if base is not None:
+                    userns.adopt(path, base)
             else:
-                out[v["name"]] = self.dirs.volume_dir(uid, v["name"], config_files(v, pod, self._lookup, allocatable))
+                files = config_files(v, pod, self._lookup, allocatable)
+                path = out[v["name"]] = self.dirs.volume_dir(uid, v["name"], files)
+                if files is None:
+                    os.chmod(path, 0o777)          # emptyDir: pkg/volume/emptydir/empty_dir.go, perm 0777
+                if base is not None:
+                    userns.shift_tree(path, None, base)
+            if not _always_ro(pod, v["name"]):
+                userns.volume_ownership(path, base, fs_group)
         return out
 
     async def start_pod(self, run: PodRun, pod: dict) -> None:
@@ -154,8 +173,10 @@ class ProcessPods:
         kl, uid = self.kubelet, run.uid
         procs = self.pods.setdefault(uid, PodProcs())
         allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
+        if procs.base is None and not self.runtime.userns_problem:
+            procs.base = self.ids.allocate(uid)
         try:
-            procs.volumes = self._volume_dirs(pod, allocatable)
+            procs.volumes = self._volume_dirs(pod, allocatable, procs.base)
         except ConfigError as e:
             kl.recorder.record(pod, "Warning", "FailedMount", f"MountVolume.SetUp failed: {e}", host=run.node)
             run.blocked = True
@@ -163,11 +184,13 @@ class ProcessPods:
         if procs.sandbox is None:
             try:
                 procs.sandbox = await self.runtime.run_sandbox(pod["metadata"]["name"],
-                                                               os.path.join(self.dirs.pod_dir(uid), "run"))
+                                                               os.path.join(self.dirs.pod_dir(uid), "run"),
+                                                               procs.base)
             except StartError as e:
                 kl.recorder.record(pod, "Warning", "FailedCreatePodSandBox", str(e), host=run.node)
                 return
             procs.key = run.key
+            procs.cgroup = self.runtime.cgroups.pod(f"pod{uid}", _pids_limit(self._node(run)))
             procs.net = PodNet(procs.sandbox.run_dir, self._forward)
             await procs.net.start()
             await self._refresh_net(uid)
@@ -231,19 +254,28 @@ class ProcessPods:
             run.blocked = True
             kl._write_status(run)
             return None
+        refusal_text = security.non_root_error(live, spec)
+        if refusal_text:          # verifyRunAsNonRoot: CreateContainerConfigError, retried on every sync
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": refusal_text}}
+            kl.recorder.record(pod, "Warning", "Failed", f"Error: {refusal_text}", host=run.node, field_path=fp)
+            run.blocked = True
+            kl._write_status(run)
+            return None
         argv = command_line(spec, env)
         mounts = [Mount(_sub(procs.volumes[m["name"]], m.get("subPath")), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
-        mounts += _image_mounts(self._image_root(run, c.image), mounts)
+        image = image_paths(self._image_root(run, c.image))
         if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
                 not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
-        launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None)
+        launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None, image,
+                        security.wrapper(tool("setpriv"), live, spec), security.read_only_root(spec))
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
                            host=run.node, field_path=fp)
-        problem = "no command specified" if not argv else resolve(argv[0], env, mounts, launch.cwd)
+        problem = "no command specified" if not argv else resolve(argv[0], env, [*mounts, *(Mount(p, p) for p in image)],
+                                                                  launch.cwd)
         attempt = Attempt(f"containerd://{secrets.token_hex(32)}", now_dt, kl._mono(), [])
         if c.attempt is not None:
             c.previous = c.attempt
@@ -254,12 +286,11 @@ class ProcessPods:
                                  "failed: runc create failed: unable to start container process: "
                                  f"{problem}: unknown")
             mem, cpu = _limits(spec)
-            proc = await self.runtime.start(procs.sandbox, launch, os.path.join(self.dirs.pod_dir(run.uid), "tmp",
-                                                                                 c.name),
-                                            f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
-                                            lambda _s, text: self._line(attempt, text),
+            proc = await self.runtime.start(procs.sandbox, launch,
                                             os.path.join(self.dirs.pod_dir(run.uid), "layers",
-                                                         f"{c.name}-{c.restart_count}"))
+                                                         f"{c.name}-{c.restart_count}"),
+                                            f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
+                                            lambda _s, text: self._line(attempt, text), procs.cgroup)
         except StartError as e:
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
             c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
@@ -369,10 +400,14 @@ class ProcessPods:
             raise LookupError(f'container "{container}" is not running' if argv else "no command given")
         launch = c.launch
         wd = ["--wd=" + launch.cwd] if launch.cwd else []
+        # the container's mount namespace belongs to the host's user namespace: enter it first, then (from
+        # inside, where /proc/1 is the container's command) its user namespace, as its root, then the wrapper
+        user = [tool("nsenter"), "--user=/proc/1/ns/user", "--"] if procs.base is not None else []
         return await asyncio.create_subprocess_exec(
-            tool("nsenter"), f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
+            *c.group.exec_prefix(), tool("nsenter"), f"--target={c.pid}", "--root", "--mount", "--uts", "--ipc",
+            "--net", "--pid", *wd, "--", *user, *launch.wrapper, *argv,
             env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, preexec_fn=c.group.join)
+            stderr=asyncio.subprocess.PIPE)
 
     # --- stopping ---------------------------------------------------------------------------------
     async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
@@ -429,6 +464,8 @@ class ProcessPods:
             await procs.sandbox.stop()
         unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
         self.dirs.remove_pod(uid)
+        self.runtime.cgroups.remove_pod(procs.cgroup)
+        self.ids.release(uid)
 
     async def aclose(self) -> None:
         """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
@@ -445,26 +482,10 @@ class ProcessPods:
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
             unmount_under(self.dirs.pod_dir(uid))
+            self.runtime.cgroups.remove_pod(procs.cgroup)
         self.runtime.close()
         if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
             shutil.rmtree(self.state_dir, ignore_errors=True)
-
-
-def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:
-    """A virtualenv image's interpreter (pyvenv.cfg `home`) stays visible when a volume is mounted over the
-    host directory holding it (a home volume at /root hiding a pyenv Python under /root/.pyenv)."""
-    if not root:
-        return []
-    try:
-        with open(os.path.join(root, "pyvenv.cfg")) as f:
-            home = next((ln.split("=", 1)[1].strip() for ln in f if ln.split("=", 1)[0].strip() == "home"), None)
-    except OSError:
-        return []
-    if not home:
-        return []
-    prefix = os.path.dirname(os.path.realpath(home))
-    hidden = any(prefix == m.target or prefix.startswith(m.target.rstrip("/") + "/") for m in mounts)
-    return [Mount(prefix, prefix, read_only=True)] if hidden else []
 
 
 def _sub(path: str, sub_path: str | None) -> str:
@@ -476,6 +497,12 @@ def _always_ro(pod: dict, volume: str) -> bool:
     """configMap, secret, downwardAPI and projected volumes are mounted read-only by the kubelet."""
     v = next((v for v in pod["spec"].get("volumes") or [] if v.get("name") == volume), {})
     return any(k in v for k in ("configMap", "secret", "downwardAPI", "projected"))
+
+
+def _pids_limit(node: dict) -> int | None:
+    """The node's podPidsLimit (nodes file `podPidsLimit`, annotation `kubesim.io/pod-pids-limit`)."""
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(PIDS_ANNOTATION)
+    return int(value) if value and int(value) > 0 else None
 
 
 def _limits_any(pod: dict) -> bool:
