@@ -111,3 +111,17 @@ def test_a_fork_bomb_stops_at_the_pods_pid_limit(pcore):
     out, _ = run(pcore, "bomb", f"python -c \"{script}\"", image="skiff/venv")
     started, error = out.split()[:2]
     assert int(started) < 256 and error == "BlockingIOError"
+
+
+def test_a_pod_over_its_ephemeral_storage_limit_is_evicted_with_the_kubelets_reason(pcore):
+    """eviction_manager.go podEphemeralStorageLimitEviction: 80 MiB written into /tmp (the writable layer) with a
+    50Mi limit: Failed, reason Evicted, "Pod ephemeral local storage usage exceeds the total limit of
+    containers 50Mi. " (helpers.go podEphemeralStorageMessageFmt)."""
+    limits = {"resources": {"limits": {"ephemeral-storage": "50Mi"}}}
+    pcore.create_namespaced_pod("default", pod("filler", ["bash", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=80 "
+                                                          "2>/dev/null; sleep 60"], container=limits))
+    done = phase_is(pcore, "filler", "Failed", timeout=30)
+    assert done.status.reason == "Evicted"
+    assert done.status.message == "Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. "
+    assert [e.message for e in pcore.list_namespaced_event("default").items
+            if e.involved_object.name == "filler" and e.reason == "Evicted"] == [done.status.message]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from kubesim.apimachinery.resources import qty
 from kubesim.kubelet.podruns import TERMINAL, Attempt, ContainerRun, PodRun
-from kubesim.kubelet.procrt import security, userns
+from kubesim.kubelet.procrt import security, storage, userns
 from kubesim.kubelet.procrt.env import ConfigError, command_line, container_env
 from kubesim.kubelet.procrt.layers import unmount_under
 from kubesim.kubelet.procrt.podnet import PodNet, hosts_file, listeners, service_env
@@ -191,6 +191,8 @@ class ProcessPods:
                 return
             procs.key = run.key
             procs.cgroup = self.runtime.cgroups.pod(f"pod{uid}", _pids_limit(self._node(run)))
+            if storage.pod_limit(pod) is not None:
+                procs.tasks.append(asyncio.ensure_future(self._watch_storage(run, pod)))
             procs.net = PodNet(procs.sandbox.run_dir, self._forward)
             await procs.net.start()
             await self._refresh_net(uid)
@@ -313,6 +315,20 @@ class ProcessPods:
             procs.tasks.append(asyncio.ensure_future(probe_container(self, run, pod, c, spec, proc,
                                                                     grace_seconds(pod))))
         return proc
+
+    async def _watch_storage(self, run: PodRun, pod: dict) -> None:
+        """The eviction manager's local-storage check for this pod, every storage.PERIOD seconds."""
+        kl, loop = self.kubelet, asyncio.get_running_loop()
+        pod_dir = self.dirs.pod_dir(run.uid)
+        while kl.runs.get(run.key) is run and run.phase not in TERMINAL and not run.terminating:
+            logs = sum(len(line[2]) + 1 for c in run.containers.values() for a in (c.attempt, c.previous)
+                       if a is not None for line in a.lines)
+            used = await loop.run_in_executor(None, storage.usage, pod_dir) + logs
+            message = storage.over_limit(pod, used)
+            if message:
+                kl.evict(run, message)
+                return
+            await asyncio.sleep(storage.PERIOD)
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet

@@ -80,15 +80,39 @@ def _outermost(paths: list[str]) -> list[str]:
     return keep
 
 
-def system_args(symlinks: bool = True) -> list[str]:
+def system_args(symlinks: bool = True, targets: list[str] = ()) -> list[str]:
     """The image's system directories: read-only binds, symlinks (Debian's /bin -> usr/bin) as symlinks
-    (`symlinks` False: make_rootfs made them in the writable layer)."""
+    (`symlinks` False: make_rootfs made them in the writable layer). A mount target inside one that the host
+    lacks (`/opt/skiff`) needs a writable directory above it: the directories on its way are made in the
+    writable layer and their entries bound one by one (runc makes the mount point in the rootfs, a layer)."""
+    exploded = set()
+    for target in targets:
+        parts = [p for p in target.split("/") if p]
+        for i in range(1, len(parts) + 1):
+            if not os.path.lexists("/" + "/".join(parts[:i])):
+                exploded.update("/" + "/".join(parts[:j]) for j in range(1, i))
+                break
     args: list[str] = []
     for d in IMAGE_DIRS:
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d] if symlinks else []
+        elif d in exploded:
+            args += _explode(d, exploded)
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
+    return args
+
+
+def _explode(d: str, exploded: set[str]) -> list[str]:
+    args = ["--perms", "0755", "--dir", d]
+    for name in sorted(os.listdir(d)):
+        path = os.path.join(d, name)
+        if path in exploded:
+            args += _explode(path, exploded)
+        elif os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind", path, path]
     return args
 
 
@@ -143,7 +167,8 @@ def container_args(launch: Launch, rootfs: str, info_fd: int, cgroup_views: list
     it reaches every source (a clone under /root, 0700) and its mount namespace belongs to the host's user
     namespace, so nothing inside can change a mount; with `userns_fd` it then enters the pod's user namespace
     (`--userns2`) keeping its capabilities there, which the wrapper (setpriv) narrows."""
-    args = ["bwrap", *bind(rootfs, "/", False), *system_args(symlinks=False), "--dev", "/dev", "--proc", "/proc", *proc_args,
+    targets = [m.target for m in launch.mounts] + ([launch.cwd] if launch.cwd else [])
+    args = ["bwrap", *bind(rootfs, "/", False), *system_args(False, targets), "--dev", "/dev", "--proc", "/proc", *proc_args,
             "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--hostname", launch.hostname, "--as-pid-1",
             "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
     if block_fd is not None:
