@@ -88,6 +88,13 @@ def test_run_as_user_group_and_fs_group_are_honoured(pcore):
     assert (uid, gid, fgid) == ("1000", "3000", "2000") and "2000" in groups
 
 
+def test_read_only_root_filesystem_leaves_only_volumes_writable(pcore):
+    out, _ = run(pcore, "rofs", "touch /root/x 2>&1 | grep -c 'Read-only'; touch /v/x && echo volume-ok",
+                 container={"securityContext": {"readOnlyRootFilesystem": True},
+                            "volumeMounts": [{"name": "v", "mountPath": "/v"}]}, volumes=[{"name": "v", "emptyDir": {}}])
+    assert out.split() == ["1", "volume-ok"]
+
+
 def test_run_as_non_root_refuses_a_root_container_with_the_kubelets_message(pcore):
     """verifyRunAsNonRoot (pkg/kubelet/kuberuntime/security_context_others.go): CreateContainerConfigError."""
     from kubesim.testing import wait_until

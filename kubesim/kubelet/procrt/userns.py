@@ -112,7 +112,9 @@ def image_etc(cache_dir: str, base: int | None, source: str = "/etc") -> str:
     """The image's /etc for the range at `base` (None: the host's /etc itself), made once per range."""
     if base is None:
         return source
-    target = os.path.join(cache_dir, f"etc-{base}")
+    stamp = sum(os.stat(os.path.join(source, f)).st_mtime_ns for f in ("", "passwd", "group")
+                if os.path.exists(os.path.join(source, f)))      # a changed host /etc: a new copy
+    target = os.path.join(cache_dir, f"etc-{base}-{stamp % 10**12}")
     if os.path.isdir(target):
         return target
     os.makedirs(cache_dir, mode=0o700, exist_ok=True)
