@@ -132,3 +132,25 @@ def test_a_pod_over_its_ephemeral_storage_limit_is_evicted_with_the_kubelets_rea
     assert done.status.message == "Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. "
     assert [e.message for e in pcore.list_namespaced_event("default").items
             if e.involved_object.name == "filler" and e.reason == "Evicted"] == [done.status.message]
+
+
+def test_a_claim_is_shared_by_pods_of_different_id_ranges_at_once(pcore):
+    """A PersistentVolume is mounted idmapped through each pod's user namespace (KEP-127's volumes): a file
+    container root of one running pod wrote is container root's (id 0) in another pod running beside it with
+    another range, which appends to it."""
+    from kubesim.testing import wait_until
+    pcore.create_namespaced_persistent_volume_claim("default", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    claim = {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "shared"}}]}
+    mount = {"volumeMounts": [{"name": "d", "mountPath": "/data"}]}
+    pcore.create_namespaced_pod("default", pod("writer", ["bash", "-c", "mkdir /data/x && echo a > /data/x/f; "
+                                                          "cat /proc/self/uid_map; sleep 60"], container=mount, **claim))
+    phase_is(pcore, "writer", "Running")
+    wait_until(lambda: log(pcore, "writer").strip(), 15)
+    out, code = run(pcore, "appender", "echo b >> /data/x/f && cat /data/x/f; stat -c %u /data/x/f; "
+                    "cat /proc/self/uid_map", container=mount, **claim)
+    lines = out.split("\n")
+    assert code == 0 and lines[:3] == ["a", "b", "0"]
+    assert lines[3].split()[1] != log(pcore, "writer").split()[1]          # two ranges
+    pcore.delete_namespaced_pod("writer", "default", grace_period_seconds=0)

@@ -53,6 +53,8 @@ class PodProcs:
     key: tuple[str, str] | None = None
     base: int | None = None                            # host id of its container root (userns.py), None: no userns
     cgroup: str | None = None                          # its pod cgroup (pid limit)
+    claims: set[str] = field(default_factory=set)      # volumes that are PersistentVolumes (idmapped)
+    idmapped: dict[str, str] = field(default_factory=dict)   # volume -> its idmapped mount for this pod
 
 
 def scripted(pod: dict) -> bool:
@@ -131,9 +133,9 @@ class ProcessPods:
         return {"PATH": path, "HOSTNAME": pod["metadata"]["name"], "HOME": "/root"}
 
     # --- the pod --------------------------------------------------------------------------------
-    def _volume_dirs(self, pod: dict, allocatable: dict, base: int | None) -> dict[str, str]:
-        """Each volume's directory, owned by the pod's ids (`base`: its container root on the host): a PV's
-        files shifted from the range that wrote them (userns.adopt), then fsGroup (SetVolumeOwnership)."""
+    def _volume_dirs(self, pod: dict, allocatable: dict, base: int | None, claims: set[str]) -> dict[str, str]:
+        """Each volume's directory, owned by the pod's ids (`base`: its container root on the host), then
+        fsGroup (SetVolumeOwnership). A PV keeps container ids on disk (it is mounted idmapped: `_pv_mount`)."""
         out = {}
         uid = pod["metadata"]["uid"]
         fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
@@ -146,8 +148,7 @@ class ProcessPods:
                 pvc = self._lookup("persistentvolumeclaims", pod["metadata"]["namespace"], claim) or {}
                 pv_name = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{(pvc.get('metadata') or {}).get('uid')}"
                 path = out[v["name"]] = self.dirs.pv_dir(pv_name)
-                if base is not None:
-                    userns.adopt(path, base)
+                claims.add(v["name"])
             else:
                 files = config_files(v, pod, self._lookup, allocatable)
                 path = out[v["name"]] = self.dirs.volume_dir(uid, v["name"], files)
@@ -156,7 +157,7 @@ class ProcessPods:
                 if base is not None:
                     userns.shift_tree(path, None, base)
             if not _always_ro(pod, v["name"]):
-                userns.volume_ownership(path, base, fs_group)
+                userns.volume_ownership(path, None if claim else base, fs_group)
         return out
 
     async def start_pod(self, run: PodRun, pod: dict) -> None:
@@ -176,7 +177,7 @@ class ProcessPods:
         if procs.base is None and not self.runtime.userns_problem:
             procs.base = self.ids.allocate(uid)
         try:
-            procs.volumes = self._volume_dirs(pod, allocatable, procs.base)
+            procs.volumes = self._volume_dirs(pod, allocatable, procs.base, procs.claims)
         except ConfigError as e:
             kl.recorder.record(pod, "Warning", "FailedMount", f"MountVolume.SetUp failed: {e}", host=run.node)
             run.blocked = True
@@ -264,7 +265,7 @@ class ProcessPods:
             kl._write_status(run)
             return None
         argv = command_line(spec, env)
-        mounts = [Mount(_sub(procs.volumes[m["name"]], m.get("subPath")), m["mountPath"],
+        mounts = [Mount(_sub(self._pv_mount(run, procs, m["name"]), m.get("subPath")), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
         image = image_paths(self._image_root(run, c.image))
@@ -329,6 +330,24 @@ class ProcessPods:
                 kl.evict(run, message)
                 return
             await asyncio.sleep(storage.PERIOD)
+
+    def _pv_mount(self, run: PodRun, procs: PodProcs, volume: str) -> str:
+        """A volume's host directory for the container; a PersistentVolume's through an idmapped mount of the
+        pod's user namespace (made once per pod), so pods with different ranges share its files, concurrently
+        too. Where idmapped mounts fail, its files are shifted to this pod's range instead (userns.adopt)."""
+        path = procs.volumes[volume]
+        if volume not in procs.claims or procs.base is None or procs.sandbox is None or not procs.sandbox.userns:
+            return path
+        if volume not in procs.idmapped:
+            target = os.path.join(self.dirs.pod_dir(run.uid), "idmapped", volume)
+            problem = userns.idmapped_mount(path, target, procs.sandbox.userns)
+            if problem:
+                log.warning("volume %s of pod %s/%s: no idmapped mount (%s): its files are shifted to the pod's ids",
+                            volume, *run.key, problem)
+                userns.adopt(path, procs.base)
+                target = path
+            procs.idmapped[volume] = target
+        return procs.idmapped[volume]
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet

@@ -12,9 +12,10 @@ namespace belongs to the pod's user namespace (binding port 22 needs CAP_NET_BIN
 Ranges (`IdRanges`): the lowest free slot, slot 0 being the host's (the kubelet's userns manager also hands out
 free 65,536-id blocks past the host's: pkg/kubelet/userns/userns_manager.go); deterministic for a given
 order of pods. What the pod writes is owned by its range: kubesim chowns the pod's directories (writable
-layer, emptyDir, config volumes, the /etc layer) to it. A PersistentVolume keeps its files across pods: its
-directory records the base it is owned by (`<pv>.idbase` beside it) and is shifted to the next pod's base
-when it is mounted (the KEP's idmapped mounts do this without a walk; bwrap 0.8 cannot make one).
+layer, emptyDir, config volumes, the /etc layer) to it. A PersistentVolume keeps container ids on disk and
+is mounted idmapped through the pod's namespace (`idmapped_mount`, as KEP-127 does), so pods of different
+ranges share it, at once too; where the file system cannot, its directory records the base it is owned by
+(`<pv>.idbase` beside it) and is shifted to the next pod's base when it is mounted (`adopt`).
 
 The image's /etc is a copy per range (kept in `IMAGE_CACHE` for the machine), shifted, without the host's secrets: files the host keeps from other
 users (mode without o+r: /etc/shadow, ssh host keys) are left out, except shadow/gshadow, copied with every
@@ -23,7 +24,9 @@ password locked (so `chpasswd` works on the container's own copy).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
+import platform
 import shutil
 
 RANGE = 65536
@@ -166,3 +169,40 @@ def volume_ownership(path: str, base: int | None, fs_group: int | None) -> None:
             st = os.lstat(p)
             os.lchown(p, st.st_uid, gid)
             os.chmod(p, st.st_mode & 0o7777 | (0o2770 if os.path.isdir(p) else 0o660))
+
+
+# --- idmapped mounts (mount_setattr(2) MOUNT_ATTR_IDMAP): a PersistentVolume seen through the pod's map ----------
+_SYS_OPEN_TREE, _SYS_MOVE_MOUNT, _SYS_MOUNT_SETATTR = 428, 429, 442      # x86_64 and aarch64's generic table
+_OPEN_TREE_CLONE, _AT_EMPTY_PATH, _AT_RECURSIVE = 1, 0x1000, 0x8000
+_MOUNT_ATTR_IDMAP, _MOVE_MOUNT_F_EMPTY_PATH = 0x00100000, 0x4
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+def idmapped_mount(source: str, target: str, userns_path: str) -> str | None:
+    """Mount `source` at `target` idmapped through the user namespace at `userns_path` (on disk a file keeps its
+    container id, 0 for container root; through the mount the pod sees it as its own), as the kubelet asks the
+    runtime to mount a `hostUsers: false` pod's volumes (KEP-127 "Handling of volumes"). None when done, else
+    why not (a file system without idmapped mounts)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if platform.machine() not in ("x86_64", "aarch64"):
+        return f"idmapped mounts: syscall numbers unknown on {platform.machine()}"
+    os.makedirs(target, exist_ok=True)
+    tree = libc.syscall(_SYS_OPEN_TREE, -100, source.encode(), _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_RECURSIVE)
+    if tree < 0:
+        return f"open_tree: {os.strerror(ctypes.get_errno())}"
+    ns = os.open(userns_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        attr = _MountAttr(_MOUNT_ATTR_IDMAP, 0, 0, ns)
+        if libc.syscall(_SYS_MOUNT_SETATTR, tree, b"", _AT_EMPTY_PATH, ctypes.byref(attr),
+                        ctypes.sizeof(attr)) < 0:
+            return f"mount_setattr: {os.strerror(ctypes.get_errno())}"
+        if libc.syscall(_SYS_MOVE_MOUNT, tree, b"", -100, target.encode(), _MOVE_MOUNT_F_EMPTY_PATH) < 0:
+            return f"move_mount: {os.strerror(ctypes.get_errno())}"
+    finally:
+        os.close(ns)
+        os.close(tree)
+    return None
