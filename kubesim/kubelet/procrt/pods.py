@@ -269,6 +269,7 @@ class ProcessPods:
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
         image = image_paths(self._image_root(run, c.image))
+        _premake_mount_points(mounts, image, {procs.idmapped[v]: procs.volumes[v] for v in procs.idmapped})
         if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
                 not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
@@ -521,6 +522,30 @@ class ProcessPods:
         self.runtime.close()
         if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
             shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def _premake_mount_points(mounts: list[Mount], image: list[str], idmapped: dict[str, str]) -> None:
+    """Mount points inside an idmapped volume, made in its directory beforehand (as container root's: id 0
+    on disk): bwrap, host root, is no id of that mount's map and could not make them (EOVERFLOW). runc makes
+    them there too (a home volume at /root over a Python under /root/.pyenv)."""
+    for m in mounts:
+        base = next((idmapped[k] + m.host[len(k):] for k in idmapped if m.host == k or m.host.startswith(k + "/")),
+                    None)
+        if base is None:
+            continue
+        inner = [(t.host, t.target) for t in mounts if t.target.startswith(m.target.rstrip("/") + "/")]
+        inner += [(p, p) for p in image if p.startswith(m.target.rstrip("/") + "/")]
+        for source, target in inner:
+            path = os.path.join(base, os.path.relpath(target, m.target))
+            try:
+                if os.path.isdir(source):
+                    os.makedirs(path, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    if not os.path.lexists(path):
+                        open(path, "a").close()
+            except OSError as e:
+                log.warning("mount point %s in volume %s: %s", target, m.target, e)
 
 
 def _sub(path: str, sub_path: str | None) -> str:
