@@ -277,6 +277,7 @@ class ProcessRuntime:
             layer.unmount()
             raise StartError(f"failed to create containerd task: failed to create shim task: OCI runtime create "
                              f"failed: {err[:500]}: unknown")
+        await _executed(pid, argv[argv.index("--") + 1], proc)
         c = Container(proc, pid, group, launch, layer)
         c.readers = [asyncio.ensure_future(_lines(proc.stdout, "stdout", on_line)),
                      asyncio.ensure_future(_lines(proc.stderr, "stderr", on_line))]
@@ -284,6 +285,21 @@ class ProcessRuntime:
 
     def close(self) -> None:
         self.cgroups.remove_base()
+
+
+async def _executed(pid: int, bwrap: str, proc, timeout: float = 10.0) -> None:
+    """Until bwrap's child has made the container's mounts and exec'd the command (its /proc/<pid>/exe is no
+    longer bwrap): runc's `start` returns once the user process runs (the exec fifo), so the kubelet's Running,
+    an exec or a preStop hook never meet a half-made container."""
+    loop = asyncio.get_running_loop()
+    deadline, real = loop.time() + timeout, os.path.realpath(bwrap)
+    while proc.returncode is None and loop.time() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != real:
+                return
+        except OSError:
+            return
+        await asyncio.sleep(0.005)
 
 
 async def _unprivileged_ports(sandbox_pid: int) -> None:
