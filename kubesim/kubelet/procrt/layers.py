@@ -1,9 +1,10 @@
 """A container's writable layer over the image, for the image directories a container must be able to write
 (`/etc`: `chpasswd`, `useradd`, a package's config). Each container gets its own overlayfs per directory: the
-host's directory is the read-only lower layer (the image), the upper and work directories live in the pod's
+image's directory is the read-only lower layer (userns.py: a copy of the host's /etc in the pod's ids, without
+the host's secrets; the host's own without a user namespace), the upper and work directories live in the pod's
 state directory, and the merged view is bound at the directory inside the sandbox. A write changes only that
 container's upper layer: the host's `/etc/shadow` and every other container's stay as they were; a restarted
-container starts from the image again, as a new container does.
+container starts from the image again, as a new container does. The upper layer is container root's.
 
 Upstream: containerd's overlay snapshotter (plugins/snapshots/overlay/overlay.go: `createSnapshot` and
 `prepareDirectory` make an active snapshot's `fs` (upperdir) and `work` directories; `mounts` returns the

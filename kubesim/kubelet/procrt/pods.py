@@ -274,7 +274,9 @@ class ProcessPods:
                 not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
         launch = Launch(argv, env, pod["metadata"]["name"], mounts, spec.get("workingDir") or None, image,
-                        security.wrapper(tool("setpriv"), live, spec), security.read_only_root(spec))
+                        # without root, bwrap's own user namespace maps kubesim's id only: no ids to change
+                        security.wrapper(tool("setpriv"), live, spec) if os.geteuid() == 0 else [],
+                        security.read_only_root(spec))
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
                            host=run.node, field_path=fp)

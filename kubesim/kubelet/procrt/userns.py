@@ -40,7 +40,7 @@ def problem() -> str | None:
     """Why pods cannot get their own user namespace here (None when they can)."""
     if os.geteuid() != 0:
         return ("kubesim is not root, so it cannot map a pod's ids: pods run WITHOUT a user namespace of their own "
-                "(container root is kubesim's user)")
+                "(container root is kubesim's user) and without their securityContext's user and capabilities")
     if not (shutil.which("unshare") or os.path.exists("/usr/bin/unshare")):
         return "util-linux's unshare is missing: pods run WITHOUT a user namespace (container root is host root)"
     return None
@@ -71,12 +71,6 @@ async def holder(base: int, unshare: str) -> asyncio.subprocess.Process:
         with open(f"/proc/{proc.pid}/{name}", "w") as f:
             f.write(f"0 {base} {RANGE}\n")
     return proc
-
-
-def own(path: str, base: int | None, gid: int = 0) -> None:
-    """`path` (not below it) owned by container uid 0 / `gid` of the range at `base`."""
-    if base is not None:
-        os.lchown(path, base, base + gid)
 
 
 def shift_tree(path: str, old: int | None, new: int) -> None:
