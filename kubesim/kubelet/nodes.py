@@ -163,5 +163,5 @@ def load_nodes_file(path: str) -> list[dict]:
     here = os.path.dirname(os.path.abspath(path))
     for spec in data:       # an image's directory relative to the file is relative to the file's directory
         if isinstance(spec, dict) and isinstance(spec.get("images"), dict):
-            spec["images"] = {k: os.path.join(here, str(v)) for k, v in spec["images"].items()}
+            spec["images"] = {k: os.path.normpath(os.path.join(here, str(v))) for k, v in spec["images"].items()}
     return node_manifests(data)

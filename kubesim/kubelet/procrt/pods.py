@@ -125,7 +125,9 @@ class ProcessPods:
     def _image_root(self, run: PodRun, image: str) -> str | None:
         images = json.loads((self._node(run).get("metadata", {}).get("annotations") or {}).get(
             IMAGES_ANNOTATION) or "{}")
-        return images.get(image) or images.get("*")
+        root = images.get(image) or images.get("*")
+        # `a/devstack/../.venv` on PATH would need a/devstack inside the container: only the image is there
+        return os.path.normpath(root) if root else None
 
     def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
         root = self._image_root(run, image)
