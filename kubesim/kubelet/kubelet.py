@@ -433,14 +433,25 @@ class Kubelet(Controller):
         self._end_streams(run)
         self._write_status(run)
 
-    async def _stop_gracefully(self, run: PodRun, pod: dict, remove: bool) -> None:
+    def evict(self, run: PodRun, message: str) -> None:
+        """The eviction manager evicts a pod (process pods over their ephemeral-storage limit: procrt/storage.py):
+        killed with grace 0, Failed, reason Evicted, the manager's message and an `Evicted` Warning Event
+        (pkg/kubelet/eviction/eviction_manager.go `evictPod`)."""
+        pod = self._pod(run)
+        if pod is None or run.phase in TERMINAL or run.terminating:
+            return
+        self.recorder.record(pod, "Warning", "Evicted", message, host=run.node)
+        run.reason, run.message, run.terminating = "Evicted", message, True
+        asyncio.ensure_future(self._stop_gracefully(run, pod, remove=False, grace=0))
+
+    async def _stop_gracefully(self, run: PodRun, pod: dict, remove: bool, grace: float | None = None) -> None:
         """killPod on a process pod: Killing Events, SIGTERM, the grace period, SIGKILL; then the terminal
         phase, and for a deleted pod the final DELETE with grace 0 (the status manager's, uid-preconditioned)."""
         for c in run.containers.values():
             if c.running:
                 self.recorder.record(pod, "Normal", "Killing", f"Stopping container {c.name}", host=run.node,
                                      field_path=f"spec.containers{{{c.name}}}")
-        await self.procs.stop_pod(run, procrt.grace_seconds(self._pod(run) or pod))
+        await self.procs.stop_pod(run, procrt.grace_seconds(self._pod(run) or pod) if grace is None else grace)
         if self.runs.get(run.key) is not run:
             return
         codes = [c.state.get("terminated", {}).get("exitCode", 137) for c in run.containers.values()]

@@ -25,8 +25,11 @@ completed with a Ready status where missing) or the compact form::
       runtime: process         # pods really run as sandboxed processes (kubesim/kubelet/procrt); default: scripted
       images: {registry.local/recsys/train:1.0: /opt/venvs/train, "*": ../.venv}   # image -> host dir or
                                # virtualenv put first on PATH ("*": any other image; relative to the file)
+      podPidsLimit: 4096       # the kubelet's podPidsLimit: processes and threads per pod (process nodes;
+                               # default 4096 there, -1: unlimited as the kubelet's own default)
 
-A process node carries the annotation `kubesim.io/runtime: process` (and `kubesim.io/images`, JSON) and
+A process node carries the annotation `kubesim.io/runtime: process` (and `kubesim.io/images`, JSON,
+`kubesim.io/pod-pids-limit`) and
 reports `containerRuntimeVersion: kubesim-process://1.0`.
 """
 from __future__ import annotations
@@ -44,6 +47,7 @@ ONLINE_KEY = "node.netease.com/node-pool"
 ONLINE_TAINT = f"{ONLINE_KEY}=online:NoSchedule"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 RUNTIMES = ("scripted", "process")
+DEFAULT_POD_PIDS_LIMIT = 4096     # process nodes: a fork bomb stops here (the kubelet's own default is -1)
 
 DEFAULT_NODES: list[dict] = [
     {"name": "cpu-1", "cpu": 8, "memory": "32Gi"},
@@ -73,7 +77,8 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     """A schema-complete Node from the compact form (or a full manifest, completed)."""
     if spec.get("kind") == "Node":
         return _complete(copy.deepcopy(spec), index)
-    unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints", "runtime", "images"}
+    unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints", "runtime", "images",
+                          "podPidsLimit"}
     if unknown:
         raise ValueError(f"node {spec.get('name')!r}: unknown field(s) {sorted(unknown)}")
     if not spec.get("name"):
@@ -96,9 +101,13 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
         raise ValueError(f"node {name!r}: runtime {str(runtime)[:50]!r}: expected one of {RUNTIMES}")
     if spec.get("images") is not None and not isinstance(spec["images"], dict):
         raise ValueError(f"node {name!r}: images: expected a map of image -> host directory")
+    pids = spec.get("podPidsLimit", DEFAULT_POD_PIDS_LIMIT)
+    if not isinstance(pids, int) or isinstance(pids, bool) or pids < -1 or pids == 0:
+        raise ValueError(f"node {name!r}: podPidsLimit {str(pids)[:50]!r}: expected a positive integer or -1")
     if runtime == "process":
         node["metadata"]["annotations"] = {"kubesim.io/runtime": "process",
-                                           "kubesim.io/images": json.dumps(spec.get("images") or {})}
+                                           "kubesim.io/images": json.dumps(spec.get("images") or {}),
+                                           "kubesim.io/pod-pids-limit": str(pids)}
         node = _complete(node, index)
         node["status"]["nodeInfo"]["containerRuntimeVersion"] = "kubesim-process://1.0"
         return node
@@ -154,5 +163,5 @@ def load_nodes_file(path: str) -> list[dict]:
     here = os.path.dirname(os.path.abspath(path))
     for spec in data:       # an image's directory relative to the file is relative to the file's directory
         if isinstance(spec, dict) and isinstance(spec.get("images"), dict):
-            spec["images"] = {k: os.path.join(here, str(v)) for k, v in spec["images"].items()}
+            spec["images"] = {k: os.path.normpath(os.path.join(here, str(v))) for k, v in spec["images"].items()}
     return node_manifests(data)

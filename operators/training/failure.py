@@ -74,7 +74,12 @@ def pod_name(pod: dict) -> str:
 
 
 def terminated_reason(pod: dict) -> str | None:
-    """The cause of a container that ended badly, e.g. ``OOMKilled ...`` or ``exit code 3``."""
+    """The cause of a container that ended badly, e.g. ``OOMKilled ...`` or ``exit code 3``; a pod the kubelet
+    ended itself (Evicted, DeadlineExceeded, Preempted) names that first: its containers' exit code 137 is
+    only the kill."""
+    pod_status = pod.get("status") or {}
+    if pod_status.get("reason") in POD_REASONS:
+        return f"{pod_status['reason']}: pod {pod_name(pod)}: {pod_status.get('message', '')}".strip().rstrip(":")
     for cs in _container_statuses(pod):
         for state in (cs.get("state") or {}, cs.get("lastState") or {}):
             term = state.get("terminated")
@@ -90,9 +95,6 @@ def terminated_reason(pod: dict) -> str | None:
                 detail = f" ({reason})" if reason and reason not in ("Error", "Completed") else ""
                 msg = f": {term['message']}" if term.get("message") else ""
                 return f"{EXIT_CODE} {code}{detail}: container {cs.get('name')} in pod {pod_name(pod)}{msg}"
-    pod_status = pod.get("status") or {}
-    if pod_status.get("reason") in POD_REASONS:
-        return f"{pod_status['reason']}: pod {pod_name(pod)}: {pod_status.get('message', '')}".rstrip(": ")
     return None
 
 

@@ -32,8 +32,8 @@ from operators.k8s.retry import RETRY, classify
 from operators.k8s.watch import WatchEvent, list_and_watch
 from operators.platform.kueue import not_served
 from operators.training import checkpoint, failure, queued
-from operators.training.metrics import job_times
 from operators.training.failure import pod_name
+from operators.training.metrics import job_times
 from operators.training.naming import LABEL_JOB
 from operators.training.queued import JOB_UID_LABEL
 from operators.training.usage import UsageWatch

@@ -7,10 +7,11 @@ import sys
 from kubesim.testing import wait_until
 
 # the image `skiff/venv` is this test run's virtualenv (numpy and all), any other image the host's /usr/bin
+# (a pid limit of 256 per pod: test_procrt_walls.py's fork bomb stops there)
 PROCESS_NODES = [{"name": "proc-1", "runtime": "process", "cpu": 8, "memory": "32Gi",
-                  "images": {"skiff/venv": sys.prefix}},
+                  "images": {"skiff/venv": sys.prefix}, "podPidsLimit": 256},
                  {"name": "proc-2", "runtime": "process", "cpu": 8, "memory": "32Gi",
-                  "images": {"skiff/venv": sys.prefix}}]
+                  "images": {"skiff/venv": sys.prefix}, "podPidsLimit": 256}]
 
 
 def as_process_nodes(nodes: list[dict]) -> list[dict]:

@@ -104,3 +104,34 @@ def test_a_probe_that_cannot_connect_says_so_in_the_kubelets_words():
     assert probe({"tcpSocket": {"port": 8888}}, slow) == (False, "dial tcp 127.0.0.1:8888: i/o timeout")
     assert probe({"httpGet": {"port": 8888, "path": "/login"}}, refused) == (
         False, 'Get "http://127.0.0.1:8888/login": dial tcp 127.0.0.1:8888: connect: connection refused')
+
+
+def test_capabilities_follow_containerds_order_all_first_then_each_add_and_drop():
+    """containerd WithCapabilities: add ALL, drop ALL, then each add, then each drop."""
+    from kubesim.kubelet.procrt.security import ALL_CAPS, DEFAULT_CAPS, capabilities
+    caps = lambda add=(), drop=(): capabilities({"securityContext": {"capabilities": {"add": list(add),  # noqa: E731
+                                                                                      "drop": list(drop)}}})
+    assert caps() == list(DEFAULT_CAPS)
+    assert caps(add=["ALL"], drop=["CHOWN"]) == [c for c in ALL_CAPS if c != "CHOWN"]
+    assert caps(add=["NET_ADMIN"], drop=["ALL"]) == ["NET_ADMIN"]
+    assert caps(add=["CAP_SYS_TIME"]) == [*DEFAULT_CAPS, "SYS_TIME"]
+
+
+def test_run_as_non_root_messages_are_the_kubelets():
+    """security_context_others.go verifyRunAsNonRoot: an explicit 0 and an image's root differ."""
+    from kubesim.kubelet.procrt.security import non_root_error
+    p = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {"securityContext": {"runAsNonRoot": True}}}
+    where = '(pod: "p_ns(u1)", container: c)'
+    assert non_root_error(p, {"name": "c"}) == f"container has runAsNonRoot and image will run as root {where}"
+    assert non_root_error(p, {"name": "c", "securityContext": {"runAsUser": 0}}) == \
+        f"container's runAsUser breaks non-root policy {where}"
+    assert non_root_error(p, {"name": "c", "securityContext": {"runAsUser": 1000}}) is None
+
+
+def test_a_process_nodes_pod_pid_limit_has_a_default_and_refuses_nonsense():
+    from kubesim.kubelet.nodes import node_manifest
+    ann = node_manifest({"name": "p", "runtime": "process"})["metadata"]["annotations"]
+    assert ann["kubesim.io/pod-pids-limit"] == "4096"
+    for bad in ("x", 0, -2, True):
+        with pytest.raises(ValueError, match="podPidsLimit"):
+            node_manifest({"name": "p", "runtime": "process", "podPidsLimit": bad})

@@ -53,3 +53,12 @@ def test_blocking_problems():
     assert quota.kind == "quota"
     assert quota.message.startswith("exceeded quota: skiff-quota, requested: requests.cpu=4")
     assert failure.blocking_problem([pod(waiting={"reason": "ContainerCreating"})], []) is None
+
+
+def test_an_evicted_pod_names_the_eviction_not_the_kill():
+    """The kubelet's eviction kills the container (exit code 137): the reason is the pod's Evicted and message."""
+    evicted = pod(terminated={"exitCode": 137, "reason": "Error"})
+    evicted["status"].update(phase="Failed", reason="Evicted",
+                             message="Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. ")
+    assert failure.failure_reason(JOB_FAILED, [evicted], []) == (
+        "Evicted: pod p-1: Pod ephemeral local storage usage exceeds the total limit of containers 50Mi.")

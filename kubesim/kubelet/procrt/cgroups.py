@@ -65,15 +65,47 @@ class Cgroups:
                 controllers = []
             if "memory" in controllers:
                 self.memory_base = _try_group(v2 + _own_path(None))
+                if self.memory_base:
+                    _enable(self.memory_base, controllers)
                 self.cpu_base = self.memory_base if "cpu" in controllers else None
                 self.version = "v2" if self.memory_base else None
                 self.memory_mount = self.cpu_mount = root       # a container's cgroup namespace shows it here
+        self.pids_base = None
+        if self.version == "v1" and os.path.isdir(os.path.join(root, "pids")):
+            self.pids_base = _try_group(os.path.join(root, "pids") + _own_path("pids"))
+        elif self.version == "v2" and "pids" in controllers:
+            self.pids_base = self.memory_base
         if self.memory_base is None:
             self.problem = (f"no writable memory cgroup under {root} (kubesim runs without root or without "
                             "cgroup access): container memory and CPU limits are NOT enforced")
 
-    def group(self, name: str, memory_bytes: int | None, milli_cpu: int | None) -> Group:
-        dirs, mem_dir, views = [], None, []
+    def pod(self, pod_name: str, pids_max: int | None) -> str | None:
+        """The pod's own group (the kubelet's pod<uid> cgroup) with its pid limit (`pids.max`); None without
+        a pids controller. v2: the containers' groups go below it; v1: the pids hierarchy holds it alone."""
+        if not self.pids_base:
+            return None
+        path = os.path.join(self.pids_base, pod_name)
+        os.makedirs(path, exist_ok=True)
+        if self.version == "v2":
+            _enable(path, ["memory", "cpu", "pids"])
+        if pids_max:
+            _write(os.path.join(path, "pids.max"), str(pids_max))
+        return path
+
+    def remove_pod(self, path: str | None) -> None:
+        if path:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+    def group(self, name: str, memory_bytes: int | None, milli_cpu: int | None, pod: str | None = None) -> Group:
+        """A container's groups; `pod`: its pod's group (Cgroups.pod), whose pid limit it shares."""
+        dirs, mem_dir, views, shared = [], None, [], []
+        if pod and self.version == "v2":
+            name = os.path.join(os.path.relpath(pod, self.memory_base), name)
+        elif pod:
+            shared.append(pod)
         if self.memory_base:
             mem_dir = os.path.join(self.memory_base, name)
             os.makedirs(mem_dir, exist_ok=True)
@@ -101,7 +133,7 @@ class Cgroups:
             os.makedirs(acct_dir, exist_ok=True)
             dirs.append(acct_dir)
             views.append((acct_dir, self.acct_mount))
-        return Group(dirs, mem_dir, self.version, views, acct_dir or cpu_dir)
+        return Group(dirs, mem_dir, self.version, views, acct_dir or cpu_dir, shared)
 
     def remove_base(self) -> None:
         for base in {self.memory_base, self.cpu_base, self.acct_base} - {None}:
@@ -111,31 +143,45 @@ class Cgroups:
                 pass
 
 
+def _enable(path: str, controllers: list[str]) -> None:
+    """v2: let the groups below `path` use `controllers` (cgroup.subtree_control); best effort."""
+    for c in controllers:
+        try:
+            _write(os.path.join(path, "cgroup.subtree_control"), f"+{c}")
+        except OSError:
+            pass
+
+
 def _write(path: str, text: str) -> None:
     with open(path, "w") as f:
         f.write(text)
 
 
 class Group:
-    """One container's groups: join them (in the child before exec), read its OOM kills, kill all, remove."""
+    """One container's groups: add its process, read its OOM kills, kill all, remove."""
 
     def __init__(self, dirs: list[str], memory_dir: str | None, version: str | None,
-                 views: list[tuple[str, str]] | None = None, cpu_dir: str | None = None):
+                 views: list[tuple[str, str]] | None = None, cpu_dir: str | None = None,
+                 shared: list[str] | None = None):
         self.dirs, self.memory_dir, self.version = dirs, memory_dir, version
         self.cpu_dir = cpu_dir      # where its CPU time is counted (v1 cpuacct.usage, v2 cpu.stat usage_usec)
+        self.shared = shared or []          # the pod's groups it joins too (v1 pids), not its own to kill
         # (group dir, where the container sees it): runc bind-mounts a v1 container's own group read-only on
         # /sys/fs/cgroup/<controller> (libcontainer/rootfs_linux.go mountCgroupV1) and mounts cgroup2 inside the
         # container's cgroup namespace on v2 (mountCgroupV2), so a process reads its own limit where it looks
         self.views = views or []
 
-    def join(self) -> None:
-        """Called in the child between fork and exec: every process it starts stays in the groups."""
-        for d in self.dirs:
-            fd = os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+    def add(self, pid: int) -> None:
+        """Move process `pid` into the groups (before it runs its command: bwrap waits on --block-fd)."""
+        for d in [*self.dirs, *self.shared]:
+            _write(os.path.join(d, "cgroup.procs"), str(pid))
+
+    def exec_prefix(self) -> list[str]:
+        """An argv prefix that puts the process in the groups and then execs the rest (kubectl exec):
+        the shell writes its own pid into each cgroup.procs, as cgexec does."""
+        files = [os.path.join(d, "cgroup.procs") for d in [*self.dirs, *self.shared]]
+        script = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; exec "$@"'
+        return ["/bin/sh", "-c", script, "sh", *files, "--"]
 
     def oom_kills(self) -> int:
         if not self.memory_dir:

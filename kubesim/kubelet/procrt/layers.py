@@ -1,9 +1,10 @@
 """A container's writable layer over the image, for the image directories a container must be able to write
 (`/etc`: `chpasswd`, `useradd`, a package's config). Each container gets its own overlayfs per directory: the
-host's directory is the read-only lower layer (the image), the upper and work directories live in the pod's
+image's directory is the read-only lower layer (userns.py: a copy of the host's /etc in the pod's ids, without
+the host's secrets; the host's own without a user namespace), the upper and work directories live in the pod's
 state directory, and the merged view is bound at the directory inside the sandbox. A write changes only that
 container's upper layer: the host's `/etc/shadow` and every other container's stay as they were; a restarted
-container starts from the image again, as a new container does.
+container starts from the image again, as a new container does. The upper layer is container root's.
 
 Upstream: containerd's overlay snapshotter (plugins/snapshots/overlay/overlay.go: `createSnapshot` and
 `prepareDirectory` make an active snapshot's `fs` (upperdir) and `work` directories; `mounts` returns the
@@ -75,8 +76,10 @@ def unmount_under(root: str) -> None:
 class Layer:
     """One container's writable layers (`<dir>/<n>/{upper,work,merged}` for each of `LAYERED`)."""
 
-    def __init__(self, directory: str):
-        self.directory = directory
+    def __init__(self, directory: str, lowers: dict[str, str] | None = None, base: int | None = None):
+        """`lowers`: the image's directory for each of `LAYERED` (userns.py: /etc shifted to the pod's ids);
+        `base`: the pod's host id of container root, which owns the upper layer (None: kubesim's ids)."""
+        self.directory, self.lowers, self.base = directory, lowers or {}, base
         self.mounts: list[Mount] = []
         self.problem: str | None = None
 
@@ -91,7 +94,12 @@ class Layer:
             upper, work, merged = (os.path.join(base, d) for d in ("upper", "work", "merged"))
             for d in (upper, work, merged):
                 os.makedirs(d, exist_ok=True)
-            error = _mount_overlay(target, upper, work, merged)
+            lower = self.lowers.get(target, target)
+            if self.base is not None:
+                st = os.stat(lower)
+                os.chmod(upper, st.st_mode & 0o7777)
+                os.chown(upper, st.st_uid, st.st_gid)
+            error = _mount_overlay(lower, upper, work, merged)
             if error:
                 self.problem = f"{target} read-only: mounting the container's writable layer failed: {error[:300]}"
                 self.unmount()

@@ -24,17 +24,19 @@ from dataclasses import dataclass, field
 
 from kubesim.apimachinery.resources import qty
 from kubesim.kubelet.podruns import TERMINAL, Attempt, ContainerRun, PodRun
+from kubesim.kubelet.procrt import security, storage, userns
 from kubesim.kubelet.procrt.env import ConfigError, command_line, container_env
 from kubesim.kubelet.procrt.layers import unmount_under
 from kubesim.kubelet.procrt.podnet import PodNet, hosts_file, listeners, service_env
 from kubesim.kubelet.procrt.probes import PROBES, probe_container, run_handler
 from kubesim.kubelet.procrt.runtime import Container, ProcessRuntime, Sandbox, StartError, tool
-from kubesim.kubelet.procrt.sandbox import Launch, Mount, resolve
+from kubesim.kubelet.procrt.sandbox import Launch, Mount, image_paths, resolve
 from kubesim.kubelet.procrt.volumes import VolumeDirs, config_files, host_path, refused
 
 log = logging.getLogger("kubesim.kubelet.procrt")
 RUNTIME_ANNOTATION = "kubesim.io/runtime"          # on a Node: "process" (nodes file `runtime: process`)
 IMAGES_ANNOTATION = "kubesim.io/images"            # on a Node: JSON {image: host dir or virtualenv}
+PIDS_ANNOTATION = "kubesim.io/pod-pids-limit"      # on a Node: the kubelet's podPidsLimit (nodes file)
 SCRIPTED = ("duration", "exit-code", "reason", "logs", "log-lines", "message")
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"     # a Debian image's PATH
 DEFAULT_GRACE = 30
@@ -54,6 +56,10 @@ class PodProcs:
     tasks: list[asyncio.Task] = field(default_factory=list)
     net: PodNet | None = None                          # its Service names and listeners (podnet.py)
     key: tuple[str, str] | None = None
+    base: int | None = None                            # host id of its container root (userns.py), None: no userns
+    cgroup: str | None = None                          # its pod cgroup (pid limit)
+    claims: set[str] = field(default_factory=set)      # volumes that are PersistentVolumes (idmapped)
+    idmapped: dict[str, str] = field(default_factory=dict)   # volume -> its idmapped mount for this pod
 
 
 def scripted(pod: dict) -> bool:
@@ -105,10 +111,12 @@ class ProcessPods:
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
+        self.ids = userns.IdRanges()
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
-        if self.runtime.cgroups.problem:
-            log.warning("kubesim process nodes: %s", self.runtime.cgroups.problem)
+        for problem in (self.runtime.cgroups.problem, self.runtime.userns_problem):
+            if problem:
+                log.warning("kubesim process nodes: %s", problem)
 
     # --- lookups ----------------------------------------------------------------------------------
     def _lookup(self, kind: str, ns: str, name: str) -> dict | None:
@@ -122,7 +130,9 @@ class ProcessPods:
     def _image_root(self, run: PodRun, image: str) -> str | None:
         images = json.loads((self._node(run).get("metadata", {}).get("annotations") or {}).get(
             IMAGES_ANNOTATION) or "{}")
-        return images.get(image) or images.get("*")
+        root = images.get(image) or images.get("*")
+        # `a/devstack/../.venv` on PATH would need a/devstack inside the container: only the image is there
+        return os.path.normpath(root) if root else None
 
     def _base_env(self, run: PodRun, pod: dict, image: str) -> dict[str, str]:
         root = self._image_root(run, image)
@@ -130,19 +140,31 @@ class ProcessPods:
         return {"PATH": path, "HOSTNAME": _hostname(pod), "HOME": "/root"}
 
     # --- the pod --------------------------------------------------------------------------------
-    def _volume_dirs(self, pod: dict, allocatable: dict) -> dict[str, str]:
+    def _volume_dirs(self, pod: dict, allocatable: dict, base: int | None, claims: set[str]) -> dict[str, str]:
+        """Each volume's directory, owned by the pod's ids (`base`: its container root on the host), then
+        fsGroup (SetVolumeOwnership). A PV keeps container ids on disk (it is mounted idmapped: `_pv_mount`)."""
         out = {}
         uid = pod["metadata"]["uid"]
+        fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
         for v in pod["spec"].get("volumes") or []:
             claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
             if host_path(v):
                 out[v["name"]] = host_path(v)
-            elif claim:
+                continue
+            if claim:
                 pvc = self._lookup("persistentvolumeclaims", pod["metadata"]["namespace"], claim) or {}
                 pv_name = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{(pvc.get('metadata') or {}).get('uid')}"
-                out[v["name"]] = self.dirs.pv_dir(pv_name)
+                path = out[v["name"]] = self.dirs.pv_dir(pv_name)
+                claims.add(v["name"])
             else:
-                out[v["name"]] = self.dirs.volume_dir(uid, v["name"], config_files(v, pod, self._lookup, allocatable))
+                files = config_files(v, pod, self._lookup, allocatable)
+                path = out[v["name"]] = self.dirs.volume_dir(uid, v["name"], files)
+                if files is None:
+                    os.chmod(path, 0o777)          # emptyDir: pkg/volume/emptydir/empty_dir.go, perm 0777
+                if base is not None:
+                    userns.shift_tree(path, None, base)
+            if not _always_ro(pod, v["name"]):
+                userns.volume_ownership(path, None if claim else base, fs_group)
         return out
 
     async def start_pod(self, run: PodRun, pod: dict) -> None:
@@ -159,8 +181,10 @@ class ProcessPods:
         kl, uid = self.kubelet, run.uid
         procs = self.pods.setdefault(uid, PodProcs())
         allocatable = (self._node(run).get("status") or {}).get("allocatable") or {}
+        if procs.base is None and not self.runtime.userns_problem:
+            procs.base = self.ids.allocate(uid)
         try:
-            procs.volumes = self._volume_dirs(pod, allocatable)
+            procs.volumes = self._volume_dirs(pod, allocatable, procs.base, procs.claims)
         except ConfigError as e:
             kl.recorder.record(pod, "Warning", "FailedMount", f"MountVolume.SetUp failed: {e}", host=run.node)
             run.blocked = True
@@ -169,11 +193,15 @@ class ProcessPods:
             try:
                 # GeneratePodHostNameAndDomain: spec.hostname when set, else the pod's name
                 procs.sandbox = await self.runtime.run_sandbox(_hostname(pod),
-                                                               os.path.join(self.dirs.pod_dir(uid), "run"))
+                                                               os.path.join(self.dirs.pod_dir(uid), "run"),
+                                                               procs.base)
             except StartError as e:
                 kl.recorder.record(pod, "Warning", "FailedCreatePodSandBox", str(e), host=run.node)
                 return
             procs.key = run.key
+            procs.cgroup = self.runtime.cgroups.pod(f"pod{uid}", _pids_limit(self._node(run)))
+            if storage.pod_limit(pod) is not None:
+                procs.tasks.append(asyncio.ensure_future(self._watch_storage(run, pod)))
             procs.net = PodNet(procs.sandbox.run_dir, self._forward)
             await procs.net.start()
             await self._refresh_net(uid)
@@ -237,19 +265,31 @@ class ProcessPods:
             run.blocked = True
             kl._write_status(run)
             return None
+        refusal_text = security.non_root_error(live, spec)
+        if refusal_text:          # verifyRunAsNonRoot: CreateContainerConfigError, retried on every sync
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": refusal_text}}
+            kl.recorder.record(pod, "Warning", "Failed", f"Error: {refusal_text}", host=run.node, field_path=fp)
+            run.blocked = True
+            kl._write_status(run)
+            return None
         argv = command_line(spec, env)
-        mounts = [Mount(_sub(procs.volumes[m["name"]], m.get("subPath")), m["mountPath"],
+        mounts = [Mount(_sub(self._pv_mount(run, procs, m["name"]), m.get("subPath")), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
                   for m in spec.get("volumeMounts") or [] if m.get("name") in procs.volumes]
-        mounts += _image_mounts(self._image_root(run, c.image), mounts)
+        image = image_paths(self._image_root(run, c.image))
+        _premake_mount_points(mounts, image, {procs.idmapped[v]: procs.volumes[v] for v in procs.idmapped})
         if procs.net is not None and os.path.exists(procs.net.hosts_path) and \
                 not any(m.target.rstrip("/") == "/etc/hosts" for m in mounts):
             mounts.append(Mount(procs.net.hosts_path, "/etc/hosts", read_only=True))     # makeMounts
-        launch = Launch(argv, env, _hostname(pod), mounts, spec.get("workingDir") or None)
+        launch = Launch(argv, env, _hostname(pod), mounts, spec.get("workingDir") or None, image,
+                        # without root, bwrap's own user namespace maps kubesim's id only: no ids to change
+                        security.wrapper(tool("setpriv"), live, spec) if os.geteuid() == 0 else [],
+                        security.read_only_root(spec))
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
                            host=run.node, field_path=fp)
-        problem = "no command specified" if not argv else resolve(argv[0], env, mounts, launch.cwd)
+        problem = "no command specified" if not argv else resolve(argv[0], env, [*mounts, *(Mount(p, p) for p in image)],
+                                                                  launch.cwd)
         attempt = Attempt(f"containerd://{secrets.token_hex(32)}", now_dt, kl._mono(), [])
         if c.attempt is not None:
             c.previous = c.attempt
@@ -260,12 +300,11 @@ class ProcessPods:
                                  "failed: runc create failed: unable to start container process: "
                                  f"{problem}: unknown")
             mem, cpu = _limits(spec)
-            proc = await self.runtime.start(procs.sandbox, launch, os.path.join(self.dirs.pod_dir(run.uid), "tmp",
-                                                                                 c.name),
-                                            f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
-                                            lambda _s, text: self._line(attempt, text),
+            proc = await self.runtime.start(procs.sandbox, launch,
                                             os.path.join(self.dirs.pod_dir(run.uid), "layers",
-                                                         f"{c.name}-{c.restart_count}"))
+                                                         f"{c.name}-{c.restart_count}"),
+                                            f"{run.uid}-{c.name}-{c.restart_count}", mem, cpu,
+                                            lambda _s, text: self._line(attempt, text), procs.cgroup)
         except StartError as e:
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {e}", host=run.node, field_path=fp)
             c.state = {"running": {"startedAt": kl.store.clock.rfc3339(now_dt)}}
@@ -288,6 +327,38 @@ class ProcessPods:
             procs.tasks.append(asyncio.ensure_future(probe_container(self, run, pod, c, spec, proc,
                                                                     grace_seconds(pod))))
         return proc
+
+    async def _watch_storage(self, run: PodRun, pod: dict) -> None:
+        """The eviction manager's local-storage check for this pod, every storage.PERIOD seconds."""
+        kl, loop = self.kubelet, asyncio.get_running_loop()
+        pod_dir = self.dirs.pod_dir(run.uid)
+        while kl.runs.get(run.key) is run and run.phase not in TERMINAL and not run.terminating:
+            logs = sum(len(line[2]) + 1 for c in run.containers.values() for a in (c.attempt, c.previous)
+                       if a is not None for line in a.lines)
+            used = await loop.run_in_executor(None, storage.usage, pod_dir) + logs
+            message = storage.over_limit(pod, used)
+            if message:
+                kl.evict(run, message)
+                return
+            await asyncio.sleep(storage.PERIOD)
+
+    def _pv_mount(self, run: PodRun, procs: PodProcs, volume: str) -> str:
+        """A volume's host directory for the container; a PersistentVolume's through an idmapped mount of the
+        pod's user namespace (made once per pod), so pods with different ranges share its files, concurrently
+        too. Where idmapped mounts fail, its files are shifted to this pod's range instead (userns.adopt)."""
+        path = procs.volumes[volume]
+        if volume not in procs.claims or procs.base is None or procs.sandbox is None or not procs.sandbox.userns:
+            return path
+        if volume not in procs.idmapped:
+            target = os.path.join(self.dirs.pod_dir(run.uid), "idmapped", volume)
+            problem = userns.idmapped_mount(path, target, procs.sandbox.userns)
+            if problem:
+                log.warning("volume %s of pod %s/%s: no idmapped mount (%s): its files are shifted to the pod's ids",
+                            volume, *run.key, problem)
+                userns.adopt(path, procs.base)
+                target = path
+            procs.idmapped[volume] = target
+        return procs.idmapped[volume]
 
     def _line(self, attempt: Attempt, text: str) -> None:
         kl = self.kubelet
@@ -376,10 +447,14 @@ class ProcessPods:
             raise LookupError(f'container "{container}" is not running' if argv else "no command given")
         launch = c.launch
         wd = ["--wd=" + launch.cwd] if launch.cwd else []
+        # the container's mount namespace belongs to the host's user namespace: enter it first, then (from
+        # inside, where /proc/1 is the container's command) its user namespace, as its root, then the wrapper
+        user = [tool("nsenter"), "--user=/proc/1/ns/user", "--"] if procs.base is not None else []
         return await asyncio.create_subprocess_exec(
-            tool("nsenter"), f"--target={c.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", *wd, "--", *argv,
+            *c.group.exec_prefix(), tool("nsenter"), f"--target={c.pid}", "--root", "--mount", "--uts", "--ipc",
+            "--net", "--pid", *wd, "--", *user, *launch.wrapper, *argv,
             env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, preexec_fn=c.group.join)
+            stderr=asyncio.subprocess.PIPE)
 
     # --- stopping ---------------------------------------------------------------------------------
     async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
@@ -436,6 +511,8 @@ class ProcessPods:
             await procs.sandbox.stop()
         unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
         self.dirs.remove_pod(uid)
+        self.runtime.cgroups.remove_pod(procs.cgroup)
+        self.ids.release(uid)
 
     async def aclose(self) -> None:
         """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
@@ -452,26 +529,34 @@ class ProcessPods:
             if procs.sandbox is not None:
                 await procs.sandbox.stop()
             unmount_under(self.dirs.pod_dir(uid))
+            self.runtime.cgroups.remove_pod(procs.cgroup)
         self.runtime.close()
         if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def _image_mounts(root: str | None, mounts: list[Mount]) -> list[Mount]:
-    """A virtualenv image's interpreter (pyvenv.cfg `home`) stays visible when a volume is mounted over the
-    host directory holding it (a home volume at /root hiding a pyenv Python under /root/.pyenv)."""
-    if not root:
-        return []
-    try:
-        with open(os.path.join(root, "pyvenv.cfg")) as f:
-            home = next((ln.split("=", 1)[1].strip() for ln in f if ln.split("=", 1)[0].strip() == "home"), None)
-    except OSError:
-        return []
-    if not home:
-        return []
-    prefix = os.path.dirname(os.path.realpath(home))
-    hidden = any(prefix == m.target or prefix.startswith(m.target.rstrip("/") + "/") for m in mounts)
-    return [Mount(prefix, prefix, read_only=True)] if hidden else []
+def _premake_mount_points(mounts: list[Mount], image: list[str], idmapped: dict[str, str]) -> None:
+    """Mount points inside an idmapped volume, made in its directory beforehand (as container root's: id 0
+    on disk): bwrap, host root, is no id of that mount's map and could not make them (EOVERFLOW). runc makes
+    them there too (a home volume at /root over a Python under /root/.pyenv)."""
+    for m in mounts:
+        base = next((idmapped[k] + m.host[len(k):] for k in idmapped if m.host == k or m.host.startswith(k + "/")),
+                    None)
+        if base is None:
+            continue
+        inner = [(t.host, t.target) for t in mounts if t.target.startswith(m.target.rstrip("/") + "/")]
+        inner += [(p, p) for p in image if p.startswith(m.target.rstrip("/") + "/")]
+        for source, target in inner:
+            path = os.path.join(base, os.path.relpath(target, m.target))
+            try:
+                if os.path.isdir(source):
+                    os.makedirs(path, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    if not os.path.lexists(path):
+                        open(path, "a").close()
+            except OSError as e:
+                log.warning("mount point %s in volume %s: %s", target, m.target, e)
 
 
 def _sub(path: str, sub_path: str | None) -> str:
@@ -483,6 +568,12 @@ def _always_ro(pod: dict, volume: str) -> bool:
     """configMap, secret, downwardAPI and projected volumes are mounted read-only by the kubelet."""
     v = next((v for v in pod["spec"].get("volumes") or [] if v.get("name") == volume), {})
     return any(k in v for k in ("configMap", "secret", "downwardAPI", "projected"))
+
+
+def _pids_limit(node: dict) -> int | None:
+    """The node's podPidsLimit (nodes file `podPidsLimit`, annotation `kubesim.io/pod-pids-limit`)."""
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(PIDS_ANNOTATION)
+    return int(value) if value and int(value) > 0 else None
 
 
 def _limits_any(pod: dict) -> bool:

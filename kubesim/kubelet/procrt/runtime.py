@@ -17,9 +17,18 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from kubesim.kubelet.procrt import userns
 from kubesim.kubelet.procrt.cgroups import Cgroups, Group
 from kubesim.kubelet.procrt.layers import Layer
-from kubesim.kubelet.procrt.sandbox import Launch, container_args, sandbox_args
+from kubesim.kubelet.procrt.sandbox import (
+    Launch,
+    Mount,
+    container_args,
+    image_paths,
+    make_rootfs,
+    sandbox_args,
+)
+from kubesim.kubelet.procrt.security import proc_args
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -60,34 +69,68 @@ def _read_info(fd: int) -> dict | None:
     return None
 
 
-async def _spawn(argv: list[str], env: dict[str, str], preexec=None) -> tuple[asyncio.subprocess.Process, int | None]:
+async def _spawn(argv: list[str], env: dict[str, str], group: Group | None = None
+                 ) -> tuple[asyncio.subprocess.Process, int | None]:
     """Start `argv` with an --info-fd pipe (its fd is `argv`'s `{info}`); return the process and the host pid
-    of the sandboxed command (bwrap's `child-pid`), None when bwrap failed before starting it."""
+    of the sandboxed command (bwrap's `child-pid`), None when bwrap failed before starting it. With `group`,
+    bwrap waits on `{block}` (--block-fd) until the command's pid is in the group's cgroups: the cgroup is
+    joined before the command runs, without code between fork and exec in this threaded process."""
     r, w = os.pipe()
-    argv = [str(w) if a == "{info}" else a for a in argv]
-    argv[0] = tool(argv[0])
+    br, bw = os.pipe() if group is not None else (None, None)
+    fds = [w] if br is None else [w, br]
+    out = []
+    try:
+        for a in argv:
+            if a.startswith("{ns:") and a.endswith("}"):      # a namespace to enter, as a descriptor
+                fds.append(os.open(a[4:-1], os.O_RDONLY | os.O_CLOEXEC))
+                a = str(fds[-1])
+            out.append(str(w) if a == "{info}" else str(br) if a == "{block}" else a)
+    except OSError:
+        for fd in (*fds, r, bw):
+            if fd is not None:
+                os.close(fd)
+        raise
+    argv = out
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, pass_fds=(w,), preexec_fn=preexec)
+            stderr=asyncio.subprocess.PIPE, pass_fds=fds)
     except BaseException:
-        os.close(r)
+        for fd in (r, bw):
+            if fd is not None:
+                os.close(fd)
         raise
     finally:
-        os.close(w)
+        for fd in fds:
+            os.close(fd)
     info = await asyncio.get_running_loop().run_in_executor(None, _read_info, r)
-    return proc, (info or {}).get("child-pid")
+    pid = (info or {}).get("child-pid")
+    if bw is not None:
+        try:
+            if pid is not None:
+                group.add(pid)
+            os.write(bw, b"1")
+        except OSError:
+            pass
+        finally:
+            os.close(bw)
+    return proc, pid
 
 
 class Sandbox:
     """A pod's sandbox: the process holding its network namespace, and the pod's state directory."""
 
-    def __init__(self, proc, pid: int, run_dir: str):
-        self.proc, self.pid, self.run_dir = proc, pid, run_dir
+    def __init__(self, proc, pid: int, run_dir: str, base: int | None = None, holder=None):
+        self.proc, self.pid, self.run_dir, self.base, self.holder = proc, pid, run_dir, base, holder
 
     @property
     def netns(self) -> str:
         return f"/proc/{self.pid}/ns/net"
+
+    @property
+    def userns(self) -> str | None:
+        """The pod's user namespace, held by `holder` (None: pods run without one here)."""
+        return f"/proc/{self.holder.pid}/ns/user" if self.holder is not None else None
 
     @property
     def agent_socket(self) -> str:
@@ -123,13 +166,17 @@ class Sandbox:
         return reader, writer, (await reader.readline()).decode().strip()
 
     async def stop(self) -> None:
-        """SIGKILL to the agent (PID 1 of the sandbox: its namespaces go with it), then to bwrap."""
+        """SIGKILL to the agent (PID 1 of the sandbox: its namespaces go with it), then to bwrap; the user
+        namespace's holder ends when its stdin closes."""
         for kill in (lambda: os.kill(self.pid, signal.SIGKILL), self.proc.kill):
             try:
                 kill()
             except ProcessLookupError:
                 pass
         await self.proc.wait()
+        if self.holder is not None:
+            self.holder.stdin.close()
+            await self.holder.wait()
 
 
 class Container:
@@ -175,44 +222,62 @@ class ProcessRuntime:
     def __init__(self, state_dir: str):
         self.state_dir = state_dir
         self.cgroups = Cgroups()
+        self.userns_problem = userns.problem()
 
-    async def run_sandbox(self, hostname: str, run_dir: str) -> Sandbox:
+    async def run_sandbox(self, hostname: str, run_dir: str, base: int | None = None) -> Sandbox:
+        """The pod's sandbox; with `base`, in a new user namespace mapping the pod's ids to `base`...."""
         os.makedirs(run_dir, exist_ok=True)
         agent = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent.py")
-        argv = sandbox_args(hostname, 0, [sys.executable, "-I", agent, os.path.join(run_dir, "agent.sock")],
-                            run_dir)
-        argv[argv.index("--info-fd") + 1] = "{info}"
-        proc, pid = await _spawn(argv, {"PATH": SYSTEM_PATH})
-        if pid is None:
-            err = (await proc.stderr.read()).decode(errors="replace").strip()
-            raise StartError(f"failed to create pod sandbox: {err[:500]}")
-        return Sandbox(proc, pid, run_dir)
+        python = image_paths(sys.prefix) + image_paths(sys.base_prefix)
+        argv = sandbox_args(hostname, "{info}", python, sys.executable, agent,
+                            os.path.join(run_dir, "agent.sock"), run_dir)
+        argv[0] = tool("bwrap")
+        holder = await userns.holder(base, tool("unshare")) if base is not None else None
+        try:
+            proc, pid = await _spawn(argv, {"PATH": SYSTEM_PATH})
+            if pid is None:
+                err = (await proc.stderr.read()).decode(errors="replace").strip()
+                raise StartError(f"failed to create pod sandbox: {err[:500]}")
+            if holder is not None:
+                await _unprivileged_ports(pid)
+        except BaseException:
+            if holder is not None:
+                holder.stdin.close()
+                await holder.wait()
+            raise
+        return Sandbox(proc, pid, run_dir, base, holder)
 
-    async def start(self, sandbox: Sandbox, launch: Launch, tmp_dir: str, group_name: str,
+    async def start(self, sandbox: Sandbox, launch: Launch, layer_dir: str, group_name: str,
                     memory_bytes: int | None, milli_cpu: int | None,
-                    on_line: Callable[[str, str], None], layer_dir: str | None = None) -> Container:
-        """Start a container's command in the pod's network namespace; `on_line(stream, text)` gets each
-        line of its stdout/stderr as it is written. With `layer_dir`, the container's writable layers
-        (layers.py) live there; the returned container's `layer.problem` says when they could not be made."""
-        os.makedirs(tmp_dir, exist_ok=True)
-        os.chmod(tmp_dir, 0o1777)
-        layer = Layer(layer_dir) if layer_dir else None
-        if layer is not None:
-            launch = replace(launch, mounts=[*layer.mount(), *launch.mounts])
-        group = self.cgroups.group(group_name, memory_bytes, milli_cpu)
-        argv = ["nsenter", f"--net={sandbox.netns}", "--", *container_args(launch, tmp_dir, 0, group.views)]
-        argv[3] = tool("bwrap")
-        argv[argv.index("--info-fd") + 1] = "{info}"
-        proc, pid = await _spawn(argv, launch.env, preexec=group.join)
+                    on_line: Callable[[str, str], None], pod_group: str | None = None) -> Container:
+        """Start a container's command in the pod's user and network namespaces; `on_line(stream, text)` gets
+        each line of its stdout/stderr as it is written. Its writable layer (`<layer_dir>/root` at `/`, and
+        the /etc overlay: layers.py) lives in `layer_dir`; the returned container's `layer.problem` says when
+        /etc could not be layered."""
+        base = sandbox.base
+        rootfs = os.path.join(layer_dir, "root")
+        make_rootfs(rootfs, (base, base) if base is not None else None)
+        etc = await asyncio.get_running_loop().run_in_executor(None, userns.image_etc, userns.IMAGE_CACHE, base)
+        layer = Layer(layer_dir, {"/etc": etc}, base)
+        mounts = layer.mount()
+        if not mounts:             # no overlay: the image's /etc read-only
+            mounts = [Mount(etc, "/etc", read_only=True)]
+        launch = replace(launch, mounts=[*mounts, *launch.mounts])
+        group = self.cgroups.group(group_name, memory_bytes, milli_cpu, pod_group)
+        ns = "{ns:" + sandbox.userns + "}" if sandbox.userns else None
+        argv = [tool("nsenter"), f"--net={sandbox.netns}", "--",
+                *container_args(launch, rootfs, "{info}", group.views, proc_args(), "{block}", ns)]
+        argv[argv.index("--") + 1] = tool("bwrap")
+        proc, pid = await _spawn(argv, launch.env, group)
         if pid is None:
             err = (await proc.stderr.read()).decode(errors="replace").strip()
             await proc.wait()
             group.kill_all()
             group.remove()
-            if layer is not None:
-                layer.unmount()
+            layer.unmount()
             raise StartError(f"failed to create containerd task: failed to create shim task: OCI runtime create "
                              f"failed: {err[:500]}: unknown")
+        await _executed(pid, argv[argv.index("--") + 1], proc)
         c = Container(proc, pid, group, launch, layer)
         c.readers = [asyncio.ensure_future(_lines(proc.stdout, "stdout", on_line)),
                      asyncio.ensure_future(_lines(proc.stderr, "stderr", on_line))]
@@ -220,6 +285,35 @@ class ProcessRuntime:
 
     def close(self) -> None:
         self.cgroups.remove_base()
+
+
+async def _executed(pid: int, bwrap: str, proc, timeout: float = 10.0) -> None:
+    """Until bwrap's child has made the container's mounts and exec'd the command (its /proc/<pid>/exe is no
+    longer bwrap): runc's `start` returns once the user process runs (the exec fifo), so the kubelet's Running,
+    an exec or a preStop hook never meet a half-made container."""
+    loop = asyncio.get_running_loop()
+    deadline, real = loop.time() + timeout, os.path.realpath(bwrap)
+    while proc.returncode is None and loop.time() < deadline:
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != real:
+                return
+        except OSError:
+            return
+        await asyncio.sleep(0.005)
+
+
+async def _unprivileged_ports(sandbox_pid: int) -> None:
+    """containerd 2's CRI defaults (enable_unprivileged_ports, enable_unprivileged_icmp) in the pod's network
+    namespace: `net.ipv4.ip_unprivileged_port_start=0`, `net.ipv4.ping_group_range=0 2147483647`, so container
+    root of a user namespace binds port 22 and pings (internal/cri/server/sandbox_run.go)."""
+    script = ("echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start && "
+              "echo '0 2147483647' > /proc/sys/net/ipv4/ping_group_range")
+    proc = await asyncio.create_subprocess_exec(tool("nsenter"), f"--net=/proc/{sandbox_pid}/ns/net", "--",
+                                                "/bin/sh", "-c", script, stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.PIPE)
+    _, err = await proc.communicate()
+    if proc.returncode:
+        raise StartError(f"failed to set the pod's sysctls: {err.decode(errors='replace')[:300]}")
 
 
 async def _lines(stream: asyncio.StreamReader, name: str, on_line: Callable[[str, str], None]) -> None:

@@ -1,0 +1,156 @@
+"""The walls around a process pod (kubesim/kubelet/procrt: sandbox.py, userns.py, security.py), on real
+processes: an image is a declared set of paths (a volume over the image's directory does not hide it; the
+checkout, host files and sockets are not there), container root is an unprivileged host id in a user namespace
+of the pod's own, runc's default capabilities and the container's own, the securityContext's user, the
+kubelet's runAsNonRoot refusal, and a pod pid limit."""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from tests.kubesim.procrt_support import log, phase_is, pod
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# containerd's defaultUnixCaps (pkg/oci/spec.go): CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID
+# SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE
+RUNC_DEFAULT = 0xa80425fb
+
+
+def run(pcore, name: str, script: str, image: str = "debian:12", **spec) -> tuple[str, int]:
+    container = {"image": image, **spec.pop("container", {})}
+    pcore.create_namespaced_pod("default", pod(name, ["bash", "-c", script], container=container, **spec))
+    done = phase_is(pcore, name, "Succeeded", "Failed", timeout=30)
+    return log(pcore, name), done.status.container_statuses[0].state.terminated.exit_code
+
+
+def test_a_volume_over_the_images_directory_does_not_hide_it_and_the_checkout_is_not_there(pcore):
+    """The image (this run's virtualenv, wherever it lies) is bound above the pod's volumes: an emptyDir at its
+    parent (as a home volume at /root over a clone under /root) leaves `python` working; the rest of the
+    checkout, /var/tmp's host files and kubesim's state are not in the container."""
+    parent = os.path.dirname(sys.prefix)
+    out, code = run(pcore, "image", f"python -c 'import numpy; print(\"ok\")'; ls {CHECKOUT}/Makefile; "
+                    "ls /var/tmp | wc -l", image="skiff/venv",
+                    container={"volumeMounts": [{"name": "v", "mountPath": parent}]},
+                    volumes=[{"name": "v", "emptyDir": {}}])
+    assert out.splitlines()[0] == "ok"
+    assert "No such file or directory" in out and out.splitlines()[-1] == "0"
+
+
+def test_container_root_is_not_host_root_remount_then_write_fails(pcore):
+    """Its own user namespace (KEP-127): container 0 is an unprivileged host id; `mount -o remount,rw` is
+    refused (the mounts belong to the host's namespace) and nothing is written on the host."""
+    out, code = run(pcore, "remount", "cat /proc/self/uid_map; mount -o remount,bind,rw /usr && touch /usr/wallsrt-x; "
+                    "echo rc=$?")
+    inside, host, count = out.split()[:3]
+    assert inside == "0" and int(host) >= 65536 and count == "65536"
+    assert "rc=0" not in out and not os.path.exists("/usr/wallsrt-x")
+
+
+def test_a_host_0600_file_and_a_host_socket_are_out_of_reach(pcore, tmp_path):
+    """A host file only root may read, visible through a read-only hostPath, is not readable by container root;
+    a host unix socket (here one listening under the test's tmp dir) is not in the container at all."""
+    secret = tmp_path / "kubeconfig"
+    secret.write_text("token: s3cret\n")
+    secret.chmod(0o600)
+    tmp_path.chmod(0o755)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "db.sock"))
+    server.listen(1)
+    try:
+        out, code = run(pcore, "secrets", f"cat /host/kubeconfig; python -c \"import socket; "
+                        f"socket.socket(socket.AF_UNIX).connect('{tmp_path}/db.sock')\" 2>&1 | tail -1",
+                        image="skiff/venv",
+                        container={"volumeMounts": [{"name": "h", "mountPath": "/host", "readOnly": True}]},
+                        volumes=[{"name": "h", "hostPath": {"path": str(tmp_path)}}])
+    finally:
+        server.close()
+    assert "s3cret" not in out and "Permission denied" in out
+    assert "FileNotFoundError" in out
+
+
+def test_capabilities_are_runcs_default_set_and_none_with_drop_all(pcore):
+    out, _ = run(pcore, "caps", "grep -E 'CapEff|NoNewPrivs' /proc/self/status")
+    assert int(out.split()[1], 16) == RUNC_DEFAULT and out.split()[3] == "1"
+    out, _ = run(pcore, "nocaps", "grep CapEff /proc/self/status",
+                 container={"securityContext": {"capabilities": {"drop": ["ALL"]}, "allowPrivilegeEscalation": True}})
+    assert int(out.split()[1], 16) == 0
+    out, _ = run(pcore, "addcap", "grep CapEff /proc/self/status",
+                 container={"securityContext": {"capabilities": {"add": ["NET_ADMIN"], "drop": ["KILL"]}}})
+    assert int(out.split()[1], 16) == (RUNC_DEFAULT | 1 << 12) & ~(1 << 5)
+
+
+def test_run_as_user_group_and_fs_group_are_honoured(pcore):
+    out, _ = run(pcore, "user", "id -u; id -g; id -G; touch /v/f && stat -c %g /v/f",
+                 securityContext={"runAsUser": 1000, "runAsGroup": 3000, "fsGroup": 2000},
+                 container={"volumeMounts": [{"name": "v", "mountPath": "/v"}]}, volumes=[{"name": "v", "emptyDir": {}}])
+    uid, gid, *groups, fgid = out.split()
+    assert (uid, gid, fgid) == ("1000", "3000", "2000") and "2000" in groups
+
+
+def test_read_only_root_filesystem_leaves_only_volumes_writable(pcore):
+    out, _ = run(pcore, "rofs", "touch /root/x 2>&1 | grep -c 'Read-only'; touch /v/x && echo volume-ok",
+                 container={"securityContext": {"readOnlyRootFilesystem": True},
+                            "volumeMounts": [{"name": "v", "mountPath": "/v"}]}, volumes=[{"name": "v", "emptyDir": {}}])
+    assert out.split() == ["1", "volume-ok"]
+
+
+def test_run_as_non_root_refuses_a_root_container_with_the_kubelets_message(pcore):
+    """verifyRunAsNonRoot (pkg/kubelet/kuberuntime/security_context_others.go): CreateContainerConfigError."""
+    from kubesim.testing import wait_until
+    pcore.create_namespaced_pod("default", pod("nonroot", ["true"], securityContext={"runAsNonRoot": True}))
+
+    def waiting():
+        p = pcore.read_namespaced_pod("nonroot", "default")
+        s = (p.status.container_statuses or [None])[0]
+        return s.state.waiting if s and s.state.waiting and s.state.waiting.reason != "ContainerCreating" else None
+    w = wait_until(waiting, 15)
+    uid = pcore.read_namespaced_pod("nonroot", "default").metadata.uid
+    assert w.reason == "CreateContainerConfigError"
+    assert w.message == f'container has runAsNonRoot and image will run as root (pod: "nonroot_default({uid})", ' \
+                        "container: main)"
+
+
+def test_a_fork_bomb_stops_at_the_pods_pid_limit(pcore):
+    """podPidsLimit 256 (procrt_support's nodes): the 257th task of the pod cannot be made."""
+    script = ("import subprocess\nn = 0\ntry:\n    while n < 1000:\n        subprocess.Popen(['sleep', '30'])\n"
+              "        n += 1\nexcept OSError as e:\n    print(n, type(e).__name__)\n")
+    out, _ = run(pcore, "bomb", f"python -c \"{script}\"", image="skiff/venv")
+    started, error = out.split()[:2]
+    assert int(started) < 256 and error == "BlockingIOError"
+
+
+def test_a_pod_over_its_ephemeral_storage_limit_is_evicted_with_the_kubelets_reason(pcore):
+    """eviction_manager.go podEphemeralStorageLimitEviction: 80 MiB written into /tmp (the writable layer) with a
+    50Mi limit: Failed, reason Evicted, "Pod ephemeral local storage usage exceeds the total limit of
+    containers 50Mi. " (helpers.go podEphemeralStorageMessageFmt)."""
+    limits = {"resources": {"limits": {"ephemeral-storage": "50Mi"}}}
+    pcore.create_namespaced_pod("default", pod("filler", ["bash", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=80 "
+                                                          "2>/dev/null; sleep 60"], container=limits))
+    done = phase_is(pcore, "filler", "Failed", timeout=30)
+    assert done.status.reason == "Evicted"
+    assert done.status.message == "Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. "
+    assert [e.message for e in pcore.list_namespaced_event("default").items
+            if e.involved_object.name == "filler" and e.reason == "Evicted"] == [done.status.message]
+
+
+def test_a_claim_is_shared_by_pods_of_different_id_ranges_at_once(pcore):
+    """A PersistentVolume is mounted idmapped through each pod's user namespace (KEP-127's volumes): a file
+    container root of one running pod wrote is container root's (id 0) in another pod running beside it with
+    another range, which appends to it."""
+    from kubesim.testing import wait_until
+    pcore.create_namespaced_persistent_volume_claim("default", {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "shared"},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}}})
+    claim = {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "shared"}}]}
+    mount = {"volumeMounts": [{"name": "d", "mountPath": "/data"}]}
+    pcore.create_namespaced_pod("default", pod("writer", ["bash", "-c", "mkdir /data/x && echo a > /data/x/f; "
+                                                          "cat /proc/self/uid_map; sleep 60"], container=mount, **claim))
+    phase_is(pcore, "writer", "Running")
+    wait_until(lambda: log(pcore, "writer").strip(), 15)
+    out, code = run(pcore, "appender", "echo b >> /data/x/f && cat /data/x/f; stat -c %u /data/x/f; "
+                    "cat /proc/self/uid_map", container=mount, **claim)
+    lines = out.split("\n")
+    assert code == 0 and lines[:3] == ["a", "b", "0"]
+    assert lines[3].split()[1] != log(pcore, "writer").split()[1]          # two ranges
+    pcore.delete_namespaced_pod("writer", "default", grace_period_seconds=0)
