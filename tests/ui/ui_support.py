@@ -48,10 +48,23 @@ class AirflowPage:
         self.d.save_screenshot(str(ARTIFACTS / f"{self.prefix}-{self.step:02d}-{what}.png"))
 
     def css(self, selector: str, timeout: float = 30):
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support import expected_conditions as ec
 
-        return self.wait(timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, selector)))
+        visible = ec.visibility_of_element_located((By.CSS_SELECTOR, selector))
+
+        def found(driver):
+            # a page that navigates between finding the element and asking if it shows: chromium answers "Node
+            # with given id does not belong to the document" (a WebDriverException, not a stale element): look again
+            try:
+                return visible(driver)
+            except WebDriverException as exc:
+                if "does not belong to the document" in str(exc):
+                    return False
+                raise
+
+        return self.wait(timeout).until(found)
 
     def login(self, user: str) -> None:
         from selenium.webdriver.common.by import By
