@@ -54,8 +54,8 @@ SCRIPT = (
     'exec 3>&2 2>/dev/null; "$@" 2>&3 3>&- & p=$!; exec 3>&-; [ -z "$t" ] || kill -TERM "$p"; '
     # a trap interrupts wait (status > 128) while the program still runs: wait on until it has ended
     'while :; do wait "$p"; r=$?; [ "$r" -gt 128 ] && kill -0 "$p" 2>/dev/null || break; done; '
-    # a gang's checkpoint directory is shared: rank 0 (which writes it) removes it, the others never do
-    'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ] && [ "${SKIFF_RANK:-0}" = 0 ]; then '
+    # a gang's checkpoint directory is shared: rank 0 (its completion index, which writes it) removes it
+    'if [ -z "$t" ] && [ "$r" -eq 0 ] && [ "$k" = remove ] && [ "${JOB_COMPLETION_INDEX:-0}" = 0 ]; then '
     'case $c in */../*|*/..) ;; */.skiff/checkpoints/?*) rm -rf -- "$c";; esac; fi; '
     '(exit "$r")'
 )
