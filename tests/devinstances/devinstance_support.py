@@ -30,8 +30,29 @@ def sts_of(k8s, owner, name, ns=NS):
 
 
 def wait_ready(k8s, owner, name, ns=NS, timeout=15):
-    return wait_until(lambda: (sts_of(k8s, owner, name, ns).status.ready_replicas or 0) >= 1, timeout,
-                      what=f"{owner}-{name} ready")
+    try:
+        return wait_until(lambda: (sts_of(k8s, owner, name, ns).status.ready_replicas or 0) >= 1, timeout,
+                          what=f"{owner}-{name} ready")
+    except TimeoutError as exc:     # say why: the pod's state, its events and its log's end
+        raise TimeoutError(f"{exc}\n{_why_not_ready(k8s, owner, name, ns)}") from None
+
+
+def _why_not_ready(k8s, owner, name, ns) -> str:
+    core, out = client.CoreV1Api(k8s), []
+    try:
+        pods = core.list_namespaced_pod(
+            ns, label_selector=f"{naming.LABEL_INSTANCE}={name},{naming.LABEL_OWNER}={owner}").items
+        for pod in pods:
+            out.append(f"pod {pod.metadata.name}: {pod.status.phase} {pod.status.container_statuses}")
+            events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={pod.metadata.name}")
+            out += [f"  event {e.reason}: {(e.message or '')[:300]}" for e in events.items[-10:]]
+            try:
+                out.append("  log: " + core.read_namespaced_pod_log(pod.metadata.name, ns, tail_lines=30)[-3000:])
+            except client.ApiException as e:
+                out.append(f"  log: {e.status} {e.reason}")
+    except client.ApiException as e:
+        out.append(f"(could not read the pods: {e.status})")
+    return "\n".join(out)
 
 
 def wait_no_pod(k8s, owner, name, ns=NS, timeout=15):

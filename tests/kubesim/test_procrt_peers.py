@@ -109,3 +109,17 @@ def test_peer_names_and_listeners_pure():
         "127.244.0.5", "127.244.1.9", "127.244.1.10"]
     with_ip = {**svc, "spec": {**svc["spec"], "clusterIP": "10.96.0.9"}}
     assert "j-1.w" not in hosts_file(me, "10.244.0.5", [with_ip], [me, peer])
+
+
+def test_pods_under_another_headless_service_get_no_listener_on_their_ports():
+    """Two development instances in one namespace (each a StatefulSet with a headless Service of its own) both
+    serve 22 and 8888 on 0.0.0.0: a listener on the other's twin for those ports would take them from this
+    pod's own wildcard bind (sshd's "Address already in use" after a stop/start). Its name still resolves."""
+    svc = lambda name: {"metadata": {"namespace": "ns", "name": name},  # noqa: E731
+                        "spec": {"clusterIP": "None", "selector": {"app": name}, "ports": [{"port": 8888}]}}
+    a, b = _pod("a-0", "a-0", "10.244.0.5", ports=[22, 8888]), _pod("b-0", "b-0", "10.244.0.6", ports=[22, 8888])
+    for pod, sub in ((a, "a"), (b, "b")):
+        pod["spec"]["subdomain"] = sub
+        pod["metadata"]["labels"] = {"app": sub}
+    assert listeners(a, [svc("a"), svc("b")], [a, b]) == []
+    assert "127.244.0.6\tb-0.b.ns.svc.cluster.local" in hosts_file(a, "10.244.0.5", [svc("a"), svc("b")], [a, b])

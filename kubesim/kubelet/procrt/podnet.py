@@ -28,15 +28,16 @@ Pod to pod (cluster DNS's pod records and a CNI's part), for pods under a headle
 IP and is ready (or the Service publishes not-ready addresses), is `<hostname>.<subdomain>.<ns>.svc.cluster.local`
 (and `.svc`, and `<hostname>.<subdomain>` from its own namespace, as the search path gives it) at its pod IP's
 loopback twin (10.244.n.m -> 127.244.n.m) in every pod of its namespace, as CoreDNS's kubernetes plugin
-answers from the EndpointSlice's `hostname`. The other pods' agents listen on that twin for the peer's
-ports (its containerPorts and the headless Service's target ports) and relay each connection to the peer's
+answers from the EndpointSlice's `hostname`. The agents of the other pods of the same subdomain (a gang's
+ranks) listen on that twin for the peer's ports (its containerPorts and the headless Service's target ports) and relay each connection to the peer's
 agent, which connects to the peer's own twin inside its namespace (`peers.py`, kube-proxy side). The pod's
 own twin is its own address, local in its namespace (its hostname resolves to it, as in a real pod).
 
 kubesim's limit there: all pod addresses are loopback twins in every namespace, so in such a pod a server
 on a port its peers serve too binds the pod's own address (`socket.gethostbyname(socket.gethostname())`),
 not 0.0.0.0: a wildcard bind would take the peers' twins on that port (and the agent's listeners on them
-make it fail with EADDRINUSE). On a real cluster pod IPs are distinct interfaces and either works.
+make it fail with EADDRINUSE). On a real cluster pod IPs are distinct interfaces and either works. Pods of
+another subdomain are named but get no listener, so a pod reaches them only through a Service.
 """
 from __future__ import annotations
 
@@ -162,11 +163,15 @@ def own_ports(pod: dict, services: list[dict]) -> set[int]:
 
 
 def listeners(pod: dict, services: list[dict], pods: list[dict] = ()) -> list[tuple[str, int]]:
-    """The (twin, port) pairs the pod's agent listens on: its peers' (pods named under a headless Service of
-    its namespace) first, then its own namespace's Services, at most MAX_LISTENERS; not the `kubernetes`
-    Service's (its endpoint is the API server, not a pod). Pure."""
+    """The (twin, port) pairs the pod's agent listens on: its peers' (pods named under the headless Service
+    that is its own subdomain: a gang's ranks) first, then its own namespace's Services, at most MAX_LISTENERS;
+    not the `kubernetes` Service's (its endpoint is the API server, not a pod). Pods under another headless
+    Service get no listener (their names still resolve): a listener on a peer's port takes that port from a
+    wildcard bind in this pod, and two development instances in one namespace both serve 22 and 8888. Pure."""
     ns, skip = pod["metadata"]["namespace"], own_ports(pod, services)
-    out = [(address, port) for _, address, _, ports in peers(pod, list(pods), services) for port in ports]
+    sub = pod["spec"].get("subdomain")
+    out = [(address, port) for _, address, service, ports in peers(pod, list(pods), services)
+           if sub and service == sub for port in ports]
     for svc in sorted(services, key=lambda s: (s["metadata"]["namespace"] != ns, s["metadata"]["namespace"],
                                                s["metadata"]["name"])):
         address = twin(svc["spec"].get("clusterIP"))
