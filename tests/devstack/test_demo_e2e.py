@@ -150,9 +150,10 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         wait_until(lambda: query('sum(skiff_training_succeeded_total{team="recsys"}) >= 2'), 120, 1,
                    what="the pipeline's successes in Prometheus")  # preprocess and train
         groups = httpx.get(f"{prom}/api/v1/rules", timeout=10).json()["data"]["groups"]
-        # alerts.yaml's three groups and StatsD's (the demo's transport); no OpenTelemetry rule (issue 36)
+        # alerts.yaml's three groups, StatsD's (the demo's transport) and the usage alerts (issue 37); no
+        # OpenTelemetry rule (issue 36)
         assert sorted(g["name"] for g in groups) == ["skiff-platform", "skiff-sedna", "skiff-teams",
-                                                     "skiff-transport-statsd"], groups
+                                                     "skiff-transport-statsd", "skiff-usage"], groups
         firing = [a for a in httpx.get(f"{prom}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
                   if a["state"] == "firing"]
         assert firing == [], firing
