@@ -373,7 +373,8 @@ class TrainingJobOperator(ResumableJobMixin, BaseOperator):
                 break
             self.log.warning("Could not mark Job %s reported (attempt %d of %d): %s", external_id["name"],
                              attempt + 1, REPORT_ATTEMPTS, error)
-            time.sleep(REPORT_BACKOFF * 2 ** attempt)
+            if attempt + 1 < REPORT_ATTEMPTS:
+                time.sleep(REPORT_BACKOFF * 2 ** attempt)
         if error is not None:
             raise AirflowException(f"Job {external_id['namespace']}/{external_id['name']} succeeded, but Skiff could "
                                    f"not record that on it ({error}); failing the try rather than leave a success "

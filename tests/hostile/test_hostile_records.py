@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
+from airflow.exceptions import AirflowException
 from kubernetes import client
 
 from kubesim.testing import wait_until
@@ -57,17 +58,20 @@ def state_store_option(request, monkeypatch):
 
 def test_a_clear_trains_again_when_the_reported_record_could_not_be_written(k8s, team, kubesim, tmp_path,
                                                                            state_store_option):
-    """Try 1 trains and succeeds, but its "success reported" annotation is refused (403); the task still
-    succeeds (the training did). The user then clears the task (the run's clear_number goes 0 -> 1): try 2
-    must train again, whether Airflow dropped the stored Job id with the success or kept it. Before, try 2
-    adopted the old, unmarked Job by its labels (or by the stored id) and succeeded without training."""
+    """Try 1 trains and its Job succeeds, but its "success reported" annotation is refused (403) on every
+    attempt: the try fails, saying so (issue 35: a success left unrecorded is not reported as one). The user
+    then clears the task (the run's clear_number goes 0 -> 1): try 2 must train again, whether Airflow dropped
+    the stored Job id or kept it. Before, try 2 adopted the old, unmarked Job by its labels (or by the stored
+    id) and succeeded without training."""
     run_after = datetime(2026, 12, 1, 10, tzinfo=UTC)
     store = JsonFileTaskStateStore(tmp_path / "state.json")
     kubesim.fail("PATCH", f"/namespaces/{NAMESPACE}/jobs/", 403, count=None, message="patch refused")
-    first = step(["--epochs", "1"]).execute(context(1, store, run_after=run_after))
+    with pytest.raises(AirflowException, match="succeeded, but Skiff could not record that on it"):
+        step(["--epochs", "1"]).execute(context(1, store, run_after=run_after))
     kubesim.clear_faults()
     (old,) = client.BatchV1Api(k8s).list_namespaced_job(NAMESPACE).items
-    assert old.metadata.uid == first["uid"]
+    assert old.status.succeeded == 1               # the training itself did succeed
+    first = {"uid": old.metadata.uid}
     assert "skiff.io/success-reported-by-try" not in (old.metadata.annotations or {})  # the record failed
     if state_store_option:
         store.clear()  # SUCCESS stored: clear_on_success dropped the task's keys with it
