@@ -34,6 +34,7 @@ NEEDED: dict[tuple, str] = {
     **_each(T, "", "pods", "list watch", "training"),
     **_each(T, "", "pods/log", "get", "training"),
     **_each(T, "", "events", "list", "training"),
+    **_each(T, "metrics.k8s.io", "pods", "list", "training"),
     **_each(T, "", "persistentvolumeclaims", "get", "training"),
     **_each(T, "kueue.x-k8s.io", "workloads", "list watch", "training"),
     **_each(T, "kueue.x-k8s.io", "localqueues", "list watch", "training"),

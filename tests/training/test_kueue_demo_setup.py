@@ -74,7 +74,7 @@ def test_the_kueue_demo_platform_applies_and_its_borrower_is_preempted_and_resum
                      what="nlp's 3-GPU step admitted (2 GPUs borrowed) and running")
     from types import SimpleNamespace
 
-    from devstack.__main__ import _gpu_shares
+    from devstack.demo_kueue import _gpu_shares
     def borrowing() -> str | None:
         text = _gpu_shares(SimpleNamespace(k8s=lambda: api))
         return text if "nlp: 3 of 1 used, 2 borrowed" in text else None
