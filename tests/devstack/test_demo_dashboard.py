@@ -55,10 +55,11 @@ NOT_FED = {
         "no reconcile pass fails on the demo",
     ("Reconcile passes failed, CR failures (per hour)", "{{kind}} CR failures"):
         "the sample job's pods stay Pending (its nodes edge1/edge2 are not in the demo's cluster): it never fails",
-    ("platform_sync runs, writes, refusals (per day)", "writes"):
-        "the demo's set-up applied the platform file before platform_sync's first run: nothing left to write",
     ("platform_sync runs, writes, refusals (per day)", "refusals"): "the example platform file is accepted whole",
 }
+# fed or not by timing: the demo's set-up applies the platform file, and platform_sync writes only what it finds
+# missing, so its first run writes something when it comes before the set-up (seen under load) and nothing after
+EITHER = {("platform_sync runs, writes, refusals (per day)", "writes")}
 
 
 class Prom:
@@ -139,8 +140,8 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
 
         # every panel the demo feeds returns data (the scrape and the endpoint's cache: within a minute)
         queries = _panel_queries()
-        assert set(NOT_FED) <= set(queries), set(NOT_FED) - set(queries)  # the list names real panels
-        fed = {k: q for k, q in queries.items() if k not in NOT_FED}
+        assert set(NOT_FED) | EITHER <= set(queries), (set(NOT_FED) | EITHER) - set(queries)  # real panels
+        fed = {k: q for k, q in queries.items() if k not in NOT_FED and k not in EITHER}
 
         def empty() -> list:
             return [k for k, q in fed.items() if not _returns_data(prom, q)]

@@ -216,7 +216,10 @@ def test_with_tee_killed_the_last_lines_still_reach_its_file(tmp_path):
     from kubesim.testing import wait_until
 
     log, go = tmp_path / "demo.log", tmp_path / "go"
-    tee = subprocess.Popen(["tee", str(log)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    # a terminal's tee takes Ctrl-C's default action; one started from a script run in the background (as CI
+    # runs the suite) inherits SIGINT ignored: restore the default, as a terminal would have it
+    tee = subprocess.Popen(["tee", str(log)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     demo = subprocess.Popen([sys.executable, "-c", TEE_SCRIPT, str(go)], cwd=REPO, stdout=tee.stdin,
                             stderr=subprocess.PIPE)
     tee.stdin.close()
