@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import process_nodes
 import pytest
 from kubernetes import client
 from kueue_support import logged
@@ -15,7 +16,9 @@ from training_support import NAMESPACE, make_context, operator
 
 from operators import TrainingJobFailed
 from operators.training.naming import LABEL_JOB
-from tests.kubesim.procrt_support import as_process_nodes
+
+# the cluster on real processes (process_nodes.py)
+process_server, kubesim, kubeconfig = process_nodes.process_server, process_nodes.kubesim, process_nodes.kubeconfig
 
 # rank 0 serves on its own address at SKIFF_MASTER_PORT and sums what every other rank sends; the others
 # connect to SKIFF_MASTER_ADDR (retrying while rank 0 comes up) and send their rank; RANK_FAILS exits 3
@@ -57,25 +60,6 @@ else:
 """
 
 
-@pytest.fixture(scope="module")
-def process_server():
-    from kubesim.kubelet.nodes import DEFAULT_NODES
-    from kubesim.server import KubeSim
-
-    server = KubeSim(nodes=as_process_nodes([n for n in DEFAULT_NODES if n["name"].startswith("cpu-")])).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def kubesim(process_server):
-    process_server.reset()
-    return process_server
-
-
-@pytest.fixture
-def kubeconfig(process_server, tmp_path):
-    return str(process_server.write_kubeconfig(tmp_path / "kubeconfig"))
 
 
 def gang(task_id: str, workers: int, **env):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import process_nodes
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 from kubernetes import client
@@ -22,7 +23,10 @@ from training_support import NAMESPACE, make_context, operator
 from kubesim.testing import wait_until
 from operators import TrainingJobFailed
 from operators.training.naming import LABEL_JOB
-from tests.kubesim.procrt_support import as_process_nodes, last_state_before_removal
+from tests.kubesim.procrt_support import last_state_before_removal
+
+# the cluster on real processes (process_nodes.py)
+process_server, kubesim, kubeconfig = process_nodes.process_server, process_nodes.kubesim, process_nodes.kubeconfig
 
 # SIGTERM's handler writes "SIGTERM <token>" to $MARK, then exits 42 (a SIGKILL would be 137), or returns and
 # waits on when STUBBORN=1 (a program that goes on ignoring the request to stop)
@@ -55,26 +59,6 @@ print("try", os.environ["SKIFF_TRY_NUMBER"], "resume", os.environ["SKIFF_RESUME"
 """
 
 
-@pytest.fixture(scope="module")
-def process_server():
-    from kubesim.kubelet.nodes import DEFAULT_NODES
-    from kubesim.server import KubeSim
-
-    server = KubeSim(nodes=as_process_nodes([n for n in DEFAULT_NODES if n["name"].startswith("cpu-")])).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def kubesim(process_server):
-    """The ``k8s``/``kube_conn``/``team`` fixtures on this module's process nodes, a fresh cluster each test."""
-    process_server.reset()
-    return process_server
-
-
-@pytest.fixture
-def kubeconfig(process_server, tmp_path):
-    return str(process_server.write_kubeconfig(tmp_path / "kubeconfig"))
 
 
 def step(task_id: str, program: str, token: str, **kwargs):

@@ -3,12 +3,15 @@ advice line under the stated share, and a clear word, never a number, when there
 first, then a real process step on kubesim's process nodes, whose metrics API reads the pod's cgroups."""
 from __future__ import annotations
 
-import pytest
+import process_nodes
 from kueue_support import logged
 from training_support import make_context, operator
 
 from kubesim.controllers.framework import Timing
 from operators.training.usage import Seen, summary
+
+# the cluster on real processes (process_nodes.py)
+process_server, kubesim, kubeconfig = process_nodes.process_server, process_nodes.kubesim, process_nodes.kubeconfig
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -59,27 +62,7 @@ time.sleep(6)
 """
 
 
-@pytest.fixture(scope="module")
-def process_server():
-    from kubesim.kubelet.nodes import DEFAULT_NODES
-    from kubesim.server import KubeSim
-    from tests.kubesim.procrt_support import as_process_nodes
-
-    nodes = as_process_nodes([n for n in DEFAULT_NODES if n["name"].startswith("cpu-")])
-    server = KubeSim(nodes=nodes, timing=Timing(metric_resolution=1.0)).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def kubesim(process_server):
-    process_server.reset()
-    return process_server
-
-
-@pytest.fixture
-def kubeconfig(process_server, tmp_path):
-    return str(process_server.write_kubeconfig(tmp_path / "kubeconfig"))
+PROCESS_TIMING = Timing(metric_resolution=1.0)   # usage read every second (process_nodes.py)
 
 
 def test_a_real_step_says_its_peak_against_its_limit_and_the_advice(k8s, team, monkeypatch):
