@@ -18,6 +18,11 @@ MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
 PROMETHEUS = Path("/usr/bin/prometheus")
 
 
+def run_tool(*argv: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess:
+    """A tool (promtool) run in deploy/monitoring, where the rule files name each other."""
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
 class Prometheus:
     def __init__(self, url: str, proc: subprocess.Popen, log: Path) -> None:
         self.url, self.proc, self.log = url, proc, log

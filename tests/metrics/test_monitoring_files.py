@@ -8,19 +8,17 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import jsonschema
-import pytest
 import yaml
+from prometheus_support import MONITORING
+from prometheus_support import run_tool as _run
 
 from devstack.statsd_bridge import map_name
 from operators.metrics import catalogue as c
 
 REPO = Path(__file__).resolve().parents[2]
-MONITORING = REPO / "deploy" / "monitoring"
-PROMTOOL = "/usr/bin/promtool"
 # alerts.yaml whatever the transport, plus the one of the transport in use (alerts.yaml's header)
 RULE_FILES = ("alerts.yaml", "alerts-statsd.yaml", "alerts-otel.yaml")
 
@@ -28,17 +26,6 @@ RULE_FILES = ("alerts.yaml", "alerts-statsd.yaml", "alerts-otel.yaml")
 def _rules(*files: str) -> list[dict]:
     return [r for f in files or RULE_FILES for g in yaml.safe_load((MONITORING / f).read_text())["groups"]
             for r in g["rules"]]
-
-
-@pytest.fixture(scope="module")
-def promtool() -> str:
-    if not Path(PROMTOOL).exists():
-        pytest.fail("/usr/bin/promtool missing: run `make monitoring` (apt-get install prometheus)")
-    return PROMTOOL
-
-
-def _run(*argv: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_promtool_checks_the_alert_rules(promtool):

@@ -4,24 +4,10 @@ fire; the busy ones stay silent), and the unit tests fail when a threshold is wr
 from __future__ import annotations
 
 import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
-
-MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
-PROMTOOL = "/usr/bin/promtool"
-
-
-@pytest.fixture(scope="module")
-def promtool() -> str:
-    if not Path(PROMTOOL).exists():
-        pytest.fail("/usr/bin/promtool missing: run `make monitoring` (apt-get install prometheus)")
-    return PROMTOOL
-
-
-def _run(*argv: str, cwd: Path = MONITORING) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+from prometheus_support import MONITORING
+from prometheus_support import run_tool as _run
 
 
 def test_promtool_checks_and_unit_tests_the_usage_alerts(promtool):
