@@ -27,9 +27,11 @@ completed with a Ready status where missing) or the compact form::
                                # virtualenv put first on PATH ("*": any other image; relative to the file)
       podPidsLimit: 4096       # the kubelet's podPidsLimit: processes and threads per pod (process nodes;
                                # default 4096 there, -1: unlimited as the kubelet's own default)
+      seccompDefault: true     # the kubelet's seccompDefault: a container without a seccompProfile runs
+                               # RuntimeDefault (process nodes; default true there, the kubelet's is false)
 
 A process node carries the annotation `kubesim.io/runtime: process` (and `kubesim.io/images`, JSON,
-`kubesim.io/pod-pids-limit`) and
+`kubesim.io/pod-pids-limit`, `kubesim.io/seccomp-default`) and
 reports `containerRuntimeVersion: kubesim-process://1.0`.
 """
 from __future__ import annotations
@@ -78,7 +80,7 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     if spec.get("kind") == "Node":
         return _complete(copy.deepcopy(spec), index)
     unknown = set(spec) - {"name", "cpu", "memory", "gpu", "pods", "labels", "taints", "runtime", "images",
-                          "podPidsLimit"}
+                          "podPidsLimit", "seccompDefault"}
     if unknown:
         raise ValueError(f"node {spec.get('name')!r}: unknown field(s) {sorted(unknown)}")
     if not spec.get("name"):
@@ -104,10 +106,14 @@ def node_manifest(spec: dict, index: int = 0) -> dict:
     pids = spec.get("podPidsLimit", DEFAULT_POD_PIDS_LIMIT)
     if not isinstance(pids, int) or isinstance(pids, bool) or pids < -1 or pids == 0:
         raise ValueError(f"node {name!r}: podPidsLimit {str(pids)[:50]!r}: expected a positive integer or -1")
+    seccomp_default = spec.get("seccompDefault", True)
+    if not isinstance(seccomp_default, bool):
+        raise ValueError(f"node {name!r}: seccompDefault {str(seccomp_default)[:50]!r}: expected true or false")
     if runtime == "process":
         node["metadata"]["annotations"] = {"kubesim.io/runtime": "process",
                                            "kubesim.io/images": json.dumps(spec.get("images") or {}),
-                                           "kubesim.io/pod-pids-limit": str(pids)}
+                                           "kubesim.io/pod-pids-limit": str(pids),
+                                           "kubesim.io/seccomp-default": str(seccomp_default).lower()}
         node = _complete(node, index)
         node["status"]["nodeInfo"]["containerRuntimeVersion"] = "kubesim-process://1.0"
         return node

@@ -135,3 +135,31 @@ def test_a_process_nodes_pod_pid_limit_has_a_default_and_refuses_nonsense():
     for bad in ("x", 0, -2, True):
         with pytest.raises(ValueError, match="podPidsLimit"):
             node_manifest({"name": "p", "runtime": "process", "podPidsLimit": bad})
+
+
+def test_seccomp_default_profile_is_containerds_for_the_capabilities_and_compiles():
+    """contrib/seccomp/seccomp_default.go: CAP_SYS_ADMIN allows mount/unshare/clone3; without it clone is allowed
+    only without CLONE_NEW* flags and clone3 gives ENOSYS; the node's seccompDefault decides an unset profile."""
+    from kubesim.kubelet.nodes import node_manifest
+    from kubesim.kubelet.procrt import seccomp
+    from kubesim.kubelet.procrt.seccomp_default import profile
+    from kubesim.kubelet.procrt.security import DEFAULT_CAPS
+
+    def allowed(p):
+        return {n for r in p["syscalls"] if r["action"] == "SCMP_ACT_ALLOW" and not r["args"] for n in r["names"]}
+    plain, admin = profile(list(DEFAULT_CAPS), "x86_64"), profile([*DEFAULT_CAPS, "SYS_ADMIN"], "x86_64")
+    assert "mount" not in allowed(plain) and {"mount", "unshare", "clone", "setns"} <= allowed(admin)
+    assert {"chroot", "arch_prctl", "read", "ptrace"} <= allowed(plain) and "add_key" not in allowed(plain)
+    assert {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38, "args": []} in plain["syscalls"]
+    assert plain["architectures"] == ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
+    if seccomp.problem() is None:
+        program = seccomp.compile_bpf(plain)
+        assert len(program) % 8 == 0 and len(program) > 8 * 300      # struct sock_filter: 8 bytes each
+    pod = {"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}
+    assert seccomp.requested(pod, {}, True) == ("Unconfined", None)
+    assert seccomp.requested({"spec": {}}, {}, True) == ("RuntimeDefault", None)
+    assert seccomp.requested({"spec": {}}, {}, False) == ("Unconfined", None)
+    ann = node_manifest({"name": "p", "runtime": "process"})["metadata"]["annotations"]
+    assert ann["kubesim.io/seccomp-default"] == "true"
+    with pytest.raises(ValueError, match="seccompDefault"):
+        node_manifest({"name": "p", "runtime": "process", "seccompDefault": "yes"})

@@ -154,3 +154,59 @@ def test_a_claim_is_shared_by_pods_of_different_id_ranges_at_once(pcore):
     assert code == 0 and lines[:3] == ["a", "b", "0"]
     assert lines[3].split()[1] != log(pcore, "writer").split()[1]          # two ranges
     pcore.delete_namespaced_pod("writer", "default", grace_period_seconds=0)
+
+
+# add_key(2) then unshare(2) of a user namespace, by container root: both allowed without seccomp (a user
+# namespace needs no capability; a user key none either), both outside containerd's default profile
+SECCOMP_PROBE = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                 "key = libc.syscall(248, b'user', b'walls', b'x', 1, -2)\n"
+                 "print('add_key', 'ok' if key >= 0 else os.strerror(ctypes.get_errno()))\n"
+                 "rc = libc.unshare(0x10000000)\n"
+                 "print('unshare', 'ok' if rc == 0 else os.strerror(ctypes.get_errno()))\n")
+
+
+def test_seccomp_runtime_default_refuses_what_containerds_profile_leaves_out_and_unconfined_does_not(pcore):
+    """containerd's default profile (seccomp.py, seccomp_default.py) is a process node's default (its
+    seccompDefault) and what RuntimeDefault asks for: add_key and unshare fail with EPERM; Unconfined: both work;
+    Seccomp in /proc says which."""
+    probe = f"python -c \"{SECCOMP_PROBE}\"; grep '^Seccomp:' /proc/self/status"
+    unset, _ = run(pcore, "sc-unset", probe, image="skiff/venv")
+    default, _ = run(pcore, "sc-default", probe, image="skiff/venv",
+                     securityContext={"seccompProfile": {"type": "RuntimeDefault"}})
+    unconfined, _ = run(pcore, "sc-unconfined", probe, image="skiff/venv",
+                        container={"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+                        securityContext={"seccompProfile": {"type": "RuntimeDefault"}})
+    blocked = ["add_key Operation not permitted", "unshare Operation not permitted", "Seccomp:\t2"]
+    assert unset.splitlines() == blocked and default.splitlines() == blocked
+    assert unconfined.splitlines() == ["add_key ok", "unshare ok", "Seccomp:\t0"]
+
+
+def test_seccomp_follows_the_containers_capabilities_as_containerds_profile_does(pcore):
+    """CAP_SYS_ADMIN added: the profile allows unshare (DefaultProfile's CAP_SYS_ADMIN rule), add_key stays out."""
+    out, _ = run(pcore, "sc-admin", f"python -c \"{SECCOMP_PROBE}\"", image="skiff/venv",
+                 container={"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}})
+    assert out.splitlines() == ["add_key Operation not permitted", "unshare ok"]
+
+
+def test_a_localhost_seccomp_profile_is_loaded_from_the_nodes_profile_root_or_refused(pcore, procsim_server):
+    """Localhost: the OCI profile at <state dir>/seccomp/<localhostProfile> (the kubelet's <root-dir>/seccomp);
+    a missing one is a CreateContainerError in containerd's words."""
+    from kubesim.testing import wait_until
+    root = os.path.join(procsim_server.cluster.kubelet.procs.state_dir, "seccomp")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, "no-mkdir.json"), "w") as f:
+        f.write('{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], '
+                '"action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}')
+    out, _ = run(pcore, "sc-local", "mkdir /tmp/d 2>&1; touch /tmp/f && echo touched",
+                 securityContext={"seccompProfile": {"type": "Localhost", "localhostProfile": "no-mkdir.json"}})
+    assert "Permission denied" in out and out.splitlines()[-1] == "touched"
+    pcore.create_namespaced_pod("default", pod("sc-missing", ["true"], securityContext={
+        "seccompProfile": {"type": "Localhost", "localhostProfile": "absent.json"}}))
+
+    def waiting():
+        s = (pcore.read_namespaced_pod("sc-missing", "default").status.container_statuses or [None])[0]
+        return s.state.waiting if s and s.state.waiting and s.state.waiting.reason != "ContainerCreating" else None
+    w = wait_until(waiting, 15)
+    assert w.reason == "CreateContainerError"
+    assert w.message == (f'failed to generate seccomp spec opts: cannot load seccomp profile '
+                         f'"{os.path.realpath(root)}/absent.json": No such file or directory')

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from kubesim.apimachinery.resources import qty
 from kubesim.kubelet.podruns import TERMINAL, Attempt, ContainerRun, PodRun
-from kubesim.kubelet.procrt import security, storage, userns
+from kubesim.kubelet.procrt import seccomp, security, storage, userns
 from kubesim.kubelet.procrt.env import ConfigError, command_line, container_env
 from kubesim.kubelet.procrt.layers import unmount_under
 from kubesim.kubelet.procrt.podnet import PodNet, hosts_file, listeners, service_env
@@ -112,9 +112,10 @@ class ProcessPods:
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
         self.ids = userns.IdRanges()
+        self.filters = seccomp.Filters(state_dir, os.path.join(state_dir, "seccomp"))
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
-        for problem in (self.runtime.cgroups.problem, self.runtime.userns_problem):
+        for problem in (self.runtime.cgroups.problem, self.runtime.userns_problem, seccomp.problem()):
             if problem:
                 log.warning("kubesim process nodes: %s", problem)
 
@@ -272,6 +273,17 @@ class ProcessPods:
             run.blocked = True
             kl._write_status(run)
             return None
+        kind, localhost = seccomp.requested(live, spec, _seccomp_default(self._node(run)))
+        try:
+            bpf = await asyncio.get_running_loop().run_in_executor(None, self.filters.path, kind, localhost,
+                                                                   security.capabilities(spec))
+        except seccomp.ProfileError as e:     # containerd's CreateContainer failed: CreateContainerError, retried
+            text = f"failed to generate seccomp spec opts: {e}"
+            c.state = {"waiting": {"reason": "CreateContainerError", "message": text}}
+            kl.recorder.record(pod, "Warning", "Failed", f"Error: {text}", host=run.node, field_path=fp)
+            run.blocked = True
+            kl._write_status(run)
+            return None
         argv = command_line(spec, env)
         mounts = [Mount(_sub(self._pv_mount(run, procs, m["name"]), m.get("subPath")), m["mountPath"],
                         bool(m.get("readOnly")) or _always_ro(pod, m["name"]))
@@ -284,7 +296,7 @@ class ProcessPods:
         launch = Launch(argv, env, _hostname(pod), mounts, spec.get("workingDir") or None, image,
                         # without root, bwrap's own user namespace maps kubesim's id only: no ids to change
                         security.wrapper(tool("setpriv"), live, spec) if os.geteuid() == 0 else [],
-                        security.read_only_root(spec))
+                        security.read_only_root(spec), bpf)
         now_dt = kl.store.clock.now()
         kl.recorder.record(pod, "Normal", "Pulled", f'Container image "{c.image}" already present on machine',
                            host=run.node, field_path=fp)
@@ -574,6 +586,13 @@ def _pids_limit(node: dict) -> int | None:
     """The node's podPidsLimit (nodes file `podPidsLimit`, annotation `kubesim.io/pod-pids-limit`)."""
     value = ((node.get("metadata") or {}).get("annotations") or {}).get(PIDS_ANNOTATION)
     return int(value) if value and int(value) > 0 else None
+
+
+def _seccomp_default(node: dict) -> bool:
+    """The node's seccompDefault (nodes file `seccompDefault`, annotation `kubesim.io/seccomp-default`; on when
+    absent: process nodes filter by default)."""
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(seccomp.DEFAULT_ANNOTATION)
+    return value != "false"
 
 
 def _limits_any(pod: dict) -> bool:

@@ -81,7 +81,7 @@ async def _spawn(argv: list[str], env: dict[str, str], group: Group | None = Non
     out = []
     try:
         for a in argv:
-            if a.startswith("{ns:") and a.endswith("}"):      # a namespace to enter, as a descriptor
+            if a[:4] in ("{ns:", "{fd:") and a.endswith("}"):   # a namespace or file, as a descriptor
                 fds.append(os.open(a[4:-1], os.O_RDONLY | os.O_CLOEXEC))
                 a = str(fds[-1])
             out.append(str(w) if a == "{info}" else str(br) if a == "{block}" else a)

@@ -44,7 +44,8 @@ class Mount:
 class Launch:
     """Everything one container's process needs. `image` holds the image's own directories (bound read-only
     at their paths, above the volumes); `wrapper` is the argv put before the command (security.py: setpriv
-    with the container's user, capabilities and no_new_privs)."""
+    with the container's user, capabilities and no_new_privs); `seccomp` the filter bwrap loads before it
+    execs the wrapper."""
     argv: list[str]
     env: dict[str, str]
     hostname: str
@@ -53,6 +54,7 @@ class Launch:
     image: list[str] = field(default_factory=list)
     wrapper: list[str] = field(default_factory=list)
     read_only_root: bool = False
+    seccomp: str | None = None          # the compiled BPF file of its seccomp profile (seccomp.py), None: none
 
 
 def image_paths(root: str | None) -> list[str]:
@@ -183,6 +185,8 @@ def container_args(launch: Launch, rootfs: str, info_fd: int, cgroup_views: list
         args += [*_parents(target), *bind(host, target, True)]
     if launch.read_only_root:
         args += ["--remount-ro", "/"]
+    if launch.seccomp:
+        args += ["--seccomp", "{fd:" + launch.seccomp + "}"]
     if launch.cwd:
         args += ["--chdir", launch.cwd]
     return [*args, "--", *launch.wrapper, *launch.argv]
