@@ -168,6 +168,12 @@ def test_exec_and_port_forward_through_the_python_clients_streams(pcore):
     out.run_forever(timeout=10)
     assert out.read_stdout() == "shell\nshell\n/tmp\n"
     assert out.returncode == 4
+    # runc exec: the container's seccomp filter (RuntimeDefault, the node's default) holds the exec'd process
+    out = stream(pcore.connect_get_namespaced_pod_exec, "shell", "default", command=[
+        "bash", "-c", "grep ^Seccomp: /proc/self/status; unshare -U true 2>&1"], stderr=True, stdin=False,
+        stdout=True, tty=False, _preload_content=False)
+    out.run_forever(timeout=10)
+    assert out.read_stdout().splitlines() == ["Seccomp:\t2", "unshare: unshare failed: Operation not permitted"]
 
     def fetch():     # Ready (no probe) comes before the server listens: a refused forward is tried again
         pf = portforward(pcore.connect_get_namespaced_pod_portforward, "shell", "default", ports="8888")

@@ -462,11 +462,19 @@ class ProcessPods:
         # the container's mount namespace belongs to the host's user namespace: enter it first, then (from
         # inside, where /proc/1 is the container's command) its user namespace, as its root, then the wrapper
         user = [tool("nsenter"), "--user=/proc/1/ns/user", "--"] if procs.base is not None else []
-        return await asyncio.create_subprocess_exec(
-            *c.group.exec_prefix(), tool("nsenter"), f"--target={c.pid}", "--root", "--mount", "--uts", "--ipc",
-            "--net", "--pid", *wd, "--", *user, *launch.wrapper, *argv,
-            env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+        # runc exec loads the container's seccomp filter too: bwrap (the image's /usr/bin) there, binding the
+        # container's root onto itself in a mount namespace of its own, loads it before the wrapper runs
+        fd = os.open(launch.seccomp, os.O_RDONLY) if launch.seccomp else None
+        filt = [tool("bwrap"), "--dev-bind", "/", "/", "--seccomp", str(fd), "--"] if fd is not None else []
+        try:
+            return await asyncio.create_subprocess_exec(
+                *c.group.exec_prefix(), tool("nsenter"), f"--target={c.pid}", "--root", "--mount", "--uts", "--ipc",
+                "--net", "--pid", *wd, "--", *user, *filt, *launch.wrapper, *argv,
+                env=launch.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, pass_fds=[fd] if fd is not None else [])
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     # --- stopping ---------------------------------------------------------------------------------
     async def stop_pod(self, run: PodRun, grace: float, remove: bool = False) -> None:
