@@ -19,10 +19,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 demo: venv bubblewrap sshd services monitoring
 	$(BIN)/python -m devstack demo $(if $(KUEUE),--kueue)
 
-# Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/kubelet/procrt).
+# Debian's bubblewrap (bwrap): kubesim's process nodes run pods' containers under it (kubesim/kubelet/procrt),
+# and libseccomp2, which compiles their seccomp filter (procrt/seccomp.py).
 bubblewrap:
-	@if [ -x /usr/bin/bwrap ]; then echo "bubblewrap: installed"; else \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; fi
+	@if [ -x /usr/bin/bwrap ] && /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 '; then echo "bubblewrap, libseccomp2: installed"; \
+	else $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; fi
 
 # Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one),
 # and a CJK font: without one, headless chromium draws the zh-CN page's characters as empty boxes (tofu).

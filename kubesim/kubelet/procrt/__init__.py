@@ -9,6 +9,7 @@ scripted kubelet.
 | `sandbox.py` | bwrap command lines (an image = a declared set of paths over the container's writable layer), runc's executable lookup |
 | `userns.py` | a user namespace per pod (65,536 host ids), its /etc copy, volume ownership, idmapped PersistentVolumes |
 | `security.py` | the container's user, capabilities, no_new_privs, masked /proc paths, runAsNonRoot (pure) |
+| `seccomp.py`, `seccomp_default.py` | the seccomp profile a container runs with (RuntimeDefault: containerd's default profile; Localhost), compiled to BPF with libseccomp for bwrap's `--seccomp` |
 | `storage.py` | ephemeral-storage usage and the eviction manager's limit check |
 | `layers.py` | a container's private writable `/etc` (overlayfs over the host's), its mounts and their clean-up |
 | `cgroups.py` | per-container memory/CPU cgroups (v1 or v2), the pod's pid limit, OOM kill counts |
