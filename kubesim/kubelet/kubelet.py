@@ -436,7 +436,10 @@ class Kubelet(Controller):
     def evict(self, run: PodRun, message: str) -> None:
         """The eviction manager evicts a pod (process pods over their ephemeral-storage limit: procrt/storage.py):
         killed with grace 0, Failed, reason Evicted, the manager's message and an `Evicted` Warning Event
-        (pkg/kubelet/eviction/eviction_manager.go `evictPod`)."""
+        (pkg/kubelet/eviction/eviction_manager.go `evictPod`). No pod condition: upstream's local-storage limit
+        evictions pass none (`podEphemeralStorageLimitEviction`: `evictPod(pod, 0, message, nil, nil)`); only a
+        node-pressure eviction (`synchronize`) adds DisruptionTarget/TerminationByKubelet, and kubesim's nodes
+        have no pressure."""
         pod = self._pod(run)
         if pod is None or run.phase in TERMINAL or run.terminating:
             return

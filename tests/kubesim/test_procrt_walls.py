@@ -132,6 +132,11 @@ def test_a_pod_over_its_ephemeral_storage_limit_is_evicted_with_the_kubelets_rea
     assert done.status.message == "Pod ephemeral local storage usage exceeds the total limit of containers 50Mi. "
     assert [e.message for e in pcore.list_namespaced_event("default").items
             if e.involved_object.name == "filler" and e.reason == "Evicted"] == [done.status.message]
+    # a limit eviction carries no DisruptionTarget condition: eviction_manager.go podEphemeralStorageLimitEviction
+    # calls evictPod(pod, 0, message, nil, nil); only node-pressure evictions (synchronize) add DisruptionTarget
+    # (TerminationByKubelet), and PendingTermination needs the alpha PodPendingTerminationConditions gate
+    assert sorted(c.type for c in done.status.conditions) == ["ContainersReady", "Initialized",
+                                                              "PodReadyToStartContainers", "PodScheduled", "Ready"]
 
 
 def test_a_claim_is_shared_by_pods_of_different_id_ranges_at_once(pcore):
