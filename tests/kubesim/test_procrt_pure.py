@@ -3,6 +3,7 @@ config volume files, the probe thresholds, and a machine without a writable cgro
 from __future__ import annotations
 
 import base64
+import os
 
 import pytest
 
@@ -163,3 +164,43 @@ def test_seccomp_default_profile_is_containerds_for_the_capabilities_and_compile
     assert ann["kubesim.io/seccomp-default"] == "true"
     with pytest.raises(ValueError, match="seccompDefault"):
         node_manifest({"name": "p", "runtime": "process", "seccompDefault": "yes"})
+
+
+def test_id_ranges_are_free_on_the_machine_and_a_dead_holders_come_back(tmp_path):
+    """Two allocators on one lock directory (two kubesims) never hand out the same slot; a slot another process
+    held is free once it exits (its flock goes with it)."""
+    import subprocess
+    import sys
+
+    from kubesim.kubelet.procrt.userns import RANGE, IdRanges
+    one, two = IdRanges(str(tmp_path)), IdRanges(str(tmp_path))
+    assert (one.allocate("a"), two.allocate("b"), one.allocate("c")) == (RANGE, 2 * RANGE, 3 * RANGE)
+    assert one.release("a") == RANGE and two.allocate("d") == RANGE
+    # another process (another kubesim: the same flock on <slot>.lock) holds slot 4
+    holder = subprocess.Popen([sys.executable, "-S", "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], "
+                               "os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); "
+                               "sys.stdin.read()", str(tmp_path / "4.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    assert one.allocate("e") == 5 * RANGE
+    holder.communicate("")
+    assert two.allocate("f") == 4 * RANGE
+    one.close(), two.close()
+
+
+def test_image_copies_of_an_old_etc_are_pruned_unless_a_pod_holds_their_range(tmp_path):
+    from kubesim.kubelet.procrt.userns import RANGE, IdRanges, _stamp, prune_images
+    etc, cache, locks = tmp_path / "etc", tmp_path / "images", str(tmp_path / "ranges")
+    etc.mkdir()
+    (etc / "passwd").write_text("root:x:0:0::/root:/bin/bash\n")
+    now = _stamp(str(etc))
+    for name in (f"etc-{RANGE}-{now}", f"etc-{RANGE}-1", f"etc-{2 * RANGE}-1", "etc-x.99999999.tmp", "other"):
+        (cache / name).mkdir(parents=True)
+    held = IdRanges(locks)
+    held.allocate("a"), held.allocate("b")
+    assert prune_images(str(cache), locks, str(etc)) == ["etc-x.99999999.tmp"]
+    held.release("b")
+    assert prune_images(str(cache), locks, str(etc)) == [f"etc-{2 * RANGE}-1"]
+    held.close()
+    assert prune_images(str(cache), locks, str(etc)) == [f"etc-{RANGE}-1"]
+    assert sorted(os.listdir(cache)) == [f"etc-{RANGE}-{now}", "other"]

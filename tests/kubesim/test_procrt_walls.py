@@ -215,3 +215,28 @@ def test_a_localhost_seccomp_profile_is_loaded_from_the_nodes_profile_root_or_re
     assert w.reason == "CreateContainerError"
     assert w.message == (f'failed to generate seccomp spec opts: cannot load seccomp profile '
                          f'"{os.path.realpath(root)}/absent.json": No such file or directory')
+
+
+def test_two_kubesims_on_one_machine_never_share_an_id_range(pcore):
+    """Ranges are held machine-wide (flocks under /var/lib/kubesim/ranges): a pod of a second kubesim running
+    beside one of this kubesim gets another host range, though each is its kubesim's first pod."""
+    from kubernetes.client import CoreV1Api
+
+    from kubesim import KubeSim
+    from kubesim.testing import sync_api_client
+    from tests.kubesim.procrt_support import PROCESS_NODES
+    pcore.create_namespaced_pod("default", pod("first", ["bash", "-c", "cat /proc/self/uid_map; sleep 60"]))
+    phase_is(pcore, "first", "Running")
+    other = KubeSim(nodes=PROCESS_NODES).start()
+    api = sync_api_client(other.url)
+    try:
+        ocore = CoreV1Api(api)
+        ocore.create_namespaced_pod("default", pod("second", ["cat", "/proc/self/uid_map"]))
+        phase_is(ocore, "second", "Succeeded")
+        second = log(ocore, "second").split()
+    finally:
+        api.close()
+        other.stop()
+    first = log(pcore, "first").split()
+    assert first[0] == second[0] == "0" and first[2] == second[2] == "65536"
+    assert int(first[1]) >= 65536 and int(second[1]) >= 65536 and first[1] != second[1]

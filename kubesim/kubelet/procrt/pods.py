@@ -111,7 +111,10 @@ class ProcessPods:
         self.runtime = ProcessRuntime(state_dir)
         self.dirs = VolumeDirs(state_dir)
         self.pods: dict[str, PodProcs] = {}            # pod uid -> its processes
-        self.ids = userns.IdRanges()
+        # id ranges free on the machine (flocks under RANGES_DIR), only where pods get a user namespace (root)
+        self.ids = userns.IdRanges(None if self.runtime.userns_problem else userns.RANGES_DIR)
+        if not self.runtime.userns_problem:
+            userns.prune_images(userns.IMAGE_CACHE, userns.RANGES_DIR)
         self.filters = seccomp.Filters(state_dir, os.path.join(state_dir, "seccomp"))
         self.removals: set[asyncio.Task] = set()        # remove_later's, awaited by aclose
         unmount_under(os.path.join(state_dir, "pods"))     # layers a killed kubesim left on this state dir
@@ -532,7 +535,9 @@ class ProcessPods:
         unmount_under(self.dirs.pod_dir(uid))      # a container's writable layer left mounted
         self.dirs.remove_pod(uid)
         self.runtime.cgroups.remove_pod(procs.cgroup)
-        self.ids.release(uid)
+        if self.ids.release(uid) is not None and self.ids.lock_dir is not None:
+            await asyncio.get_running_loop().run_in_executor(None, userns.prune_images, userns.IMAGE_CACHE,
+                                                             self.ids.lock_dir)
 
     async def aclose(self) -> None:
         """kubesim stops: every process of every pod is killed and reaped, the cgroups removed."""
@@ -551,6 +556,7 @@ class ProcessPods:
             unmount_under(self.dirs.pod_dir(uid))
             self.runtime.cgroups.remove_pod(procs.cgroup)
         self.runtime.close()
+        self.ids.close()
         if self.remove_state:          # a temp state dir of this kubesim (not $KUBESIM_STATE_DIR): its PVs too
             shutil.rmtree(self.state_dir, ignore_errors=True)
 

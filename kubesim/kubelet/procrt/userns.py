@@ -11,7 +11,9 @@ namespace belongs to the pod's user namespace (binding port 22 needs CAP_NET_BIN
 
 Ranges (`IdRanges`): the lowest free slot, slot 0 being the host's (the kubelet's userns manager also hands out
 free 65,536-id blocks past the host's: pkg/kubelet/userns/userns_manager.go); deterministic for a given
-order of pods. What the pod writes is owned by its range: kubesim chowns the pod's directories (writable
+order of pods. Free on the machine, not only in this kubesim: a slot is held by an exclusive flock(2) on
+`RANGES_DIR/<slot>.lock` for as long as a pod has it, so two kubesims on one machine never hand out the same
+range, and a killed kubesim's slots are free again (the kernel drops its locks when it exits). What the pod writes is owned by its range: kubesim chowns the pod's directories (writable
 layer, emptyDir, config volumes, the /etc layer) to it. A PersistentVolume keeps container ids on disk and
 is mounted idmapped through the pod's namespace (`idmapped_mount`, as KEP-127 does), so pods of different
 ranges share it, at once too; where the file system cannot, its directory records the base it is owned by
@@ -19,12 +21,16 @@ ranges share it, at once too; where the file system cannot, its directory record
 
 The image's /etc is a copy per range (kept in `IMAGE_CACHE` for the machine), shifted, without the host's secrets: files the host keeps from other
 users (mode without o+r: /etc/shadow, ssh host keys) are left out, except shadow/gshadow, copied with every
-password locked (so `chpasswd` works on the container's own copy).
+password locked (so `chpasswd` works on the container's own copy). A copy is named by its range and a stamp of
+the host's /etc; `prune_images` (at every kubesim start, and when a pod releases its range) removes the copies
+of an older stamp whose range no pod on the machine holds, and the half-made copies of dead processes: the
+cache holds at most one copy per range ever in use at once.
 """
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import fcntl
 import os
 import platform
 import shutil
@@ -34,6 +40,7 @@ FIRST_SLOT = 1           # 0-65535: the host's ids
 SHADOW = {"shadow", "shadow-", "gshadow", "gshadow-"}
 # the shifted /etc copies, kept for the machine (making one takes seconds; every kubesim reuses them)
 IMAGE_CACHE = "/var/lib/kubesim/images"
+RANGES_DIR = "/var/lib/kubesim/ranges"     # <slot>.lock, flock'ed while a pod of some kubesim holds the slot
 
 
 def problem() -> str | None:
@@ -47,19 +54,92 @@ def problem() -> str | None:
 
 
 class IdRanges:
-    """Which 65,536-id block each pod holds (lowest free first)."""
+    """Which 65,536-id block each pod holds (lowest free on the machine first: see the module's docstring).
+    `lock_dir` None: within this object only (kubesim without root)."""
 
-    def __init__(self):
+    def __init__(self, lock_dir: str | None = RANGES_DIR):
         self.slots: dict[str, int] = {}
+        self.lock_dir = lock_dir
+        self._locks: dict[int, int] = {}          # slot -> the descriptor holding its flock
 
     def allocate(self, pod_uid: str) -> int:
         if pod_uid not in self.slots:
             used = set(self.slots.values())
-            self.slots[pod_uid] = next(s for s in range(FIRST_SLOT, 1 << 15) if s not in used)
+            self.slots[pod_uid] = next(s for s in range(FIRST_SLOT, 1 << 15) if s not in used and self._lock(s))
         return self.slots[pod_uid] * RANGE
 
-    def release(self, pod_uid: str) -> None:
-        self.slots.pop(pod_uid, None)
+    def _lock(self, slot: int) -> bool:
+        if self.lock_dir is None:
+            return True
+        fd = lock_slot(self.lock_dir, slot)
+        if fd is None:
+            return False
+        self._locks[slot] = fd
+        return True
+
+    def release(self, pod_uid: str) -> int | None:
+        """The pod's range is free again; its base (None: it had none)."""
+        slot = self.slots.pop(pod_uid, None)
+        fd = self._locks.pop(slot, None) if slot is not None else None
+        if fd is not None:
+            os.close(fd)
+        return None if slot is None else slot * RANGE
+
+    def close(self) -> None:
+        for uid in list(self.slots):
+            self.release(uid)
+
+
+def lock_slot(lock_dir: str, slot: int) -> int | None:
+    """A descriptor holding `slot`'s lock, None when another holder has it."""
+    os.makedirs(lock_dir, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(lock_dir, f"{slot}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _stamp(source: str) -> int:
+    """The host /etc's stamp (a changed /etc, passwd or group: a new copy)."""
+    return sum(os.stat(os.path.join(source, f)).st_mtime_ns for f in ("", "passwd", "group")
+               if os.path.exists(os.path.join(source, f))) % 10**12
+
+
+def prune_images(cache_dir: str, lock_dir: str | None, source: str = "/etc") -> list[str]:
+    """Remove the /etc copies of another stamp than the host's whose range is free on the machine (its slot's
+    lock can be taken: no pod of any kubesim uses it), and the temporary copies of dead processes. Returns
+    what it removed."""
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return []
+    current, removed = _stamp(source), []
+    for name in names:
+        parts = name.split(".")
+        path = os.path.join(cache_dir, name)
+        if name.endswith(".tmp") and len(parts) >= 3:
+            if parts[-2].isdigit() and not os.path.exists(f"/proc/{parts[-2]}"):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(name)
+            continue
+        fields = name.split("-")
+        if len(fields) != 3 or fields[0] != "etc" or not fields[1].isdigit() or not fields[2].isdigit():
+            continue
+        if int(fields[2]) == current:
+            continue
+        fd = lock_slot(lock_dir, int(fields[1]) // RANGE) if lock_dir is not None else None
+        if lock_dir is not None and fd is None:
+            continue                                       # a pod somewhere still runs on it
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(name)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
 
 
 async def holder(base: int, unshare: str) -> asyncio.subprocess.Process:
@@ -109,9 +189,7 @@ def image_etc(cache_dir: str, base: int | None, source: str = "/etc") -> str:
     """The image's /etc for the range at `base` (None: the host's /etc itself), made once per range."""
     if base is None:
         return source
-    stamp = sum(os.stat(os.path.join(source, f)).st_mtime_ns for f in ("", "passwd", "group")
-                if os.path.exists(os.path.join(source, f)))      # a changed host /etc: a new copy
-    target = os.path.join(cache_dir, f"etc-{base}-{stamp % 10**12}")
+    target = os.path.join(cache_dir, f"etc-{base}-{_stamp(source)}")
     if os.path.isdir(target):
         return target
     os.makedirs(cache_dir, mode=0o700, exist_ok=True)
