@@ -44,11 +44,18 @@ def run_reconcile(kind: str) -> dict:
     import logging
 
     from operators.k8s import Kube, api_client
-    from operators.sedna.reconcile import reconcile
+    from operators.platform import PlatformError, load_platform
+    from operators.sedna.reconcile import kueue_queue_labels, reconcile
 
-    summary = reconcile(Kube(api_client(conn_id())), kind, configured_namespaces(), settings.get("sedna_lc_server"),
-                        settings.get_int("sedna_concurrency"))
     log = logging.getLogger("skiff.sedna")
+    try:      # queueing: kueue: the children's pods name their team's LocalQueue
+        queue_labels = kueue_queue_labels(load_platform())
+    except PlatformError as e:
+        log.error("the platform file cannot be read, so Sedna's pods get no Kueue queue label (under queueing: "
+                  "kueue Kueue holds them until it can be read): %s", e)
+        queue_labels = {}
+    summary = reconcile(Kube(api_client(conn_id())), kind, configured_namespaces(), settings.get("sedna_lc_server"),
+                        settings.get_int("sedna_concurrency"), queue_labels)
     for line in summary["actions"]:
         log.info("%s", line)
     for line in summary["errors"]:

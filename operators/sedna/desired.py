@@ -113,6 +113,32 @@ class Desired:
         return {c.name: c for c in self.children if c.kind == kind}
 
 
+def with_queue_labels(desired: Desired, labels: Mapping[str, str] | None) -> Desired:
+    """``desired`` with Kueue's queue labels (``queueing: kueue``: the team's LocalQueue and a priority class) on
+    every pod its children make: an FL Pod's own labels, a JI Deployment's pod template labels. Kueue's manager
+    Configuration (operators.platform.kueue.manager_config) manages every workload of a team namespace,
+    ``manageJobsWithoutQueueName``; its pod integration gates a pod whose controller is no Kueue integration
+    (a FederatedLearningJob, a ReplicaSet: kueue pkg/controller/jobs/pod/pod_webhook.go,
+    ``IsPodOwnerManagedByKueue``) and admits it only through the LocalQueue it names: without the label
+    Sedna's children would wait forever. Not part of the spec hash: switching a cluster to Kueue relabels a
+    Deployment's template (drift) and gives new FL pods the label; running pods stay as they are."""
+    if not labels or desired.error:
+        return desired
+
+    def labelled(child: Child) -> Child:
+        if child.kind not in ("Pod", "Deployment"):
+            return child
+        inner = child.render
+
+        def render_labelled() -> dict:
+            manifest = json.loads(json.dumps(inner()))
+            meta = manifest["metadata"] if child.kind == "Pod" else manifest["spec"]["template"]["metadata"]
+            meta["labels"] = {**(meta.get("labels") or {}), **labels}
+            return manifest
+        return Child(child.kind, child.name, child.spec_hash, child.worker_type, render_labelled)
+    return replace(desired, children=tuple(labelled(c) for c in desired.children))
+
+
 # ---------------------------------------------------------------- shared helpers
 
 

@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -48,6 +48,7 @@ from operators.sedna.desired import (
     JI_KIND,
     Desired,
     SpecError,
+    with_queue_labels,
 )
 from operators.sedna.kinds import SOURCE_RESOURCES, KindSpec, Sources, kind_spec
 from operators.sedna.plan import (
@@ -133,7 +134,9 @@ def _ref(cr: dict) -> str:
 class _Pass:
     """One reconcile pass of one CR kind; all state lives for the pass only."""
 
-    def __init__(self, kube: Kube, kind: str, lc_server: str, concurrency: int = DEFAULT_CONCURRENCY):
+    def __init__(self, kube: Kube, kind: str, lc_server: str, concurrency: int = DEFAULT_CONCURRENCY,
+                 queue_labels: Mapping[str, Mapping[str, str]] | None = None):
+        self.queue_labels = queue_labels or {}      # namespace -> Kueue's labels for the pods made there
         self.concurrency = max(1, int(concurrency))
         self.kube = kube.fork(connections=self.concurrency)  # this pass's request counts; a connection per writer
         self.spec: KindSpec = kind_spec(kind)
@@ -227,7 +230,8 @@ class _Pass:
         if is_terminating(cr):
             self.summary.add("skipped_deleting")  # its children go through garbage collection
             return None
-        desired = self.spec.desired(cr, sources, self.lc_server)
+        desired = with_queue_labels(self.spec.desired(cr, sources, self.lc_server),
+                                    self.queue_labels.get(cr["metadata"]["namespace"]))
         finished = self.spec.finished(cr)
         if finished:
             self.summary.add("skipped_finished")
@@ -432,9 +436,22 @@ class _Pass:
 
 
 def reconcile(kube: Kube, kind: str, namespaces: list[str] | None = None, lc_server: str = DEFAULT_LC_SERVER,
-              concurrency: int = DEFAULT_CONCURRENCY) -> dict:
-    """One pass over every CR of ``kind`` (in ``namespaces``, or cluster-wide); returns a summary."""
-    return _Pass(kube, kind, lc_server, concurrency).run(namespaces)
+              concurrency: int = DEFAULT_CONCURRENCY, queue_labels: Mapping[str, Mapping[str, str]] | None = None
+              ) -> dict:
+    """One pass over every CR of ``kind`` (in ``namespaces``, or cluster-wide); returns a summary.
+    ``queue_labels``: namespace -> Kueue's labels for the pods of its CRs (``queueing: kueue``:
+    ``kueue_queue_labels``)."""
+    return _Pass(kube, kind, lc_server, concurrency, queue_labels).run(namespaces)
+
+
+def kueue_queue_labels(platform) -> dict[str, dict[str, str]]:
+    """Each team namespace's Kueue labels for Sedna's pods under ``queueing: kueue`` (the team's training
+    LocalQueue, priority ``skiff-scheduled``: batch work as a scheduled training step); {} under quota."""
+    from operators.platform import kueue
+
+    if platform.queueing != "kueue":
+        return {}
+    return {t.namespace: dict(kueue.queue_labels(False, kueue.SCHEDULED)) for t in platform.teams}
 
 
 def reconcile_federated_learning(kube: Kube, namespaces: list[str] | None = None,

@@ -551,3 +551,31 @@ def test_configured_namespaces_only(k8s, kube):
     summary = reconcile_federated_learning(Kube(k8s), namespaces=["team-a"])
     assert summary["created"] == 4 and summary["crs"] == 1
     assert len(kube.list(PODS, "team-a", FL_SEL)) == 3 and pods_of(kube) == {}
+
+
+def test_in_kueue_mode_every_pod_of_a_team_namespace_names_its_local_queue(k8s, kube):
+    """queueing: kueue: Kueue manages every pod of a team namespace (manageJobsWithoutQueueName) and gates one
+    whose controller is no Kueue integration until a LocalQueue admits it (pod_webhook.go): the FL pods and the
+    JI Deployments' pod templates carry the team's queue label and priority class; under quota, none."""
+    from devstack.demo_setup import kueue_example_text
+    from operators.platform import example_path, load_platform
+    from operators.platform.loader import parse_platform
+    from operators.sedna.reconcile import kueue_queue_labels, reconcile
+
+    platform = parse_platform(kueue_example_text())
+    labels = kueue_queue_labels(platform)["recsys"]
+    assert labels == {"kueue.x-k8s.io/queue-name": "skiff", "kueue.x-k8s.io/priority-class": "skiff-scheduled"}
+    assert kueue_queue_labels(load_platform(example_path())) == {}
+    new_fl(kube), new_ji(kube)
+    for kind in ("FederatedLearningJob", "JointInferenceService"):
+        assert not reconcile(Kube(k8s), kind, queue_labels={NS: labels})["errors"]
+    pods = pods_of(kube)
+    assert len(pods) == 3 and all(labels.items() <= p["metadata"]["labels"].items() for p in pods.values())
+    deployments = kube.list(DEPLOYMENTS, NS, f"{JI_SEL}={JI}")
+    assert len(deployments) == 2
+    assert all(labels.items() <= d["spec"]["template"]["metadata"]["labels"].items() for d in deployments)
+    # a CR of a namespace that is no team's (no LocalQueue there) gets none
+    new_fl(kube, name="plain")
+    assert not reconcile(Kube(k8s), "FederatedLearningJob", queue_labels={"nlp": labels})["errors"]
+    plain = pods_of(kube, "plain")
+    assert len(plain) == 3 and not any("kueue.x-k8s.io/queue-name" in p["metadata"]["labels"] for p in plain.values())
