@@ -215,6 +215,9 @@ def test_a_localhost_seccomp_profile_is_loaded_from_the_nodes_profile_root_or_re
     assert w.reason == "CreateContainerError"
     assert w.message == (f'failed to generate seccomp spec opts: cannot load seccomp profile '
                          f'"{os.path.realpath(root)}/absent.json": No such file or directory')
+    with open(os.path.join(root, "absent.json"), "w") as f:       # retried: the profile is there now
+        f.write('{"defaultAction": "SCMP_ACT_ALLOW"}')
+    phase_is(pcore, "sc-missing", "Succeeded")
 
 
 def test_two_kubesims_on_one_machine_never_share_an_id_range(pcore):

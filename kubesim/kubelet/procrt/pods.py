@@ -284,8 +284,9 @@ class ProcessPods:
             text = f"failed to generate seccomp spec opts: {e}"
             c.state = {"waiting": {"reason": "CreateContainerError", "message": text}}
             kl.recorder.record(pod, "Warning", "Failed", f"Error: {text}", host=run.node, field_path=fp)
-            run.blocked = True
             kl._write_status(run)
+            # the pod worker syncs it again after a back-off (a Localhost profile written meanwhile is found)
+            kl._later(run, kl.cluster.timing.restart_backoff * 10, kl._start, run)
             return None
         argv = command_line(spec, env)
         mounts = [Mount(_sub(self._pv_mount(run, procs, m["name"]), m.get("subPath")), m["mountPath"],
