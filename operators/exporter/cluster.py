@@ -134,10 +134,23 @@ def pod_user(pod: Mapping, owners: Mapping[str, str]) -> str:
     return ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_OWNER, "")
 
 
-def pod_info_samples(pods: Iterable[Mapping], owners: Mapping[str, str]) -> list[Sample]:
+def pod_requests(pod: Mapping, gpu_resource: str) -> dict[str, float]:
+    """cpu (cores), memory (bytes), gpu: the pod's containers' requests summed (init containers left out: they
+    have finished before the containers run, so they hold nothing while usage is measured)."""
+    total = {"cpu": 0.0, "memory": 0.0, "gpu": 0.0}
+    for container in ((pod.get("spec") or {}).get("containers") or []):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name, key in (("cpu", "cpu"), ("memory", "memory"), ("gpu", gpu_resource)):
+            total[name] += _amount(requests, key) or 0.0
+    return total
+
+
+def pod_info_samples(pods: Iterable[Mapping], owners: Mapping[str, str],
+                     gpu_resource: str = GPU_RESOURCE) -> list[Sample]:
     """``skiff_pod_info`` (value 1) for every pending or running pod of Skiff's: kube-state-metrics'
     ``kube_pod_labels`` pattern, Skiff's names as labels (a step's raw ids from its pod's annotations, as
-    ``operators.training.naming.job_annotations`` writes them, not the sanitised label values)."""
+    ``operators.training.naming.job_annotations`` writes them, not the sanitised label values); and its
+    ``skiff_pod_requests`` per resource."""
     out = []
     for pod in pods:
         meta = pod.get("metadata") or {}
@@ -150,7 +163,9 @@ def pod_info_samples(pods: Iterable[Mapping], owners: Mapping[str, str]) -> list
                   ("task", ann.get("skiff.io/task-id", "")), ("run", ann.get("skiff.io/run-id", "")),
                   ("try", ann.get("skiff.io/try-number", "")), ("kind", kind))
         out.append(Sample(c.POD_INFO, labels, 1.0))
-    return sorted(out, key=lambda s: s.labels)
+        out += [Sample(c.POD_REQUESTS, labels[:2] + (("resource", r),), v)
+                for r, v in pod_requests(pod, gpu_resource).items()]
+    return sorted(out, key=lambda s: (s.metric.prom, s.labels))
 
 
 _CELL_GAUGES = (("nominal", c.KUEUE_NOMINAL), ("used", c.KUEUE_USAGE), ("borrowed", c.KUEUE_BORROWED),
@@ -211,7 +226,7 @@ def gauges(quotas: list[Mapping], jobs: list[Mapping], statefulsets: list[Mappin
     teams |= {dict(s.labels)["team"] for s in from_queues if s.metric in _TEAM_GAUGES}
     return (from_quota + from_queues + training_samples(jobs, teams)
             + instance_samples(statefulsets, teams) + sedna_samples(crs_by_kind)
-            + pod_info_samples(pods, owners or {}))
+            + pod_info_samples(pods, owners or {}, gpu_resource))
 
 
 _TEAM_GAUGES = frozenset({c.TEAM_GPU_QUOTA, c.TEAM_GPU_REQUESTS, c.TEAM_CPU_QUOTA, c.TEAM_CPU_REQUESTS,

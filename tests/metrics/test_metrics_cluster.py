@@ -122,19 +122,26 @@ def test_pod_info_names_each_live_pod_of_skiff_from_the_templates_labels_and_ann
     pods = [_pod(job, "step-0", "recsys"), _pod(job, "step-old", "recsys", "Failed"),
             _pod(sts, "alice--nb-0", "recsys", "Pending"), stranger]
     owners = {"bob-home": "bob", "alice-home": "Alice.Smith"}
-    got = [dict(s.labels) for s in cluster.pod_info_samples(pods, owners)]
+    samples = cluster.pod_info_samples(pods, owners)
+    got = [dict(s.labels) for s in samples if s.metric is c.POD_INFO]
     assert got == [
         {"namespace": "recsys", "pod": "alice--nb-0", "team": "recsys", "user": "Alice.Smith", "dag": "", "task": "",
          "run": "", "try": "", "kind": "instance"},
         {"namespace": "recsys", "pod": "step-0", "team": "recsys", "user": "bob", "dag": key.dag_id,
          "task": key.task_id, "run": key.run_id, "try": "2", "kind": "training"}]
     # without the platform's users an instance is still its owner's (its label: the owner's slug)
-    assert [dict(s.labels)["user"] for s in cluster.pod_info_samples(pods, {})] == ["alice-smith", ""]
-    assert {s.value for s in cluster.pod_info_samples(pods, owners)} == {1.0}
+    assert [dict(s.labels)["user"] for s in cluster.pod_info_samples(pods, {})
+            if s.metric is c.POD_INFO] == ["alice-smith", ""]
+    assert {s.value for s in samples if s.metric is c.POD_INFO} == {1.0}
+    # what each holds: the step 2 cores, 4 GiB, 1 GPU; the instance 2 cores, 4 GiB (its requests)
+    held = {(dict(s.labels)["pod"], dict(s.labels)["resource"]): s.value for s in samples if s.metric is c.POD_REQUESTS}
+    assert held == {("step-0", "cpu"): 2.0, ("step-0", "memory"): 4 * 2**30, ("step-0", "gpu"): 1.0,
+                    ("alice--nb-0", "cpu"): 2.0, ("alice--nb-0", "memory"): 4 * 2**30, ("alice--nb-0", "gpu"): 0.0}
 
 
 def test_a_sedna_worker_is_of_kind_sedna():
     fl = {"metadata": {"name": "w", "namespace": "nlp", "labels": {
         "app.kubernetes.io/managed-by": "skiff", "federatedlearningjob.sedna.io/name": "j"}}, "status": {}}
     ji = {"metadata": {"name": "e", "namespace": "nlp", "labels": {"jointinferenceservice.sedna.io/name": "s"}}}
-    assert [dict(s.labels)["kind"] for s in cluster.pod_info_samples([fl, ji], {})] == ["sedna", "sedna"]
+    assert [dict(s.labels)["kind"] for s in cluster.pod_info_samples([fl, ji], {})
+            if s.metric is c.POD_INFO] == ["sedna", "sedna"]

@@ -77,7 +77,7 @@ def _referenced(expr: str) -> set[str]:
 def test_dashboard_has_a_row_per_concern_and_only_catalogued_metrics():
     dashboard = json.loads((MONITORING / "dashboard.json").read_text())
     rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
-    assert rows == ["Training", "Queues and quota", "Instances", "Sedna", "Skiff's own health"]
+    assert rows == ["Training", "Queues and quota", "Instances", "Sedna", "Skiff's own health", "Usage: used against held"]
     known = {m.prom for m in c.all_metrics()}
     used = set()
     for panel in dashboard["panels"]:
