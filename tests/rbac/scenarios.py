@@ -437,6 +437,7 @@ def ui(env: Env) -> None:
     kueue.install(env.sim.store)
     sources.queues(k, None)
     sources.queue_reasons(k)
+    sources.pod_metrics(k)  # the rows' live usage (the metrics API)
     sources.list_all(k, "apps/v1", "statefulsets", labels="skiff.io/kind=dev-instance")
     # an instance (made by the admin here): its idleness through the service proxy, its password to its owner
     from operators.devinstances import idle, inventory, lifecycle
