@@ -393,7 +393,8 @@ def devinstances(env: Env) -> None:
     from operators.devinstances.settings import Settings
     from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
 
-    settings = Settings(host="dev.example.com", idle_seconds=60)
+    # usage idleness on: the culler also reads the instances' PodMetrics
+    settings = Settings(host="dev.example.com", idle_seconds=60, usage_idle_seconds=3600)
     core = kubernetes.client.CoreV1Api(env.admin)
     for claim in ("alice-home", "datasets"):
         core.create_namespaced_persistent_volume_claim(TEAM, {
@@ -444,7 +445,8 @@ def ui(env: Env) -> None:
     from operators.devinstances.settings import Settings
     from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
 
-    settings = Settings(host="dev.example.com", idle_seconds=60)
+    # usage idleness on: the culler also reads the instances' PodMetrics
+    settings = Settings(host="dev.example.com", idle_seconds=60, usage_idle_seconds=3600)
     core = kubernetes.client.CoreV1Api(env.admin)
     core.create_namespaced_persistent_volume_claim(TEAM, {
         "metadata": {"name": "alice-home"},

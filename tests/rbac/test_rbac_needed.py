@@ -75,6 +75,7 @@ NEEDED: dict[tuple, str] = {
     **_each(D, "", "persistentvolumeclaims", "get", "devinstances"),
     **_each(DO, "apps", "statefulsets", "list", "devinstances"),
     **_each(DO, "", "pods", "list", "devinstances"),
+    **_each(DO, "metrics.k8s.io", "pods", "list", "devinstances"),
     **_each("skiff-tcp-services", "", "configmaps", "get update", "devinstances", name="tcp-services"),
     **{(UO, g, res, "list", ""): "ui" for g, res in (
         ("", "resourcequotas"), ("", "pods"), ("", "services"), ("", "events"), ("batch", "jobs"),
