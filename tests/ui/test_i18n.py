@@ -16,7 +16,9 @@ KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_repor
         "StatefulSet", "Service", "FederatedLearningJob", "JointInferenceService", "notebook", "h", "s", "m", "d",
         "Kueue",
         # product names, as the cluster and the dashboard call them: metrics-server, dcgm-exporter, the metrics API
-        "Pod", "API", "metrics", "server", "dcgm", "exporter", "Grafana"}
+        "Pod", "API", "metrics", "server", "dcgm", "exporter", "Grafana", "Prometheus",
+        # a setting's name, as the operator writes it in Airflow's configuration
+        "skiff", "prometheus_url"}
 
 
 def _dictionaries() -> dict[str, dict[str, str]]:

@@ -460,10 +460,11 @@ def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):
                                   {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "cpu_hours": 1, "jobs": 1},
                                   {"user": "carol", "team": "nlp", "gpu_hours": 9.0, "cpu_hours": 1, "jobs": 1}]},
                      api_server.home / "skiff" / "usage.json")
-        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0}]
+        # a report without gpu_hours_used (no Prometheus): used is not known, never 0
+        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0, "gpu_hours_used": None}]
     with api_server.client("alice") as alice:
-        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0},
-                                                            {"user": "alice", "gpu_hours": 5.0}]
+        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0, "gpu_hours_used": None},
+                                                            {"user": "alice", "gpu_hours": 5.0, "gpu_hours_used": None}]
 
 
 def test_a_name_the_user_already_has_in_the_team_is_a_409_saying_so_and_nothing_is_triggered(instances):
