@@ -168,13 +168,13 @@ POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/pods"
 
 
 def pod_metrics(k: Kube) -> tuple[dict[tuple[str, str], dict], str | None]:
-    """Every pod's PodMetrics across namespaces, one request: ``({(namespace, pod): item}, problem)``; problem
+    """Skiff's pods' PodMetrics across namespaces, one request: ``({(namespace, pod): item}, problem)``; problem
     ``live_usage.NO_API`` when the cluster serves no metrics API (404, or 503: metrics-server registered and
     down), so the page says so instead of a number."""
     from operators.ui.live_usage import NO_API
 
-    try:
-        doc = k.request("GET", POD_METRICS_PATH) or {}
+    try:  # Skiff's pods only (metrics-server's PodMetrics carry their pod's labels): not every pod of the cluster
+        doc = k.request("GET", POD_METRICS_PATH, query=[("labelSelector", "app.kubernetes.io/managed-by=skiff")]) or {}
     except KubeError as exc:
         if exc.status in (404, 503):
             return {}, NO_API
