@@ -89,7 +89,8 @@ or auth in front). Requests counted by kubesim. {series} series per scrape ({len
 | Skiff, within the cache age (every other scrape) | {hit[1]:g} | {hit[0]:.2f} |
 | reading each team's quota and Jobs per scrape (a hand-written exporter) | {naive[1]:g} | {naive[0]:.1f} |
 
-The endpoint's cost per scrape does not grow with teams or Jobs in requests (5 cluster-wide lists: quotas,
-Jobs, instance StatefulSets, 2 Sedna kinds), only in the bytes those lists carry; with the default 15 s
-cache and Prometheus' 30 s interval each scrape re-reads once.
+The endpoint's cost per scrape does not grow with teams or Jobs in requests (7 cluster-wide lists: quotas,
+Jobs, instance StatefulSets, 2 Sedna kinds, Skiff's pods and Sedna's joint-inference pods for skiff_pod_info),
+only in the bytes those lists carry; with the default 15 s cache and Prometheus' 30 s interval each scrape
+re-reads once.
 """

@@ -43,7 +43,10 @@ PAGE_ROWS = 50  # static/skiff-common.js PAGE_ROWS: the rows of a table the page
 SAMPLES = int(os.environ.get("UI_BENCH_SAMPLES", "60"))
 PAGE_LOADS = int(os.environ.get("UI_BENCH_PAGE_LOADS", "10"))
 OWNERS = ["alice", "bob"] + [f"user{i:03d}" for i in range(N_INSTANCES // PER_OWNER - 2)]
-TRAIN_NS = "bench-train"
+# alice's team: the page lists the caller's teams' training by default (operators.ui.views.split_by_team), so
+# training in a namespace of no team of hers left her table empty and the page-load wait never ended (2 of 2
+# runs: selenium's script timeout after 120 s)
+TRAIN_NS = "recsys"
 DAG_ID = "ui_bench_training"
 RUN_ID = "bench__1"
 
@@ -111,16 +114,12 @@ def _seed_cluster(api, kube) -> None:
         **{key: "200" for key in ("cpu", "requests.cpu", "limits.cpu")},
         **{key: "500Gi" for key in ("memory", "requests.memory", "limits.memory")},
         "pods": "2000", "requests.storage": "10Ti"}}})
-    core.create_namespace({"metadata": {"name": TRAIN_NS}})
     owners = OWNERS
     for owner in owners:  # home PVCs of the synthetic owners (alice's and bob's come from the platform file)
         if owner not in ("alice", "bob"):
             core.create_namespaced_persistent_volume_claim("recsys", {
                 "metadata": {"name": f"{owner}-home"},
                 "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
-    core.create_namespaced_persistent_volume_claim(TRAIN_NS, {
-        "metadata": {"name": "alice-home"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
     settings, image = Settings.from_config(), platform.default_image()
     for i in range(N_INSTANCES):
         owner = owners[i % len(owners)]
@@ -329,31 +328,60 @@ def _seed_usage_report(path: Path) -> None:
 # when every section shows its data (a table: its first page of PAGE_ROWS rows and a pager counting them all), and
 # when the page's root was first in the DOM.
 _RENDERED = """
-const [nInst, nTasks, nUsers, PAGE_ROWS, done] = arguments;
+const [nInst, nTasks, nUsers, PAGE_ROWS, giveUpMs, done] = arguments;
 let rooted = null;
-function ready() {
+function unmet() {
   const d = document.querySelector("[data-skiff='page'], #skiff-standalone");
-  if (!d) return false;
+  if (!d) return ["the page's root is not in the DOM"];
   if (rooted === null) rooted = performance.now();
-  const shows = (id, n) => d.querySelectorAll(`#${id}-table tbody tr`).length === Math.min(n, PAGE_ROWS)
-    && (n <= PAGE_ROWS || d.querySelector(`[data-pager=${id}]`)?.dataset.total === String(n));
-  return shows("instances", nInst) && shows("training", nTasks)
-    && d.querySelectorAll("#quota .team .bar").length > 0
-    && d.querySelectorAll("#usage svg rect").length === nUsers
-    && !d.querySelector("#sedna .loading") && d.querySelector("#sedna").textContent.trim() !== "";
+  const rows = (id) => d.querySelectorAll(`#${id}-table tbody tr`).length;
+  const total = (id) => d.querySelector(`[data-pager=${id}]`)?.dataset.total;
+  const shows = (id, n) => rows(id) === Math.min(n, PAGE_ROWS) && (n <= PAGE_ROWS || total(id) === String(n));
+  const out = [];
+  for (const [id, n] of [["instances", nInst], ["training", nTasks]]) {
+    if (!shows(id, n)) out.push(`${id}: ${rows(id)} rows shown, pager total ${total(id) ?? "none"} (want ${Math.min(n, PAGE_ROWS)} of ${n})`);
+  }
+  if (!d.querySelectorAll("#quota .team .bar").length) out.push("quota: no bar");
+  const bars = d.querySelectorAll("#usage svg rect").length;
+  if (bars !== nUsers) out.push(`usage: ${bars} bars (want ${nUsers})`);
+  if (d.querySelector("#sedna .loading") || d.querySelector("#sedna")?.textContent.trim() === "") out.push("sedna: still loading");
+  return out;
 }
-(function poll() { ready() ? done([performance.now(), rooted]) : setTimeout(poll, 5); })();
+(function poll() {
+  const left = unmet();
+  if (!left.length) done([performance.now(), rooted]);
+  else if (performance.now() > giveUpMs) done({unmet: left, at: performance.now()});
+  else setTimeout(poll, 5);
+})();
 """
 
 # The same for Airflow's own task-instance list (Browse > Task Instances): the time its table shows the first page
 # of the benchmark's training task instances, and how many rows that page has.
 _AIRFLOW_LIST = """
-const [taskPrefix, done] = arguments;
+const [taskPrefix, giveUpMs, done] = arguments;
 function rows() {
   return [...document.querySelectorAll("table tbody tr")].filter((tr) => tr.textContent.includes(taskPrefix)).length;
 }
-(function poll() { const n = rows(); n ? done([performance.now(), n]) : setTimeout(poll, 5); })();
+(function poll() {
+  const n = rows();
+  if (n) done([performance.now(), n]);
+  else if (performance.now() > giveUpMs) done({unmet: [`no row of ${taskPrefix}* in the table`], at: performance.now()});
+  else setTimeout(poll, 5);
+})();
 """
+
+
+GIVE_UP_S = 100  # a page not rendered by then is said with what it lacks (selenium's own limit, 120 s, says nothing)
+
+
+def _loaded(driver, label: str, n: int, script: str, *args):
+    """One load's ``done`` value; a load that does not finish in ``GIVE_UP_S`` raises naming the page, the load
+    and what it still lacked."""
+    got = driver.execute_async_script(script, *args, GIVE_UP_S * 1000)
+    if isinstance(got, dict):
+        raise RuntimeError(f"{label}, load {n + 1}: not rendered {got['at'] / 1000:.0f} s after navigation "
+                           f"started: {'; '.join(got['unmet'])}")
+    return got
 
 
 def _page_loads(url: str, token: str, work: Path) -> str:
@@ -362,21 +390,21 @@ def _page_loads(url: str, token: str, work: Path) -> str:
 
     driver = chromium(work)
     try:
-        driver.set_script_timeout(120)
+        driver.set_script_timeout(GIVE_UP_S + 20)
         driver.get(f"{url}/skiff/static/skiff.svg")  # same origin, so the login cookie can be set
         driver.add_cookie({"name": "_token", "value": token, "path": "/"})
         results = {}
         for label, path in (("the page alone (`/skiff/`)", "/skiff/"),
                             ("in Airflow's UI (`/plugin/skiff`, a React app)", "/plugin/skiff")):
             loads = []
-            for _ in range(PAGE_LOADS + 1):  # the first with chromium's cache cold
+            for n in range(PAGE_LOADS + 1):  # the first with chromium's cache cold
                 driver.get(url + path)
-                loads.append(driver.execute_async_script(_RENDERED, N_INSTANCES, SHOWN_TASKS, len(OWNERS), PAGE_ROWS))
+                loads.append(_loaded(driver, label, n, _RENDERED, N_INSTANCES, SHOWN_TASKS, len(OWNERS), PAGE_ROWS))
             results[label] = loads
         airflow_loads = []
-        for _ in range(PAGE_LOADS + 1):
+        for n in range(PAGE_LOADS + 1):
             driver.get(url + "/task_instances")
-            airflow_loads.append(driver.execute_async_script(_AIRFLOW_LIST, "train_"))
+            airflow_loads.append(_loaded(driver, "Airflow's task-instance list", n, _AIRFLOW_LIST, "train_"))
     finally:
         driver.quit()
     rows = []

@@ -93,6 +93,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("devinstance_max_per_owner", "integer", "3", "Development instances per user, stopped ones included."),
     Option("devinstance_idle_hours", "float", "8",
            "The culler stops instances idle for longer than this many hours."),
+    Option("devinstance_usage_idle_hours", "float", "0",
+           "Besides JupyterLab's own idleness, the culler also stops a running instance whose CPU (the metrics API's "
+           "reading at each culler pass) stayed under devinstance_usage_idle_cpu for this many hours; an instance "
+           "holding a GPU is left running (the metrics API reads no GPU). 0: off."),
+    Option("devinstance_usage_idle_cpu", "float", "0.01",
+           "CPU cores under which an instance counts as idle by usage (devinstance_usage_idle_hours)."),
     Option("devinstance_cull_cron", "string", "*/15 * * * *", "Cron schedule of the dev_instance_cull DAG."),
     Option("devinstance_admins", "string", "",
            "Comma-separated users who may act on others' instances, besides the simple auth manager's admins "
@@ -101,8 +107,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("metrics_token", "string", "",
            "Bearer token Prometheus sends to Skiff's endpoint (/skiff-metrics/metrics); set it from a Kubernetes "
            "Secret (AIRFLOW__SKIFF__METRICS_TOKEN). Empty: only an Airflow admin's login may read the endpoint."),
+    Option("prometheus_url", "string", "",
+           "Prometheus' address (e.g. http://prometheus.monitoring:9090) for the usage report's GPU-hours used: "
+           "dcgm-exporter's DCGM_FI_DEV_GPU_UTIL of training steps' GPUs joined with skiff_pod_info. Empty: the "
+           "report says used GPU-hours are not known.", "http://prometheus.monitoring:9090"),
     Option("metrics_cache_seconds", "float", "15",
-           "Skiff's endpoint re-reads the cluster (5 list requests) at most this often; scrapes in between are "
+           "Skiff's endpoint re-reads the cluster (7 list requests, 9 with Kueue) at most this often; scrapes in between are "
            "answered from its cache."),
 )}
 

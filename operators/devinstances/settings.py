@@ -24,6 +24,8 @@ class Settings:
     host: str = settings.default("devinstance_host")
     max_per_owner: int = int(settings.default("devinstance_max_per_owner"))
     idle_seconds: float = float(settings.default("devinstance_idle_hours")) * 3600
+    usage_idle_seconds: float = float(settings.default("devinstance_usage_idle_hours")) * 3600  # 0: off
+    usage_idle_cpu: float = float(settings.default("devinstance_usage_idle_cpu"))
 
     @classmethod
     def from_config(cls, get: Lookup = settings.get) -> Settings:
@@ -42,5 +44,19 @@ class Settings:
             idle = -1.0
         if not idle > 0:
             raise ValueError(f"[skiff] devinstance_idle_hours={idle_text!r}: must be a positive number of hours")
+        usage_hours = _number(get, "devinstance_usage_idle_hours", lambda v: v >= 0, "a number of hours >= 0 (0: off)")
+        usage_cpu = _number(get, "devinstance_usage_idle_cpu", lambda v: v > 0, "a positive number of CPU cores")
         return cls(tcp_namespace=ns, tcp_name=name, port_range=PortRange.parse(get("devinstance_port_range")),
-                   host=get("devinstance_host"), max_per_owner=int(max_text), idle_seconds=idle * 3600)
+                   host=get("devinstance_host"), max_per_owner=int(max_text), idle_seconds=idle * 3600,
+                   usage_idle_seconds=usage_hours * 3600, usage_idle_cpu=usage_cpu)
+
+
+def _number(get: Lookup, option: str, ok: Callable[[float], bool], what: str) -> float:
+    text = get(option)
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not ok(value):  # nan fails every test
+        raise ValueError(f"[skiff] {option}={text!r}: must be {what}")
+    return value

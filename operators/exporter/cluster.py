@@ -14,7 +14,9 @@ samples of ``catalogue``'s gauges. A team's label is its namespace (the name the
 * Sedna CRs by ``status.phase`` (FederatedLearningJob), else by their Failed/Running conditions;
 * with ``queueing: kueue``: Skiff's ClusterQueues per flavor and resource (nominal, usage, borrowed, lent:
   ``operators.platform.kueue.queue_cells``) and the unfinished Workloads per LocalQueue, priority class and
-  state; the team gauges then come from the team's ClusterQueues, since its ResourceQuota holds storage only.
+  state; the team gauges then come from the team's ClusterQueues, since its ResourceQuota holds storage only;
+* ``skiff_pod_info``: one series per pending or running pod Skiff made (``pod_info_samples``), the names that
+  usage series are joined on.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ from dataclasses import dataclass
 
 from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
+from operators.devinstances.naming import KIND as INSTANCE_KIND
+from operators.devinstances.naming import LABEL_KIND, LABEL_OWNER
 from operators.metrics import catalogue as c
+from operators.sedna.desired import FL_LABEL_PREFIX, JI_LABEL_PREFIX
 from operators.training.failure import job_state
+from operators.training.naming import APP_NAME as TRAINING_APP
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,61 @@ def sedna_samples(crs_by_kind: Mapping[str, Iterable[Mapping]]) -> list[Sample]:
     return [Sample(c.SEDNA_CRS, (("team", t), ("kind", k), ("phase", p)), n) for (t, k, p), n in sorted(found.items())]
 
 
+def pod_kind(labels: Mapping[str, str]) -> str | None:
+    """training | instance | sedna from the labels Skiff's templates set; None: not a pod of Skiff's."""
+    if labels.get("app.kubernetes.io/name") == TRAINING_APP:
+        return "training"
+    if labels.get(LABEL_KIND) == INSTANCE_KIND:
+        return "instance"
+    if any(k.startswith((FL_LABEL_PREFIX, JI_LABEL_PREFIX)) for k in labels):
+        return "sedna"
+    return None
+
+
+def pod_user(pod: Mapping, owners: Mapping[str, str]) -> str:
+    """The owner of the home volume it mounts (``owners``: claim name -> user, the platform's home PVCs): a
+    step's user and an instance's; else an instance's owner label (its slug); else "" (a Sedna worker)."""
+    for volume in ((pod.get("spec") or {}).get("volumes") or []):
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim in owners:
+            return owners[claim]
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_OWNER, "")
+
+
+def pod_requests(pod: Mapping, gpu_resource: str) -> dict[str, float]:
+    """cpu (cores), memory (bytes), gpu: the pod's containers' requests summed (init containers left out: they
+    have finished before the containers run, so they hold nothing while usage is measured)."""
+    total = {"cpu": 0.0, "memory": 0.0, "gpu": 0.0}
+    for container in ((pod.get("spec") or {}).get("containers") or []):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name, key in (("cpu", "cpu"), ("memory", "memory"), ("gpu", gpu_resource)):
+            total[name] += _amount(requests, key) or 0.0
+    return total
+
+
+def pod_info_samples(pods: Iterable[Mapping], owners: Mapping[str, str],
+                     gpu_resource: str = GPU_RESOURCE) -> list[Sample]:
+    """``skiff_pod_info`` (value 1) for every pending or running pod of Skiff's: kube-state-metrics'
+    ``kube_pod_labels`` pattern, Skiff's names as labels (a step's raw ids from its pod's annotations, as
+    ``operators.training.naming.job_annotations`` writes them, not the sanitised label values); and its
+    ``skiff_pod_requests`` per resource."""
+    out = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        kind = pod_kind(meta.get("labels") or {})
+        if kind is None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        ann = (meta.get("annotations") or {}) if kind == "training" else {}
+        labels = (("namespace", _ns(pod)), ("pod", meta.get("name") or ""), ("team", _ns(pod)),
+                  ("user", pod_user(pod, owners)), ("dag", ann.get("skiff.io/dag-id", "")),
+                  ("task", ann.get("skiff.io/task-id", "")), ("run", ann.get("skiff.io/run-id", "")),
+                  ("try", ann.get("skiff.io/try-number", "")), ("kind", kind))
+        out.append(Sample(c.POD_INFO, labels, 1.0))
+        out += [Sample(c.POD_REQUESTS, labels[:2] + (("resource", r),), v)
+                for r, v in pod_requests(pod, gpu_resource).items()]
+    return sorted(out, key=lambda s: (s.metric.prom, s.labels))
+
+
 _CELL_GAUGES = (("nominal", c.KUEUE_NOMINAL), ("used", c.KUEUE_USAGE), ("borrowed", c.KUEUE_BORROWED),
                 ("lent", c.KUEUE_LENT))
 
@@ -149,20 +210,23 @@ def kueue_samples(cluster_queues: Iterable[Mapping], workloads: Iterable[Mapping
 
 def gauges(quotas: list[Mapping], jobs: list[Mapping], statefulsets: list[Mapping],
            crs_by_kind: Mapping[str, list[Mapping]], gpu_resource: str = GPU_RESOURCE,
-           kueue: list[Sample] = ()) -> list[Sample]:
+           kueue: list[Sample] = (), pods: list[Mapping] = (), owners: Mapping[str, str] | None = None
+           ) -> list[Sample]:
     """Every cluster-state sample; every team with a quota gets its training and instance counts (zeros
     included), so a dashboard shows "0 queued" rather than no line. ``kueue``: ``kueue_samples`` (with
     ``queueing: kueue``); a team gauge the ResourceQuota (storage only, then) does not give comes from there,
     so the quota panels, the ``$team`` variable and SkiffTeamGpuAtQuota work in both modes. In Kueue mode the
     ResourceQuota's pod limits are the team's ceiling (nominal + what it may borrow, a hard cap against pods that
-    bypass Kueue), not its quota: a team gauge the ClusterQueues give wins over the ResourceQuota's."""
+    bypass Kueue), not its quota: a team gauge the ClusterQueues give wins over the ResourceQuota's. ``pods``:
+    Skiff's pods (``skiff_pod_info``), ``owners`` the home claims' users."""
     teams = {_ns(q) for q in quotas}
     from_queues = list(kueue)
     queue_team = {(s.metric, s.labels) for s in from_queues if s.metric in _TEAM_GAUGES}
     from_quota = [s for s in quota_samples(quotas, gpu_resource) if (s.metric, s.labels) not in queue_team]
     teams |= {dict(s.labels)["team"] for s in from_queues if s.metric in _TEAM_GAUGES}
     return (from_quota + from_queues + training_samples(jobs, teams)
-            + instance_samples(statefulsets, teams) + sedna_samples(crs_by_kind))
+            + instance_samples(statefulsets, teams) + sedna_samples(crs_by_kind)
+            + pod_info_samples(pods, owners or {}, gpu_resource))
 
 
 _TEAM_GAUGES = frozenset({c.TEAM_GPU_QUOTA, c.TEAM_GPU_REQUESTS, c.TEAM_CPU_QUOTA, c.TEAM_CPU_REQUESTS,

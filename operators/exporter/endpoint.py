@@ -14,8 +14,9 @@ who would see every team's figures). No token configured: Airflow admins only.
 
 Cost: a scrape reads the cache; when the cache is older than ``[skiff] metrics_cache_seconds`` (15 s) the
 scrape that notices refreshes it first with five cluster-wide lists (quotas, training Jobs, instance
-StatefulSets, the two Sedna CR kinds; with ``queueing: kueue`` two more: Skiff's ClusterQueues and the
-Workloads), one request each whatever the number of teams and Jobs: at most 5 (7) requests per scrape, 0 for scrapes within the cache age, and one refresh at a time (concurrent scrapes wait
+StatefulSets, the two Sedna CR kinds, Skiff's pods for ``skiff_pod_info``; with ``queueing: kueue`` two more:
+Skiff's ClusterQueues and the Workloads), one request each whatever the number of teams, Jobs and pods: at
+most 7 (9) requests per scrape, 0 for scrapes within the cache age, and one refresh at a time (concurrent scrapes wait
 for it). A failed refresh keeps serving the last good state and counts the error.
 """
 
@@ -35,16 +36,20 @@ from operators.exporter.cluster import Sample, gauges
 from operators.metrics import catalogue as c
 
 TRAINING_SELECTOR = "app.kubernetes.io/managed-by=skiff,app.kubernetes.io/name=skiff-training"
+# Skiff's pods: training steps, instances and Sedna's federated-learning workers carry managed-by; a
+# joint-inference worker (its Deployment's template keeps the user's labels and Sedna's) does not: see
+# POD_SELECTORS' second entry
+POD_SELECTORS = ("app.kubernetes.io/managed-by=skiff", "jointinferenceservice.sedna.io/name")
 
 
 
 
 def read_cluster(kube) -> list[Sample]:
-    """The five lists (``kube``: an ``operators.k8s.Kube``) and their gauges. Sedna not installed (its CRDs
+    """The lists (``kube``: an ``operators.k8s.Kube``) and their gauges. Sedna not installed (its CRDs
     answer 404): no Sedna samples."""
     from operators.devinstances.naming import all_selector
     from operators.k8s import KubeError
-    from operators.k8s.resource import JOBS, RESOURCEQUOTAS, STATEFULSETS
+    from operators.k8s.resource import JOBS, PODS, RESOURCEQUOTAS, STATEFULSETS
     from operators.platform.model import QUOTA_NAME
     from operators.sedna.desired import FL_KIND, JI_KIND
     from operators.sedna.kube import FL_JOBS, JI_SERVICES
@@ -59,9 +64,11 @@ def read_cluster(kube) -> list[Sample]:
         except KubeError as exc:
             if exc.status != 404:
                 raise
-    gpu_resource, queueing = _platform_facts()
+    pods = {p["metadata"].get("uid") or id(p): p for sel in POD_SELECTORS
+            for p in kube.list(PODS, None, label_selector=sel)}
+    gpu_resource, queueing, owners = _platform_facts()
     kueue = read_kueue(kube, gpu_resource) if queueing == "kueue" else []
-    return gauges(quotas, jobs, instances, crs, gpu_resource, kueue)
+    return gauges(quotas, jobs, instances, crs, gpu_resource, kueue, list(pods.values()), owners)
 
 
 def read_kueue(kube, gpu_resource: str) -> list[Sample]:
@@ -81,18 +88,20 @@ def read_kueue(kube, gpu_resource: str) -> list[Sample]:
     return kueue_samples(cqs, workloads, gpu_resource)
 
 
-def _platform_facts() -> tuple[str, str]:
-    """The platform file's GPU resource name (``node_pools.gpu.resource``) and ``queueing``; without a
-    platform file ``nvidia.com/gpu`` and quotas."""
+def _platform_facts() -> tuple[str, str, dict[str, str]]:
+    """The platform file's GPU resource name (``node_pools.gpu.resource``), ``queueing`` and its users' home
+    claims (claim -> user: whose step or instance a pod is); without a platform file ``nvidia.com/gpu``, quotas
+    and no users (an instance's user is then its owner label)."""
     from operators.core.nodepools import GPU_RESOURCE
 
     try:
         from operators.platform import load_platform
 
         platform = load_platform()
-        return platform.node_pools.gpu_resource, platform.queueing
+        owners = {platform.home_pvc(u): u for u in platform.users()}
+        return platform.node_pools.gpu_resource, platform.queueing, owners
     except Exception:  # noqa: BLE001 - no platform file: the defaults
-        return GPU_RESOURCE, "quota"
+        return GPU_RESOURCE, "quota", {}
 
 
 class ClusterCache:

@@ -12,7 +12,12 @@ Two kinds of metric, two ways out:
 
 Label rules (Prometheus' conventions): ``skiff_`` prefix, base units (seconds, cores, bytes), ``_total``
 counters; labels are low-cardinality only: ``team`` (the team's namespace), ``reason`` (a closed set, below),
-``kind`` (a Sedna CR kind), ``state``/``phase``/``result`` (closed sets). Never a run, task, pod or Job name.
+``kind`` (a Sedna CR kind), ``state``/``phase``/``result`` (closed sets). Never a run, task, pod or Job name,
+with one exception: ``skiff_pod_info`` and its sibling ``skiff_pod_requests``: ``skiff_pod_info`` (kube-state-metrics' ``kube_pod_labels`` pattern), one series of value 1
+per live pod Skiff made, which carries its pod's names so that the kubelet's and dcgm-exporter's usage series
+(which have ``namespace`` and ``pod``) are grouped by team, user, DAG and step in PromQL with
+``* on (namespace, pod) group_left (team, user, dag, task) skiff_pod_info``. Its series count is the number of
+running and pending pods, as for kube-state-metrics; a finished pod's series ends with it.
 """
 
 from __future__ import annotations
@@ -93,6 +98,15 @@ KUEUE_LENT = _gauge("skiff_kueue_lent", _CQ, "its idle nominal quota other queue
                     "borrowing spread over the lenders' idle quota in proportion)")
 KUEUE_WORKLOADS = _gauge("skiff_kueue_workloads", ("team", "local_queue", "priority_class", "state"),
                          "unfinished Workloads: pending (no quota reserved) | admitted")
+POD_INFO = _gauge("skiff_pod_info", ("namespace", "pod", "team", "user", "dag", "task", "run", "try", "kind"),
+                  "1 per live pod Skiff made (pending or running): its team (namespace), user (the owner of its "
+                  "home volume; an instance's owner), DAG, task, run and try (training steps) and kind (training "
+                  "| instance | sedna); join usage series on (namespace, pod)")
+POD_REQUESTS = _gauge("skiff_pod_requests", ("namespace", "pod", "resource"),
+                      "what a live pod of Skiff's holds: its containers' requests summed, resource cpu (cores) | "
+                      "memory (bytes) | gpu (the platform's GPU resource, devices); beside skiff_pod_info, as "
+                      "kube-state-metrics' kube_pod_container_resource_requests")
+POD_KINDS = ("training", "instance", "sedna")
 EXPORTER_LAST_REFRESH = _gauge("skiff_exporter_last_refresh_timestamp_seconds", (),
                                "when the endpoint's cache was last read from the cluster (unix time)")
 EXPORTER_REFRESH_SECONDS = _gauge("skiff_exporter_refresh_duration_seconds", (),

@@ -82,7 +82,7 @@ def visible_instances(caller: Caller) -> list[dict]:
     seen = [(sts, view(sts, pods.get(_key(sts)), host, now))
               for sts in sorted(stss, key=lambda s: (s["metadata"]["namespace"], s["metadata"]["name"]))]
     idle = idle_times.last_activities(k, [_key(sts) for sts, v in seen if v.state == RUNNING])
-    rows = []
+    rows, live = [], []
     for sts, first in seen:
         last, why = idle.get(_key(sts), (None, None))
         if last is not None:
@@ -93,6 +93,8 @@ def visible_instances(caller: Caller) -> list[dict]:
         row["mine"] = row["owner"] == caller.name
         row["start_epoch"] = start_epoch(sts)
         rows.append(row)
+        live.append((row, pods.get(_key(sts))))
+    sources.with_live_usage(k, live)  # CPU and memory now beside what it holds (one metrics request)
     return rows
 
 

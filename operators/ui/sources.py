@@ -133,7 +133,7 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
     pods: dict[str, list[dict]] = {}
     for p in _list(k, PODS, labels=TRAINING_SELECTOR):
         pods.setdefault(p["metadata"].get("labels", {}).get("skiff.io/job-name"), []).append(p)
-    rows, gpus = [], gpu_resource()
+    rows, gpus, shown = [], gpu_resource(), []
     waits = queue_reasons(k) if any((j.get("spec") or {}).get("suspend") for _, j in jobs.values()) else {}
     for ti in tis:
         job = jobs.get((ti["dag_id"], ti["task_id"], ti["run_id"], ti["map_index"]), (0, None))[1]
@@ -142,6 +142,9 @@ def training(k: Kube, dag_ids: set[str] | None, now: datetime | None = None) -> 
         queued = waits.get((job["metadata"]["namespace"], job["metadata"]["name"])) if job else None
         rows.append(views.training_row(ti, job, job_pods[-1] if job_pods else None, now=now, reason=reason,
                                        gpu_resource=gpus, queue_reason=queued))
+        if ti["state"] in views.ACTIVE_STATES:
+            shown.append((rows[-1], job_pods[-1] if job_pods else None))
+    with_live_usage(k, shown)  # a running step's use now (one metrics request for all rows)
     return rows
 
 
@@ -157,6 +160,42 @@ def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
     if job is not None and failure.job_state(job) == "failed":
         return failure.failure_reason(job, pods, [])
     return failure_reason(ti["id"], ti["try_number"])
+
+
+# ---------------------------------------------------------------- live usage (the metrics API)
+
+POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/pods"
+
+
+def pod_metrics(k: Kube) -> tuple[dict[tuple[str, str], dict], str | None]:
+    """Skiff's pods' PodMetrics across namespaces, one request: ``({(namespace, pod): item}, problem)``; problem
+    ``live_usage.NO_API`` when the cluster serves no metrics API (404, or 503: metrics-server registered and
+    down), so the page says so instead of a number."""
+    from operators.ui.live_usage import NO_API
+
+    try:  # Skiff's pods only (metrics-server's PodMetrics carry their pod's labels): not every pod of the cluster
+        doc = k.request("GET", POD_METRICS_PATH, query=[("labelSelector", "app.kubernetes.io/managed-by=skiff")]) or {}
+    except KubeError as exc:
+        if exc.status in (404, 503):
+            return {}, NO_API
+        raise
+    return {((i.get("metadata") or {}).get("namespace"), (i.get("metadata") or {}).get("name")): i
+            for i in doc.get("items") or []}, None
+
+
+def with_live_usage(k: Kube, rows: list[tuple[dict, dict | None]]) -> None:
+    """Adds ``usage`` to each row whose pod runs (``live_usage.pod_usage``); reads the metrics API once, and
+    not at all when no pod runs."""
+    from operators.ui.live_usage import pod_usage
+
+    running = [(row, pod) for row, pod in rows if pod is not None and (pod.get("status") or {}).get("phase") == "Running"]
+    if not running:
+        return
+    found, problem = pod_metrics(k)
+    gpus = gpu_resource()
+    for row, pod in running:
+        meta = pod.get("metadata") or {}
+        row["usage"] = pod_usage(pod, found.get((meta.get("namespace"), meta.get("name"))), problem, gpus)
 
 
 # ---------------------------------------------------------------- Sedna

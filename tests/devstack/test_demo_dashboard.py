@@ -1,5 +1,5 @@
-"""The demo's Prometheus (issue 29, "Done when"): after the demo's activity every panel query of the shipped Grafana
-dashboard that the demo feeds returns data (the others are listed in NOT_FED with the reason), and
+"""The demo's Prometheus (issue 29, "Done when"; issue 37 for the usage row): after the demo's activity every panel
+query of the shipped Grafana dashboard that the demo feeds returns data (the others are listed in NOT_FED with the reason), and
 ``SkiffTrainingFailureRate`` fires once more than half of a team's training steps failed, not before.
 
 The stack is the demo's (``devstack demo``'s Stack: process nodes, RBAC, metrics on); the test does what a user
@@ -56,10 +56,24 @@ NOT_FED = {
     ("Reconcile passes failed, CR failures (per hour)", "{{kind}} CR failures"):
         "the sample job's pods stay Pending (its nodes edge1/edge2 are not in the demo's cluster): it never fails",
     ("platform_sync runs, writes, refusals (per day)", "refusals"): "the example platform file is accepted whole",
+    # the usage row (issue 37): what runs when the panels are read is alice's instance (no GPU) and Sedna's
+    # pending workers; the pipeline's GPU step is over, and a GPU's series ends with its pod
+    ("GPUs held idle now (under 5 %), by whom", "{{user}} {{kind}} {{pod}}"):
+        "no pod holds a GPU once the pipeline's train step is over (alice's demo instance has none)",
+    ("GPU utilisation of the GPUs held, by user", "{{user}} ({{team}})"):
+        "no pod holds a GPU once the pipeline's train step is over",
+    ("Each instance: GPU utilisation", "{{user}} {{pod}}"): "alice's demo instance holds no GPU",
 }
 # fed or not by timing: the demo's set-up applies the platform file, and platform_sync writes only what it finds
 # missing, so its first run writes something when it comes before the set-up (seen under load) and nothing after
-EITHER = {("platform_sync runs, writes, refusals (per day)", "writes")}
+# A step's usage is seen only if it runs across the kubelet's readings (every 15 s, kubesim's metric resolution
+# as metrics-server's): its peak memory needs one, its peak CPU rate two; what it holds (skiff_pod_requests)
+# only if its pod lives across one of the endpoint's reads (every 15 s, [skiff] metrics_cache_seconds). The
+# demo's steps take seconds, so whether one of them did is timing.
+EITHER = {("platform_sync runs, writes, refusals (per day)", "writes"),
+          ("Training steps: peak memory / limit (last hour)", "{{dag}}.{{task}}"),
+          ("Training steps: peak CPU used vs requested (last hour)", "{{dag}}.{{task}} peak used"),
+          ("Training steps: peak CPU used vs requested (last hour)", "{{dag}}.{{task}} requested")}
 
 
 class Prom:

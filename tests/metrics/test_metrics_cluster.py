@@ -89,3 +89,59 @@ def test_the_token_is_a_bearer_token_and_must_match_exactly():
     assert token_matches("Bearer s3cret", "s3cret") and token_matches("bearer s3cret", "s3cret")
     assert not token_matches("Bearer s3cre", "s3cret") and not token_matches("Basic s3cret", "s3cret")
     assert not token_matches("Bearer ", "")  # no token configured: never matches
+
+
+def _pod(owner: dict, name: str, namespace: str, phase: str = "Running") -> dict:
+    """A pod as its controller makes it from ``owner``'s template (a Job or a StatefulSet)."""
+    template = owner["spec"]["template"]
+    return {"metadata": {**template["metadata"], "name": name, "namespace": namespace, "uid": name},
+            "spec": template["spec"], "status": {"phase": phase}}
+
+
+def test_pod_info_names_each_live_pod_of_skiff_from_the_templates_labels_and_annotations():
+    """skiff_pod_info from pods made of Skiff's own rendered templates: a training step (its user is the owner
+    of its home volume, its DAG, task, run and try are the raw ids), alice's instance, a finished step left out,
+    a pod Skiff did not make left out."""
+    from operators.devinstances import desired
+    from operators.devinstances.spec import Image, build_request
+    from operators.training.manifest import job_manifest
+    from operators.training.naming import TaskInstanceKey
+    from operators.training.spec import build_spec
+
+    key = TaskInstanceKey("training_recommendation_daily", "train_model", "scheduled__2026-11-29T00:00:00+00:00", 2)
+    step = build_spec(image="registry/recsys/train:1.4", namespace="recsys", work_dir="/root", exec_command="python",
+                      entry_path="train.py", run_args=[], env={}, cpu=2, memory=4, gpu=1, pvc="bob-home",
+                      volumes_=None, online=False, pool_key="pool", pool_value="offline")
+    job = job_manifest(step, key)
+    image = Image("tf2-cpu", "registry.local/nb:tf2.15", default=True)
+    req = build_request(owner="Alice.Smith", name="nb", team="recsys", image="tf2-cpu", cpu=2, memory=4, gpu=0,
+                        mounts_=[], extra_ports_=[], catalogue=(image,), default_image="tf2-cpu",
+                        home_pvc="alice-home", access={"alice-home": "rw"}.get)
+    sts = desired.statefulset(req, {}, replicas=1, started=None)
+    stranger = {"metadata": {"name": "x", "namespace": "recsys", "labels": {"app": "x"}}, "status": {"phase": "Running"}}
+    pods = [_pod(job, "step-0", "recsys"), _pod(job, "step-old", "recsys", "Failed"),
+            _pod(sts, "alice--nb-0", "recsys", "Pending"), stranger]
+    owners = {"bob-home": "bob", "alice-home": "Alice.Smith"}
+    samples = cluster.pod_info_samples(pods, owners)
+    got = [dict(s.labels) for s in samples if s.metric is c.POD_INFO]
+    assert got == [
+        {"namespace": "recsys", "pod": "alice--nb-0", "team": "recsys", "user": "Alice.Smith", "dag": "", "task": "",
+         "run": "", "try": "", "kind": "instance"},
+        {"namespace": "recsys", "pod": "step-0", "team": "recsys", "user": "bob", "dag": key.dag_id,
+         "task": key.task_id, "run": key.run_id, "try": "2", "kind": "training"}]
+    # without the platform's users an instance is still its owner's (its label: the owner's slug)
+    assert [dict(s.labels)["user"] for s in cluster.pod_info_samples(pods, {})
+            if s.metric is c.POD_INFO] == ["alice-smith", ""]
+    assert {s.value for s in samples if s.metric is c.POD_INFO} == {1.0}
+    # what each holds: the step 2 cores, 4 GiB, 1 GPU; the instance 2 cores, 4 GiB (its requests)
+    held = {(dict(s.labels)["pod"], dict(s.labels)["resource"]): s.value for s in samples if s.metric is c.POD_REQUESTS}
+    assert held == {("step-0", "cpu"): 2.0, ("step-0", "memory"): 4 * 2**30, ("step-0", "gpu"): 1.0,
+                    ("alice--nb-0", "cpu"): 2.0, ("alice--nb-0", "memory"): 4 * 2**30, ("alice--nb-0", "gpu"): 0.0}
+
+
+def test_a_sedna_worker_is_of_kind_sedna():
+    fl = {"metadata": {"name": "w", "namespace": "nlp", "labels": {
+        "app.kubernetes.io/managed-by": "skiff", "federatedlearningjob.sedna.io/name": "j"}}, "status": {}}
+    ji = {"metadata": {"name": "e", "namespace": "nlp", "labels": {"jointinferenceservice.sedna.io/name": "s"}}}
+    assert [dict(s.labels)["kind"] for s in cluster.pod_info_samples([fl, ji], {})
+            if s.metric is c.POD_INFO] == ["sedna", "sedna"]

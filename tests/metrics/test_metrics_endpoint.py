@@ -53,7 +53,8 @@ def test_with_the_token_the_gpu_gauges_equal_the_quotas_status_used(teams):
     assert _samples(r.text, "skiff_team_gpu_requests") == used()
     assert _samples(r.text, "skiff_team_gpu_quota") == {"recsys": 2.0, "nlp": 1.0}
     # the pass read the cluster with a fixed number of list requests, counted on the endpoint's own client
-    assert "skiff_exporter_cluster_requests_total 5.0" in r.text
+    # (quotas, Jobs, StatefulSets, two Sedna kinds, two pod selectors)
+    assert "skiff_exporter_cluster_requests_total 7.0" in r.text
 
 
 def test_without_the_token_airflow_decides_and_refuses_the_anonymous(teams):

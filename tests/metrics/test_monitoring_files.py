@@ -77,7 +77,7 @@ def _referenced(expr: str) -> set[str]:
 def test_dashboard_has_a_row_per_concern_and_only_catalogued_metrics():
     dashboard = json.loads((MONITORING / "dashboard.json").read_text())
     rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
-    assert rows == ["Training", "Queues and quota", "Instances", "Sedna", "Skiff's own health"]
+    assert rows == ["Training", "Queues and quota", "Instances", "Sedna", "Skiff's own health", "Usage: used against held"]
     known = {m.prom for m in c.all_metrics()}
     used = set()
     for panel in dashboard["panels"]:
@@ -131,3 +131,35 @@ def test_no_rule_or_panel_counts_an_event_counter_with_increase_or_rate():
     lossy = [e for e in exprs if re.search(r"\b(increase|rate|irate)\((" + "|".join(events) + r")\b", e)]
     assert lossy == []
     assert sum("offset" in e for e in exprs) >= 10  # the exact form is there, not just the functions gone
+
+
+def _chart_values_errors(values_file: str, schema_file: str, folder: Path = MONITORING) -> list[str]:
+    values = yaml.safe_load((folder / values_file).read_text())
+    schema = json.loads((MONITORING / "charts" / schema_file).read_text())
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in jsonschema.Draft7Validator(schema).iter_errors(values)]
+
+
+def test_metrics_server_and_dcgm_exporter_values_match_their_charts_keys():
+    """Neither chart ships a values schema, so charts/*.schema.json hold the keys and types of each chart's
+    values.yaml (at the commit their titles name): a key the chart does not have (Helm ignores it silently) or a
+    wrong type fails here. What Skiff relies on is set: the 15 s resolution its figures assume, the GPU series'
+    pod mapping, the GPU nodes' taints tolerated."""
+    for values, schema in (("metrics-server-values.yaml", "metrics-server.schema.json"),
+                           ("dcgm-exporter-values.yaml", "dcgm-exporter.schema.json")):
+        assert _chart_values_errors(values, schema) == [], values
+    ms = yaml.safe_load((MONITORING / "metrics-server-values.yaml").read_text())
+    assert "--metric-resolution=15s" in ms["defaultArgs"] and ms["apiService"]["create"]
+    dcgm = yaml.safe_load((MONITORING / "dcgm-exporter-values.yaml").read_text())
+    assert {"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"} in dcgm["extraEnv"]
+    assert {t["key"] for t in dcgm["tolerations"]} >= {"nvidia.com/gpu"}
+
+
+def test_a_misspelt_chart_key_is_refused(tmp_path):
+    """The check above can fail: ``replica`` (not the chart's ``replicas``) and a string where a number goes."""
+    text = (MONITORING / "metrics-server-values.yaml").read_text()
+    shutil.copytree(MONITORING / "charts", tmp_path / "charts")
+    for wrong in (text.replace("replicas: 2", "replica: 2"), text.replace("replicas: 2", "replicas: two")):
+        assert wrong != text
+        (tmp_path / "metrics-server-values.yaml").write_text(wrong)
+        assert _chart_values_errors("metrics-server-values.yaml", "metrics-server.schema.json", tmp_path) != []

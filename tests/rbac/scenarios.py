@@ -393,7 +393,8 @@ def devinstances(env: Env) -> None:
     from operators.devinstances.settings import Settings
     from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
 
-    settings = Settings(host="dev.example.com", idle_seconds=60)
+    # usage idleness on: the culler also reads the instances' PodMetrics
+    settings = Settings(host="dev.example.com", idle_seconds=60, usage_idle_seconds=3600)
     core = kubernetes.client.CoreV1Api(env.admin)
     for claim in ("alice-home", "datasets"):
         core.create_namespaced_persistent_volume_claim(TEAM, {
@@ -437,13 +438,15 @@ def ui(env: Env) -> None:
     kueue.install(env.sim.store)
     sources.queues(k, None)
     sources.queue_reasons(k)
+    sources.pod_metrics(k)  # the rows' live usage (the metrics API)
     sources.list_all(k, "apps/v1", "statefulsets", labels="skiff.io/kind=dev-instance")
     # an instance (made by the admin here): its idleness through the service proxy, its password to its owner
     from operators.devinstances import idle, inventory, lifecycle
     from operators.devinstances.settings import Settings
     from tests.devinstances.devinstance_support import make_request, script_activity, wait_ready
 
-    settings = Settings(host="dev.example.com", idle_seconds=60)
+    # usage idleness on: the culler also reads the instances' PodMetrics
+    settings = Settings(host="dev.example.com", idle_seconds=60, usage_idle_seconds=3600)
     core = kubernetes.client.CoreV1Api(env.admin)
     core.create_namespaced_persistent_volume_claim(TEAM, {
         "metadata": {"name": "alice-home"},

@@ -75,12 +75,14 @@ NEEDED: dict[tuple, str] = {
     **_each(D, "", "persistentvolumeclaims", "get", "devinstances"),
     **_each(DO, "apps", "statefulsets", "list", "devinstances"),
     **_each(DO, "", "pods", "list", "devinstances"),
+    **_each(DO, "metrics.k8s.io", "pods", "list", "devinstances"),
     **_each("skiff-tcp-services", "", "configmaps", "get update", "devinstances", name="tcp-services"),
     **{(UO, g, res, "list", ""): "ui" for g, res in (
         ("", "resourcequotas"), ("", "pods"), ("", "services"), ("", "events"), ("batch", "jobs"),
         ("apps", "deployments"), ("apps", "statefulsets"), ("autoscaling", "horizontalpodautoscalers"),
         ("sedna.io", "federatedlearningjobs"), ("sedna.io", "jointinferenceservices"), ("sedna.io", "models"),
-        ("sedna.io", "datasets"), ("kueue.x-k8s.io", "clusterqueues"), ("kueue.x-k8s.io", "workloads"))},
+        ("sedna.io", "datasets"), ("kueue.x-k8s.io", "clusterqueues"), ("kueue.x-k8s.io", "workloads"),
+        ("metrics.k8s.io", "pods"))},
     **_each(U, "", "services/proxy", "get", "ui"),   # operators/ui/idle_times (the idle time)
     **_each(U, "", "secrets", "get", "ui"),          # operators/ui/instances.password
     **_each(U, "apps", "statefulsets", "get", "ui"),

@@ -14,7 +14,11 @@ PAIR = re.compile(r'"([\w.-]+)":\s*"((?:[^"\\]|\\.)*)"')
 # words that stay as they are in a Chinese UI: product names, units, Kubernetes kinds, acronyms
 KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_report", "Airflow", "Sedna", "CRD",
         "StatefulSet", "Service", "FederatedLearningJob", "JointInferenceService", "notebook", "h", "s", "m", "d",
-        "Kueue"}
+        "Kueue",
+        # product names, as the cluster and the dashboard call them: metrics-server, dcgm-exporter, the metrics API
+        "Pod", "API", "metrics", "server", "dcgm", "exporter", "Grafana", "Prometheus",
+        # a setting's name, as the operator writes it in Airflow's configuration
+        "skiff", "prometheus_url"}
 
 
 def _dictionaries() -> dict[str, dict[str, str]]:

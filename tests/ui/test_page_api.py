@@ -460,10 +460,11 @@ def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):
                                   {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "cpu_hours": 1, "jobs": 1},
                                   {"user": "carol", "team": "nlp", "gpu_hours": 9.0, "cpu_hours": 1, "jobs": 1}]},
                      api_server.home / "skiff" / "usage.json")
-        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0}]
+        # a report without gpu_hours_used (no Prometheus): used is not known, never 0
+        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0, "gpu_hours_used": None}]
     with api_server.client("alice") as alice:
-        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0},
-                                                            {"user": "alice", "gpu_hours": 5.0}]
+        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0, "gpu_hours_used": None},
+                                                            {"user": "alice", "gpu_hours": 5.0, "gpu_hours_used": None}]
 
 
 def test_a_name_the_user_already_has_in_the_team_is_a_409_saying_so_and_nothing_is_triggered(instances):
@@ -560,3 +561,27 @@ def test_a_flooding_and_a_dripping_instance_never_grow_the_api_server_and_every_
     assert set(codes) == {200}, codes
     assert flood.sent > 256 * 1024
     assert peak - before < 50 * 1024 * 1024, (before, peak)
+
+
+def test_a_running_instance_shows_what_it_uses_now_beside_what_it_holds_to_whom_may_see_it(instances):
+    """The row's live usage is the metrics API's reading of its pod (kubesim's scripted pod uses what its
+    kubesim.io/cpu-usage and memory-usage annotations say: 250m and 300 MiB here), beside its request and limit;
+    bob sees his own row only, so alice's reading never reaches him."""
+    core = client.CoreV1Api(instances.k8s)
+    pod = next(p for p in core.list_namespaced_pod("recsys", label_selector="skiff.io/instance=nb-a").items)
+    core.patch_namespaced_pod(pod.metadata.name, "recsys", {"metadata": {"annotations": {
+        "kubesim.io/cpu-usage": "250m", "kubesim.io/memory-usage": "300Mi"}}})
+
+    def usage() -> dict | None:
+        with instances.client("alice") as alice:
+            rows = {i["name"]: i for i in alice.get("/api/instances").json()["instances"]}
+        u = rows["nb-a"].get("usage")
+        return u if u and u["missing"] is None and u["cpu"] == pytest.approx(0.25) else None
+
+    # two readings with the annotations (the kubelet reads every 15 s) make the rate exact
+    u = wait_until(usage, timeout=90, interval=2, what="alice's instance showing 250m and 300 MiB")
+    assert u["memory"] == 300 * 2**20
+    assert (u["cpu_request"], u["memory_limit"], u["gpu"]) == (1.0, float(2**30), 0)
+    assert u["at"] and u["window"]
+    with instances.client("bob") as bob:
+        assert [i["name"] for i in bob.get("/api/instances").json()["instances"]] == ["nb-b"]

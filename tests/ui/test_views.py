@@ -152,10 +152,24 @@ def test_gpu_hours_sum_a_users_rows_of_the_callers_teams_only():
                           {"user": "carol", "team": "nlp", "gpu_hours": 7.0},
                           {"user": "dave", "team": "recsys", "gpu_hours": 0.0}]}
     recsys = views.gpu_hours_by_user(report, {"recsys"})
-    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0}, {"user": "alice", "gpu_hours": 2.5}]
+    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0, "gpu_hours_used": None},
+                               {"user": "alice", "gpu_hours": 2.5, "gpu_hours_used": None}]  # a report of no Prometheus
     every = views.gpu_hours_by_user(report, None)["users"]
     assert [(r["user"], r["gpu_hours"]) for r in every] == [("carol", 7.0), ("bob", 4.0), ("alice", 3.5)]
     assert views.gpu_hours_by_user(None, None) == {"users": [], "generated": None, "since": None, "until": None}
+
+
+def test_gpu_hours_used_beside_held_summed_per_user_or_not_known():
+    """The report's gpu_hours_used (Prometheus) summed like held; a row whose used is not known makes the user's
+    not known (never a partial sum shown as the whole), and the report's reason reaches the page."""
+    report = {"generated_at": "2026-11-30T12:00:00+00:00", "gpu_used": {"source": "prometheus", "problem": None},
+              "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 2.0, "gpu_hours_used": 0.5},
+                          {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "gpu_hours_used": 1.0},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 4.0, "gpu_hours_used": None}]}
+    got = {u["user"]: u["gpu_hours_used"] for u in views.gpu_hours_by_user(report, None)["users"]}
+    assert got == {"alice": 1.5, "bob": None}
+    report["gpu_used"] = {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)"}
+    assert views.gpu_hours_by_user(report, None)["used_problem"].startswith("no Prometheus")
 
 
 def test_split_by_team_keeps_the_callers_teams_and_rows_of_no_team_yet():
@@ -193,4 +207,4 @@ def test_the_gpu_hours_chart_draws_no_bar_that_reads_0_h():
                           {"user": "carol", "team": "nlp", "gpu_hours": 0.004}, {"user": "carol", "team": "nlp",
                                                                                    "gpu_hours": 0.003}]}
     users = views.gpu_hours_by_user(report, None)["users"]
-    assert users == [{"user": "alice", "gpu_hours": 0.25}, {"user": "carol", "gpu_hours": 0.01}]
+    assert [(u["user"], u["gpu_hours"]) for u in users] == [("alice", 0.25), ("carol", 0.01)]

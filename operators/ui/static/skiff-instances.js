@@ -1,7 +1,7 @@
 // The development-instances card: the table (links, SSH, the owner's password, stop/start/delete through the
 // lifecycle DAGs) and the new-instance form.
 import { actionWord, t } from "./skiff-i18n.js";
-import { $, S, ago, api, confirmDialog, data, h, num, paged, pill, refreshInstances, replace, tData, toast } from "./skiff-common.js";
+import { $, S, ago, api, confirmDialog, data, h, num, paged, pill, refreshInstances, replace, tData, toast, usageLine } from "./skiff-common.js";
 
 const STATE_KIND = { Running: "ok", Starting: "info", Stopping: "warn", Stopped: "", Failed: "bad" };
 const LINK_NAMES = { jupyter: "JupyterLab", "code-server": "VS Code", tensorboard: "TensorBoard" };
@@ -79,7 +79,8 @@ export function renderInstances(body) {
         h("td", {}, pill(t("state." + i.state), STATE_KIND[i.state]), i.reason ? data("div", { class: "sub" }, i.reason) : null),
         showOwner ? data("td", {}, i.owner) : null,
         data("td", { title: i.image }, i.image_name || i.image),
-        h("td", { class: "num" }, data("span", {}, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : ""))),
+        h("td", { class: "num" }, data("span", {}, `${res.cpu} CPU · ${res.memory}` + (res.gpu ? ` · ${res.gpu} GPU` : "")),
+          usageLine(i.usage)),
         h("td", { class: "num" }, ago(i.age_seconds)),
         h("td", { class: "num idle" }, idleCell(i)),
         h("td", {}, stopped ? h("span", { class: "sub" }, t("inst.start_to_connect")) : [instanceLinks(i),

@@ -1,6 +1,6 @@
 // The training card: training task instances joined with their Jobs and pods, filtered by state.
 import { t } from "./skiff-i18n.js";
-import { S, ago, data, h, load, paged, pill, replace, tData, time } from "./skiff-common.js";
+import { S, ago, data, h, load, paged, pill, replace, tData, time, usageLine } from "./skiff-common.js";
 
 const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad", success: "ok" };
 const FILTERS = { all: () => true, failed: (r) => r.state === "failed", success: (r) => r.state === "success",
@@ -45,7 +45,8 @@ export function renderTraining(body) {
         r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
       // a distributed step: one row, its node the shown pod's, "×N" its pods
-      data("td", { class: "mono" }, r.node || "–", r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null),
+      h("td", { class: "mono" }, data("span", {}, r.node || "–"), r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null,
+        usageLine(r.usage)),
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
       h("td", { class: "num" }, time(r.ended) || "–"),

@@ -40,8 +40,13 @@ function usageChart(rows) {
     el("text", { x: left - 8, y: y + 16, "text-anchor": "end", translate: "no" }, r.user);
     const bar = el("rect", { x: left, y: y + 4, width: w, height: rowH - 8, rx: 4,
       class: "bar-rect" + (S.me && r.user === S.me.user ? " me" : ""), "data-user": r.user });
-    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: num(r.gpu_hours) }) }));
-    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no" }, num(r.gpu_hours) + " h");
+    // held (the Jobs' GPU requests x their run time) and, where the report read Prometheus, used (the GPUs' utilisation)
+    const used = r.gpu_hours_used === null || r.gpu_hours_used === undefined ? null
+      : { used: num(r.gpu_hours_used), share: Math.round((100 * r.gpu_hours_used) / r.gpu_hours) };
+    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: num(r.gpu_hours) })
+      + (used ? " · " + t("usage.used", used) : "") }));
+    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no", "data-used": used ? used.used : "" },
+      num(r.gpu_hours) + " h" + (used ? ` · ${used.share} %` : ""));
   });
   return svg;
 }
@@ -53,5 +58,7 @@ export function renderUsage(body) {
     $("usage-hint").replaceChildren(...tData("usage.hint_report", { days, time: formatTime(body.generated, S.zone) }));
   }
   const empty = !body.generated ? t("usage.no_report") : !rows.length ? t("usage.empty") : null;
-  replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null);
+  // used GPU-hours not known (no Prometheus, or it did not answer): said once under the chart, never a number
+  const noUsed = body.generated && rows.length && body.used_problem ? h("div", { class: "sub used-unknown" }, t("usage.used_unknown")) : null;
+  replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null, noUsed);
 }
