@@ -34,7 +34,9 @@ Rule by rule, from kubernetes-sigs/kueue v0.19.2:
   DeactivationTarget's reason as the cause, `patching.ReasonWithCause`), "The workload is deactivated due to
   exceeding the maximum number of re-queuing retries", DeactivationTarget and requeueState removed; its Job stays
   suspended (no `workloadRetentionPolicy` is simulated).
-Not simulated: `blockAdmission` (the ClusterQueue admitting one not-ready Workload at a time), the metrics.
+Not simulated: `blockAdmission` (the ClusterQueue admitting one not-ready Workload at a time), the metrics, and
+PodsReady for a StatefulSet's Workload (Kueue's pod-group integration writes it; kubesim's `statefulsets.py` does
+not, so such Workloads are never timed out here: `owned_by_job`).
 """
 from __future__ import annotations
 
@@ -99,6 +101,12 @@ def not_ready_timeout(wl: dict, cfg: config.PodsReady, now) -> tuple[str, float]
 def backoff_seconds(count: int, cfg: config.PodsReady) -> float:
     """The wait before requeue number `count` (1, 2, ...): base * 2^(count-1), at most backoffMaxSeconds."""
     return float(min(cfg.backoff_base_seconds * 2 ** max(count - 1, 0), cfg.backoff_max_seconds))
+
+
+def owned_by_job(wl: dict) -> bool:
+    """Only the Job integration writes PodsReady in kubesim (jobs.py); a StatefulSet's Workload (statefulsets.py,
+    Kueue's pod-group integration) is not timed here."""
+    return any(r.get("kind") == "Job" for r in wl["metadata"].get("ownerReferences") or [])
 
 
 def pending(wl: dict) -> bool:
@@ -175,7 +183,7 @@ class PodsReadyReconciler(KueueController):
 
     def _not_ready_timeout(self, wl: dict, status: dict, key: Key, now_dt, now: str) -> None:
         cfg = config.wait_for_pods_ready(self.store)
-        if cfg is None or wlib.is_true(wl, "Evicted"):
+        if cfg is None or wlib.is_true(wl, "Evicted") or not owned_by_job(wl):
             return
         cause, left = not_ready_timeout(wl, cfg, now_dt)
         if not cause:
