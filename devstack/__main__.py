@@ -119,8 +119,8 @@ def start_pipeline(stack: Stack, wait_s: float = SCHEDULED_WAIT_S) -> str:
 
 
 def show_data_parallel(stack: Stack, run_id: str, state: str) -> list[str]:
-    """The 2-worker step's ranks as its task log has them (each rank's lines prefixed ``[rank R pod]``: the first
-    and last of each) and compare's speed-up line; what is missing, as problems."""
+    """The 2-worker step's ranks as its task log has them (each rank's lines prefixed ``[rank R pod]``: of the
+    script's own lines, the rendezvous and the last) and compare's speed-up line; what is missing, as problems."""
     if state != "success":
         return [f"{DATA_PARALLEL} {state}: {run_failure(stack, DATA_PARALLEL, run_id)}"]
     problems = []
@@ -131,11 +131,13 @@ def show_data_parallel(stack: Stack, run_id: str, state: str) -> list[str]:
         return [f"{DATA_PARALLEL}: its task logs could not be read: {exc}"]
     say("  train_two_workers: one Indexed Job, two pods found each other by name; its task log has both ranks:")
     for rank in (0, 1):
-        lines = [line[line.index(f"[rank {rank} "):] for line in log.splitlines() if f"[rank {rank} " in line]
+        lines = [line[line.index(f"[rank {rank} "):] for line in log.splitlines()
+                 if f"[rank {rank} " in line and f"] rank {rank}: " in line]     # the script's own lines
         if not lines:
             problems.append(f"{DATA_PARALLEL}.train_two_workers: no line of rank {rank} in its task log")
             continue
-        for line in dict.fromkeys((lines[0], lines[-1])):
+        met = next((line for line in lines if "connected" in line), lines[0])     # the rendezvous, then the end
+        for line in dict.fromkeys((met, lines[-1])):
             say(f"    {line[:160]}")
     speed = next((line[line.index("speed-up"):] for line in compared.splitlines() if "speed-up on 2 workers" in line),
                  None)

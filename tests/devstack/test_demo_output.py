@@ -167,8 +167,10 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
     assert f"task logs: {tmp_path / 'logs'}" in out, out   # issue 36: .demo/logs holds none; say where they are
 
 
-DP_LOG = ("[rank 0 w-0-a] train_dp.py: rank 0 of 2 workers\n[rank 1 w-1-b] train_dp.py: rank 1 of 2 workers\n"
-          "[rank 0 w-0-a] rank 0: trained on 2 worker(s) in 2.0 s\n"
+DP_LOG = ("[rank 0 w-0-a] bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n"
+          "[rank 0 w-0-a] train_dp.py: rank 0 of 2 workers\n[rank 1 w-1-b] train_dp.py: rank 1 of 2 workers\n"
+          "[rank 0 w-0-a] rank 0: all 2 workers connected\n[rank 1 w-1-b] rank 1: connected to rank 0 at m:29500\n"
+          "[rank 1 w-1-b] rank 1: epoch 1/1 loss 0.2640\n[rank 0 w-0-a] rank 0: trained on 2 worker(s) in 2.0 s\n"
           "speed-up on 2 workers: 1.80x; AUC difference 0.0000 (at most 0.01)")
 
 
@@ -188,7 +190,8 @@ def test_the_data_parallel_run_shows_both_ranks_and_the_speed_up_and_says_what_i
 
     assert demo.show_data_parallel(Logs(DP_LOG), "r1", "success") == []
     out = capsys.readouterr().out
-    assert "[rank 1 w-1-b] train_dp.py: rank 1 of 2 workers" in out and "rank 0: trained on 2 worker(s)" in out
+    assert "[rank 1 w-1-b] rank 1: connected to rank 0 at m:29500" in out and "rank 0: all 2 workers connected" in out
+    assert "rank 0: trained on 2 worker(s)" in out and "rank 1: epoch 1/1" in out and "bash:" not in out
     assert "compare: speed-up on 2 workers: 1.80x" in out
     only_rank_0 = "\n".join(line for line in DP_LOG.splitlines() if "[rank 1 " not in line)
     assert demo.show_data_parallel(Logs(only_rank_0), "r1", "success") == [
