@@ -170,3 +170,12 @@ def test_an_eviction_by_waitforpodsready_is_told_as_such_not_as_a_preemption():
     assert said == [f"Job {REF} was evicted by Kueue at t5: {timeout} - not all of its pods were ready within "
                     "Kueue's waitForPodsReady timeout (a node short for the gang?); its pods were stopped and it "
                     "waits in the queue to run again after Kueue's back-off (not a failed try)"], decision.say
+
+    _, timers = decide(seen, replace(Timers(start=0.0), ran=True), 10.0, QUEUED, REF)
+    _, timers = decide(seen, timers, 11.0, QUEUED, REF)
+    later = Seen(job(True), workload=workload(("Evicted", "True", timeout, "t9"),
+                                              ("QuotaReserved", "False", timeout, "t9")), queue=queue(1))
+    second, timers = decide(later, timers, 20.0, QUEUED, REF)     # evicted again: same words, a new time
+    assert [line for line in second.say if "evicted by Kueue at t9" in line], second.say
+    third, _ = decide(later, timers, 21.0, QUEUED, REF)
+    assert not [line for line in third.say if "evicted by Kueue" in line], third.say
