@@ -34,6 +34,7 @@ SECTIONS = [  # one per line: helpers add theirs without touching the others
     "procrt",
     "loaded",
     "usage",
+    "gang",
 ]
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 

@@ -3,8 +3,9 @@
 Starts kubesim (CPU, GPU and online-pool nodes; RBAC over HTTPS, a kubeconfig per user), an SMTP sink, ``airflow
 standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under ``.demo/``) and a Prometheus with
 Skiff's scrape jobs and alert rules, sets up the demo team's queue, runs the example training pipeline once (the
-scheduled run unpausing it starts: ``start_pipeline``) and triggers the failure example, shows where each Job ran
-and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and
+scheduled run unpausing it starts: ``start_pipeline``), triggers the failure example and the data-parallel example
+(``dags/training_data_parallel.py``: the model on 1 worker, then on 2 workers in one step, the speed-up; both ranks'
+lines from the task log: ``show_data_parallel``), shows where each Job ran and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and
 what to do next, then keeps everything up for the UI until Ctrl-C (which stops every process, also when the output
 is piped and the reader died with the same Ctrl-C).
 
@@ -34,13 +35,15 @@ from devstack.tee_files import reader_files
 
 PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
+DATA_PARALLEL = "training_data_parallel"   # the model on 1 worker, then on 2 (one step, two pods), compared
 DEV_CREATE = "dev_instance_create"
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
-# the longest the demo may take to say it is ready before one of its own limits stops it: the start, three runs,
-# the e-mail and the instance's Running (the piped-demo test waits exactly this, and pytest's timeout follows)
+# the longest the demo may take to say it is ready before one of its own limits stops it: the start, four runs
+# (the data-parallel one beside the failure example), the e-mail and the instance's Running (the piped-demo test
+# waits exactly this, and pytest's timeout follows)
 SCHEDULED_WAIT_S = 120  # unpaused, the daily pipeline's scheduled run appears within a scheduler loop or two
-DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 3 * RUN_TIMEOUT_S + 30 + 30
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 4 * RUN_TIMEOUT_S + 30 + 30
 
 
 _reader_gone = False
@@ -113,6 +116,36 @@ def start_pipeline(stack: Stack, wait_s: float = SCHEDULED_WAIT_S) -> str:
         say(f"unpaused {PIPELINE}: no scheduled run within {wait_s:.0f} s, so the demo triggers one (if Airflow "
             "starts the scheduled run later, the page shows both)")
         return stack.trigger(PIPELINE)
+
+
+def show_data_parallel(stack: Stack, run_id: str, state: str) -> list[str]:
+    """The 2-worker step's ranks as its task log has them (each rank's lines prefixed ``[rank R pod]``: of the
+    script's own lines, the rendezvous and the last) and compare's speed-up line; what is missing, as problems."""
+    if state != "success":
+        return [f"{DATA_PARALLEL} {state}: {run_failure(stack, DATA_PARALLEL, run_id)}"]
+    problems = []
+    try:
+        log = stack.task_log(DATA_PARALLEL, run_id, "train_two_workers")
+        compared = stack.task_log(DATA_PARALLEL, run_id, "compare")
+    except Exception as exc:  # noqa: BLE001 - the run succeeded; its logs not readable is a problem to say
+        return [f"{DATA_PARALLEL}: its task logs could not be read: {exc}"]
+    say("  train_two_workers: one Indexed Job, two pods found each other by name; its task log has both ranks:")
+    for rank in (0, 1):
+        lines = [line[line.index(f"[rank {rank} "):] for line in log.splitlines()
+                 if f"[rank {rank} " in line and f"] rank {rank}: " in line]     # the script's own lines
+        if not lines:
+            problems.append(f"{DATA_PARALLEL}.train_two_workers: no line of rank {rank} in its task log")
+            continue
+        met = next((line for line in lines if "connected" in line), lines[0])     # the rendezvous, then the end
+        for line in dict.fromkeys((met, lines[-1])):
+            say(f"    {line[:160]}")
+    speed = next((line[line.index("speed-up"):] for line in compared.splitlines() if "speed-up on 2 workers" in line),
+                 None)
+    if speed is None:
+        problems.append(f"{DATA_PARALLEL}.compare: no speed-up line in its task log")
+    else:
+        say(f"  compare: {speed}")
+    return problems
 
 
 def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
@@ -272,16 +305,23 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         state = stack.wait_run(PIPELINE, run_id, timeout=RUN_TIMEOUT_S)
         say(f"{PIPELINE} run {run_id}: {state.upper()} ({time.monotonic() - started:.0f} s after it started)")
         show_run(stack, PIPELINE, run_id)
-        say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) ...")
+        say(f"triggering {FAILING} (fails on purpose, to show the alert e-mail) and {DATA_PARALLEL} (the model "
+            "on 1 worker, then on 2 workers in one step, then compared) ...")
         fail_id = stack.trigger(FAILING)
+        dp_id, dp_started = stack.trigger(DATA_PARALLEL), time.monotonic()
         fail_state = stack.wait_run(FAILING, fail_id, timeout=RUN_TIMEOUT_S)
         say(f"{FAILING}: {fail_state.upper()}")
+        dp_state = stack.wait_run(DATA_PARALLEL, dp_id, timeout=RUN_TIMEOUT_S)
+        say(f"{DATA_PARALLEL} run {dp_id}: {dp_state.upper()} ({time.monotonic() - dp_started:.0f} s after it was "
+            "triggered)")
+        dp_problems = show_data_parallel(stack, dp_id, dp_state)
         deadline = time.monotonic() + 30
         while not stack.mails() and time.monotonic() < deadline:
             time.sleep(0.5)
         for m in stack.mails():
             say(f"e-mail to {m['To']}: {m['Subject']}")
         problems = [] if state == "success" else [f"{PIPELINE} {state}: {run_failure(stack, PIPELINE, run_id)}"]
+        problems += dp_problems
         if kueue:
             problems += show_kueue(stack, say, RUN_TIMEOUT_S)
         show_dev_instance(stack)

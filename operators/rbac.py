@@ -126,7 +126,7 @@ def platform_team_manifests(platform, namespace: str = DEFAULT_NAMESPACE,
     for team in desired_objects(platform):
         docs.append(team.setup[0])
         docs += team_manifests([team.namespace], namespace, service_account, features)
-    kueue_config = [manager_config(dict(MANAGED_BY))] if platform.queueing == "kueue" else []
+    kueue_config = [manager_config(dict(MANAGED_BY), platform.pods_ready)] if platform.queueing == "kueue" else []
     return docs + cluster_objects(platform) + kueue_config
 
 

@@ -5,12 +5,14 @@ Kueue's own CRDs (`crds/`, Apache-2.0: `LICENSE`) are served as CRDs once instal
 its controller-manager runs inside kubesim's: `webhook.Webhook` (suspend/gate defaulting),
 `controller.KueueScheduler` (queues, flavors, quota, preemption: `cycle`, `flavors`, `quota`, `preemption`),
 `jobs.JobReconciler` (one Workload per Job; start, stop, requeue, finish) and
-`config` (its manager Configuration: `manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`) and
+`podsready.PodsReadyReconciler` (waitForPodsReady: a Workload whose pods are not all ready in time is evicted,
+requeued after a backoff, deactivated after backoffLimitCount), `config` (its manager Configuration:
+`manageJobsWithoutQueueName`, `managedJobsNamespaceSelector`, `waitForPodsReady`) and
 `statefulsets.StatefulSetReconciler` (a set's pods gated by `kueue.x-k8s.io/admission` until its Workload is
 admitted; scaled to 0 its quota is released). Each module's docstring cites the Kueue source file it follows.
 
 Not simulated: plain pod groups outside StatefulSets, admission checks, TopologyAwareScheduling, fair sharing, hierarchical Cohort objects with
-their own quota, `borrowWithinCohort`, partial admission, waitForPodsReady, MultiKueue, the visibility
+their own quota, `borrowWithinCohort`, partial admission, waitForPodsReady's blockAdmission, MultiKueue, the visibility
 API; flavors match pods by nodeSelector only (not node affinity).
 """
 from __future__ import annotations
@@ -67,5 +69,6 @@ def admission(cluster) -> list:
 def controllers(cluster) -> list:
     from kubesim.kueue.controller import KueueScheduler
     from kubesim.kueue.jobs import JobReconciler
+    from kubesim.kueue.podsready import PodsReadyReconciler
     from kubesim.kueue.statefulsets import StatefulSetReconciler
-    return [KueueScheduler(cluster), JobReconciler(cluster), StatefulSetReconciler(cluster)]
+    return [KueueScheduler(cluster), JobReconciler(cluster), PodsReadyReconciler(cluster), StatefulSetReconciler(cluster)]

@@ -24,7 +24,7 @@ import logging
 from kubesim.apimachinery.errors import ApiError
 from kubesim.apiserver.admission.resourcequota import format_qty
 from kubesim.controllers.framework import Controller, ControllerContext, EventRecorder, Key, key_of
-from kubesim.kueue import cycle, quota
+from kubesim.kueue import config, cycle, quota
 from kubesim.kueue import workload as wlib
 
 log = logging.getLogger("kubesim.kueue")
@@ -92,7 +92,9 @@ class KueueScheduler(KueueController):
         ns_rt = self.cluster.rt("namespaces")
         namespaces = {o["metadata"]["name"]: o["metadata"].get("labels") or {}
                       for o in self.cluster.cache.list(ns_rt)}
-        d = cycle.run(cqs, lqs, flavors, workloads, namespaces, self.hashes, preemptors=self.preemptors)
+        ready = config.wait_for_pods_ready(self.store)
+        d = cycle.run(cqs, lqs, flavors, workloads, namespaces, self.hashes, preemptors=self.preemptors,
+                      now=self.cluster.now(), requeue_timestamp=ready.timestamp if ready else "Eviction")
         self.preemptors = d.preemptors
         wl_rt, now = self.rt("workloads"), self.cluster.now()
         by_key = {cycle.key(w): w for w in workloads}

@@ -3,7 +3,8 @@
 Follows kubernetes-sigs/kueue `pkg/scheduler/scheduler.go` (v0.19) `schedule` / `nominate` /
 `processEntry` and `pkg/cache/queue/cluster_queue.go`:
 - each ClusterQueue keeps its pending Workloads ordered by priority (higher first) then queue order
-  timestamp (creation, older first); a cycle takes one head per ClusterQueue. With `BestEffortFIFO`
+  timestamp (creation, older first; a PodsReadyTimeout eviction's time with requeuingStrategy.timestamp
+  Eviction), leaving out those still backing off (podsready.py); a cycle takes one head per ClusterQueue. With `BestEffortFIFO`
   (the default) a head that cannot be admitted is set aside and the next Workload becomes the head; with
   `StrictFIFO` it blocks its ClusterQueue;
 - a head whose LocalQueue or ClusterQueue is missing, or whose namespace the ClusterQueue's
@@ -57,9 +58,9 @@ def key(wl: dict) -> tuple[str, str]:
 NEWEST = "\uffff"        # a reservation time after any RFC 3339 time: one made in this pass
 
 
-def order_key(wl: dict):
-    return (-int(wl["spec"].get("priority") or 0), wl["metadata"].get("creationTimestamp") or "",
-            wl["metadata"]["name"])
+def order_key(wl: dict, timestamp: str = "Eviction"):
+    """Priority, then the queue order time (creation, or a PodsReadyTimeout eviction's: `timestamp`)."""
+    return (-int(wl["spec"].get("priority") or 0), wlib.queue_order_time(wl, timestamp), wl["metadata"]["name"])
 
 
 def podsets(wl: dict) -> list[fa.PodSet]:
@@ -92,11 +93,14 @@ def _cluster_queue_of(wl, lqs, cqs, namespaces) -> tuple[str | None, tuple[str, 
 
 def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], workloads: list[dict],
         namespaces: dict[str, dict], hashes: PodSetHashes | None = None, cycles: int | None = None,
-        preemptors: dict[str, tuple] | None = None) -> Decisions:
+        preemptors: dict[str, tuple] | None = None, now: str | None = None,
+        requeue_timestamp: str = "Eviction") -> Decisions:
     """One level-triggered pass. `hashes`: the caller's pod-set hash cache (one per cluster, so uids cannot
     collide across simulations); None hashes afresh. `cycles`: stop after that many scheduling cycles (a
     table of Kueue's scheduler_test.go is one `schedule` call). `preemptors`: each ClusterQueue's preemptor
-    as the last pass left it (`Decisions.preemptors`: the caller keeps it, as Kueue's queue manager does)."""
+    as the last pass left it (`Decisions.preemptors`: the caller keeps it, as Kueue's queue manager does).
+    `now`: the time a requeueAt is compared with; `requeue_timestamp`: waitForPodsReady's
+    requeuingStrategy.timestamp (podsready.py)."""
     out = Decisions(preemptors=dict(preemptors or {}))
     nodes = quota.build(list(cqs.values()))
     admitted: list[preemption.Admitted] = []
@@ -114,6 +118,8 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
             continue
         if wl["spec"].get("active") is False or (wlib.condition(wl, "QuotaReserved") or {}).get("reason") == "OnHold":
             continue          # deactivated, or a StatefulSet scaled to zero (statefulset_reconciler.go)
+        if not wlib.backoff_expired(wl, now):
+            continue          # requeued after a PodsReadyTimeout, still backing off (podsready.py)
         cq_name, why = _cluster_queue_of(wl, lqs, cqs, namespaces)
         if why:
             out.pending[key(wl)] = why
@@ -124,8 +130,9 @@ def run(cqs: dict[str, dict], lqs: dict[tuple, dict], flavors: dict[str, dict], 
         sticky = out.preemptors.get(cq_name)
         if (cqs[cq_name].get("spec") or {}).get("queueingStrategy") == "StrictFIFO":
             sticky = None
-        wls.sort(key=lambda w, s=sticky: (key(w) != s, *order_key(w)))
+        wls.sort(key=lambda w, s=sticky: (key(w) != s, *order_key(w, requeue_timestamp)))
     state = _Pass(cqs, nodes, flavors, admitted, pending, out, hashes if hashes is not None else PodSetHashes())
+    state.timestamp = requeue_timestamp
     for _ in range(cycles or sum(len(v) for v in pending.values()) + 1):
         heads = state.heads()
         if not heads:
@@ -175,6 +182,7 @@ class _Pass:
         self.next = {cq: 0 for cq in pending}      # index of each queue's first Workload not set aside
         self.memo: dict[tuple, fa.Assignment] = {}
         self.signatures: dict[tuple, tuple] = {}
+        self.timestamp = "Eviction"                 # waitForPodsReady requeuingStrategy.timestamp
 
     def heads(self) -> list[tuple[str, dict]]:
         heads = []
@@ -243,7 +251,7 @@ class _Pass:
     def cycle(self, heads) -> bool:
         """scheduler.go `schedule`: nominate every head, then `processEntry` in `makeClassicalIterator`'s order."""
         entries = [(cq_name, wl, *self.nominate(cq_name, wl)) for cq_name, wl in heads]
-        entries.sort(key=lambda e: (e[2].borrows, order_key(e[1])))
+        entries.sort(key=lambda e: (e[2].borrows, order_key(e[1], self.timestamp)))
         admitted_any = False
         preempted: dict[tuple, preemption.Admitted] = {}      # PreemptedWorkloads of this cycle
         self.held = []                                         # quota held for this cycle only (its snapshot)

@@ -6,6 +6,8 @@ order, with the Job specifics of `pkg/controller/jobs/job/job_controller.go`:
 1. a finished Job (Complete/Failed) finishes its Workload (`Finished`, reason Succeeded/Failed, the
    Job condition's message): its quota is released;
 2. a Job without a Workload gets one (`workload.build`), and is suspended first if it runs;
+2b. with waitForPodsReady (on by default in v0.19), the Workload's PodsReady condition follows the Job's ready and
+   succeeded pods (`podsready.pods_ready_condition`; the timeout and requeue are `podsready.PodsReadyReconciler`'s);
 3. an evicted Workload (`Evicted` True) stops its Job - `Stop`: suspend, reset `status.startTime`,
    restore the pod template's nodeSelector/tolerations from the Workload's pod set - and once the Job has
    no active pod, its quota reservation is removed (QuotaReserved False, the eviction message) and it is
@@ -24,7 +26,7 @@ import copy
 
 from kubesim.apimachinery.errors import ApiError
 from kubesim.controllers.framework import EventRecorder, Key, key_of
-from kubesim.kueue import config
+from kubesim.kueue import config, podsready
 from kubesim.kueue import workload as wlib
 from kubesim.kueue.controller import KueueController, installed
 
@@ -125,6 +127,8 @@ class JobReconciler(KueueController):
                 job = self._stop(job, None)
             self._create_workload(job)
             return
+        if self._pods_ready(job, wl, now, key):                               # 2b
+            return
         admitted = wlib.is_true(wl, "Admitted") and bool((wl.get("status") or {}).get("admission"))
         evicted = wlib.condition(wl, "Evicted")
         if evicted and evicted.get("status") == "True":                        # 3
@@ -141,6 +145,19 @@ class JobReconciler(KueueController):
             return
         if not admitted:                                                       # 5
             self._stop(job, wl)
+
+    def _pods_ready(self, job: dict, wl: dict, now: str, key: Key) -> bool:
+        """waitForPodsReady on (podsready.py): the Workload's PodsReady condition, written when its status or
+        reason changes (then this reconcile ends, as ReconcileGenericJob's step 5 returns)."""
+        if config.wait_for_pods_ready(self.store) is None:
+            return False
+        value, reason, message = podsready.pods_ready_condition(wl, podsready.job_pods_ready(job, pods_count(job)))
+        if podsready.has_condition(wl, "PodsReady", value, reason):
+            return False
+        status = copy.deepcopy(wl.get("status") or {})
+        wlib.set_condition(status, "PodsReady", value, reason, message, now, wl["metadata"].get("generation", 1))
+        self.write_status(self.rt("workloads"), wl, status, key)
+        return True
 
     def _create_workload(self, job: dict) -> None:
         wpcs = {o["metadata"]["name"]: o for o in self.objects("workloadpriorityclasses")}

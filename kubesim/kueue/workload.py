@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import hashlib
 
+from kubesim.apimachinery.clock import parse_time
 from kubesim.apiserver.admission.resourcequota import qty
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -28,6 +29,7 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 API_VERSION = f"{GROUP}/{VERSION}"
 MAX_NAME = 253
+PODS_READY_TIMEOUT = "PodsReadyTimeout"     # the Evicted reason of waitForPodsReady (podsready.py)
 
 
 def workload_name(kind: str, group: str, owner_name: str, owner_uid: str) -> str:
@@ -152,3 +154,22 @@ def usage_of(wl: dict) -> dict[tuple[str, str], object]:
             if amount is not None:
                 out[(flavor, r)] = out.get((flavor, r), 0) + qty(amount)
     return out
+
+
+def backoff_expired(wl: dict, now: str | None) -> bool:
+    """cluster_queue.go backoffWaitingTimeExpired: Requeued not False and requeueAt (if any) not after `now` (an
+    RFC 3339 time; None: only the condition is looked at)."""
+    requeued = condition(wl, "Requeued")
+    if requeued is not None and requeued.get("status") == "False":
+        return False
+    at = ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+    return at is None or now is None or parse_time(at) <= parse_time(now)
+
+
+def queue_order_time(wl: dict, timestamp: str) -> str:
+    """Ordering.GetQueueOrderTimestamp for waitForPodsReady: the eviction's time after a PodsReadyTimeout when the
+    requeuing timestamp is Eviction, else the creation."""
+    ev = condition(wl, "Evicted")
+    if timestamp == "Eviction" and ev and ev.get("status") == "True" and ev.get("reason") == PODS_READY_TIMEOUT:
+        return ev.get("lastTransitionTime") or ""
+    return wl["metadata"].get("creationTimestamp") or ""

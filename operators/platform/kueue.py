@@ -29,7 +29,7 @@ from decimal import Decimal
 
 from operators.core.checks import short_repr
 from operators.core.quantity import parse_quantity, quantity_text
-from operators.platform.model import FlavorQuota, Platform, Quota, Team
+from operators.platform.model import FlavorQuota, Platform, PodsReady, Quota, Team
 from operators.templating import render
 
 ONLINE, SCHEDULED, DEV = "skiff-online", "skiff-scheduled", "skiff-dev"
@@ -87,9 +87,10 @@ TEAM_NAMESPACE_LABEL = "skiff.io/team"     # operators.platform.desired.LABEL_TE
 INTEGRATIONS = ("batch/job", "pod", "statefulset")   # training Jobs; instances' StatefulSets (need pod)
 
 
-def manager_config(labels: dict) -> dict:
+def manager_config(labels: dict, pods_ready: PodsReady | None = None) -> dict:
     """The ConfigMap ``kueue-system/kueue-manager-config`` holding Skiff's Kueue Configuration (what the Helm
-    chart's ``managerConfig.controllerManagerConfigYaml`` sets)."""
+    chart's ``managerConfig.controllerManagerConfigYaml`` sets); ``pods_ready``: the platform file's
+    ``kueue.wait_for_pods_ready`` (None: Kueue's own waitForPodsReady defaults)."""
     import yaml
 
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -97,6 +98,8 @@ def manager_config(labels: dict) -> dict:
               "managedJobsNamespaceSelector": {"matchExpressions": [
                   {"key": TEAM_NAMESPACE_LABEL, "operator": "Exists"}]},
               "integrations": {"frameworks": list(INTEGRATIONS)}}
+    if pods_ready is not None and pods_ready.configuration():
+        config["waitForPodsReady"] = pods_ready.configuration()
     return render("kueue/manager-config.yaml.j2", labels=labels, config=yaml.safe_dump(config, sort_keys=False))
 
 

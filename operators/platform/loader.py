@@ -43,6 +43,7 @@ from operators.platform.model import (
     Platform,
     PlatformError,
     PodSecurity,
+    PodsReady,
     Quota,
     SharedVolume,
     Team,
@@ -397,6 +398,8 @@ def _build(data: dict, source: str, node_defaults: NodePools) -> Platform:
         default_memory=quantity_text(limits.get("default_memory", "2Gi")),
         queueing=data.get("queueing", "quota"),
         cohort=(data.get("kueue") or {}).get("cohort", "skiff"),
+        pods_ready=PodsReady(**(data.get("kueue") or {})["wait_for_pods_ready"])
+        if "wait_for_pods_ready" in (data.get("kueue") or {}) else None,
     )
 
 

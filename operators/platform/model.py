@@ -124,6 +124,33 @@ class SharedVolume:
 
 
 @dataclass(frozen=True)
+class PodsReady:
+    """``kueue.wait_for_pods_ready`` of the platform file: Kueue's ``waitForPodsReady`` (Kueue v0.19 turns it on
+    with its own defaults - 30m, requeued for ever - when the Configuration does not say; a field left out here is
+    left to Kueue). A gang Kueue admitted whose pods are not all ready within ``timeout`` is evicted and requeued
+    after a back-off; after ``backoff_limit_count`` requeues Kueue deactivates it."""
+    timeout: str | None = None               # a Go duration: "10m", "1h30m"
+    recovery_timeout: str | None = None
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int | None = None
+    backoff_max_seconds: int | None = None
+
+    def configuration(self) -> dict:
+        """The Configuration's ``waitForPodsReady`` (apis/config/v1beta2 WaitForPodsReady)."""
+        out: dict = {}
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        if self.recovery_timeout is not None:
+            out["recoveryTimeout"] = self.recovery_timeout
+        strategy = {k: v for k, v in (("backoffLimitCount", self.backoff_limit_count),
+                                      ("backoffBaseSeconds", self.backoff_base_seconds),
+                                      ("backoffMaxSeconds", self.backoff_max_seconds)) if v is not None}
+        if strategy:
+            out["requeuingStrategy"] = strategy
+        return out
+
+
+@dataclass(frozen=True)
 class Platform:
     source: str
     teams: tuple[Team, ...]
@@ -136,6 +163,7 @@ class Platform:
     default_memory: str = "2Gi"
     queueing: str = "quota"        # "kueue": Kueue's ClusterQueues decide; "quota": ResourceQuotas cap
     cohort: str = "skiff"          # queueing: kueue: the cohort of every team's ClusterQueues
+    pods_ready: PodsReady | None = None   # queueing: kueue: Kueue's waitForPodsReady (None: Kueue's defaults)
 
     # ---- catalogue -------------------------------------------------------------------------------------
     def image(self, name: str) -> Image:

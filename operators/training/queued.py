@@ -26,6 +26,9 @@ import re
 from operators.core.checks import bounded
 
 PREVIOUSLY = "Previously: "
+# waitForPodsReady's eviction (pkg/controller/core/workload_controller.go reconcileNotReadyTimeout: Evicted True,
+# reason PodsReadyTimeout, "Exceeded the PodsReady timeout <namespace>/<workload>"), requeued after a back-off
+PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"   # on every Job's Workload (pkg/controller/constants: JobUIDLabel)
 
 

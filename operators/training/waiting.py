@@ -105,10 +105,19 @@ def _in_queue(seen: Seen, timers: Timers, now: float, settings: FollowSettings,
     """Kueue: (a decision while the Job is suspended, or None once it runs; the timers)."""
     job, lines = seen.job, []
     hit = queued.preemption(seen.workload)   # Kueue's messages name the preemptor's uid: one per preemption
-    if hit is not None and not any(note.endswith(f": {hit[1]}") for note in timers.preemptions):
+    told = hit is not None and any(note.endswith(f": {hit[1]}") for note in timers.preemptions)
+    if told and hit[0] and hit[1].startswith(queued.PODS_READY_TIMEOUT):
+        # waitForPodsReady's message is the same at every eviction: its time tells a new one from the last
+        told = f"{hit[0]}: {hit[1]}" in timers.preemptions
+    if hit is not None and not told:
         note = f"{hit[0] or 'time not recorded'}: {hit[1]}"
-        lines.append(f"Job {ref} was preempted by Kueue at {note} - its pods were stopped and it waits in the "
-                     "queue to run again (a preemption is not a failed try)")
+        if hit[1].startswith(queued.PODS_READY_TIMEOUT):
+            lines.append(f"Job {ref} was evicted by Kueue at {note} - not all of its pods were ready within Kueue's "
+                         "waitForPodsReady timeout (a node short for the gang?); its pods were stopped and it waits "
+                         "in the queue to run again after Kueue's back-off (not a failed try)")
+        else:
+            lines.append(f"Job {ref} was preempted by Kueue at {note} - its pods were stopped and it waits in the "
+                         "queue to run again (a preemption is not a failed try)")
         timers = replace(timers, preemptions=timers.preemptions + (note,))
     count = checkpoint.preemption_count(seen.workload, job, len(timers.preemptions))
     if not queued.suspended(job):

@@ -99,6 +99,11 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         assert re.search(r"train +success .* ran on node online-gpu-1", text), text  # GPU + online pool
         assert re.search(r"preprocess +success .* ran on node cpu-\d", text), text
         assert "[Skiff] training_failure_demo.train_too_big failed: OOMKilled" in text, text
+        # issue 35: the 2-worker step succeeded, both ranks' lines in its task log, and the speed-up said
+        assert re.search(r"training_data_parallel run \S+: SUCCESS", text), text
+        assert re.search(r"\[rank 0 \S+\] rank 0: all 2 workers connected", text), text
+        assert re.search(r"\[rank 1 \S+\] rank 1: connected to rank 0 at training-data-parallel-\S+:29500", text), text
+        assert re.search(r"compare: speed-up on 2 workers: \d+\.\d\dx; AUC difference 0\.00", text), text
         stack_part, _, instance_part = text.partition("creates a development instance")
         urls = re.findall(r"(https?://\S+:\d+)", stack_part)  # the UI and kubesim (HTTPS), which must answer
         assert len(urls) >= 2 and all(_accepts(u) for u in urls), urls

@@ -135,6 +135,9 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
         def mails(self):
             return [{"To": "alice@example.com", "Subject": "[Skiff] failed"}]
 
+        def task_log(self, dag_id, run_id, task_id, try_number=1):
+            return DP_LOG
+
         def stop(self):
             stopped.append(True)
 
@@ -158,9 +161,41 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert "NOT AS TOLD: Kueue did not preempt the borrower: why" in out, out
+    assert out.count("NOT AS TOLD") == 1 and "speed-up on 2 workers" in out, out
     assert "did not succeed" not in out and f"{demo.PIPELINE} run scheduled__2026-12-03T03:00:00+00:00: SUCCESS" in out
     assert paused == [True] and "everything is up" in out and stopped == [True, True]
     assert f"task logs: {tmp_path / 'logs'}" in out, out   # issue 36: .demo/logs holds none; say where they are
+
+
+DP_LOG = ("[rank 0 w-0-a] bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n"
+          "[rank 0 w-0-a] train_dp.py: rank 0 of 2 workers\n[rank 1 w-1-b] train_dp.py: rank 1 of 2 workers\n"
+          "[rank 0 w-0-a] rank 0: all 2 workers connected\n[rank 1 w-1-b] rank 1: connected to rank 0 at m:29500\n"
+          "[rank 1 w-1-b] rank 1: epoch 1/1 loss 0.2640\n[rank 0 w-0-a] rank 0: trained on 2 worker(s) in 2.0 s\n"
+          "speed-up on 2 workers: 1.80x; AUC difference 0.0000 (at most 0.01)")
+
+
+def test_the_data_parallel_run_shows_both_ranks_and_the_speed_up_and_says_what_is_missing(capsys):
+    """show_data_parallel: each rank's first and last task-log line and compare's speed-up; a rank without a line,
+    or a run that failed, is a problem the demo says (NOT AS TOLD)."""
+    import devstack.__main__ as demo
+
+    class Logs:
+        home = "/tmp"
+
+        def __init__(self, text):
+            self.text = text
+
+        def task_log(self, dag_id, run_id, task_id, try_number=1):
+            return self.text
+
+    assert demo.show_data_parallel(Logs(DP_LOG), "r1", "success") == []
+    out = capsys.readouterr().out
+    assert "[rank 1 w-1-b] rank 1: connected to rank 0 at m:29500" in out and "rank 0: all 2 workers connected" in out
+    assert "rank 0: trained on 2 worker(s)" in out and "rank 1: epoch 1/1" in out and "bash:" not in out
+    assert "compare: speed-up on 2 workers: 1.80x" in out
+    only_rank_0 = "\n".join(line for line in DP_LOG.splitlines() if "[rank 1 " not in line)
+    assert demo.show_data_parallel(Logs(only_rank_0), "r1", "success") == [
+        "training_data_parallel.train_two_workers: no line of rank 1 in its task log"]
 
 
 class PipelineStack:

@@ -128,3 +128,34 @@ def test_sync_applies_kueue_objects_and_a_team_job_borrows_idle_quota(kubesim_ku
     assert shares["recsys"]["cpu"]["lent"] == pytest.approx(2 * 8 / 9)
     assert shares["recsys"]["cpu"]["nominal"] == 24.0 and shares["recsys"]["cpu"]["used"] == 0.0
     api.close()
+
+
+def test_wait_for_pods_ready_goes_into_kueues_configuration_as_kueue_reads_it():
+    """kueue.wait_for_pods_ready in the platform file becomes the Configuration's waitForPodsReady (the manager
+    ConfigMap the cluster admin applies), which kubesim's Kueue reads with v0.19's defaults for what is left out;
+    without it Skiff leaves Kueue's defaults; a bad duration or count is refused naming the field."""
+    import yaml
+
+    from kubesim.kueue.config import pods_ready_of
+    from operators.rbac import platform_team_manifests
+
+    def configuration(p) -> dict:
+        (cm,) = [d for d in platform_team_manifests(p) if d["kind"] == "ConfigMap"
+                 and d["metadata"]["name"] == "kueue-manager-config"]
+        return yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+
+    text = KUEUE.replace("queueing: kueue\n", "queueing: kueue\nkueue:\n  wait_for_pods_ready: {timeout: 10m, "
+                                              "backoff_limit_count: 3, backoff_base_seconds: 30}\n")
+    cfg = configuration(platform(text))
+    assert cfg["waitForPodsReady"] == {"timeout": "10m", "requeuingStrategy": {"backoffLimitCount": 3,
+                                                                               "backoffBaseSeconds": 30}}
+    kueue_reads = pods_ready_of(cfg)
+    assert (kueue_reads.timeout, kueue_reads.recovery_timeout, kueue_reads.backoff_limit_count) == (600, 600, 3)
+    assert (kueue_reads.backoff_base_seconds, kueue_reads.backoff_max_seconds) == (30, 3600)
+    default = configuration(platform(KUEUE))
+    assert "waitForPodsReady" not in default and pods_ready_of(default).timeout == 1800
+    for bad, field in (("{timeout: ten minutes}", "timeout"), ("{backoff_limit_count: -1}", "backoff_limit_count"),
+                       ("{retries: 3}", "retries")):
+        with pytest.raises(PlatformError) as info:
+            platform(KUEUE.replace("queueing: kueue\n", f"queueing: kueue\nkueue:\n  wait_for_pods_ready: {bad}\n"))
+        assert "wait_for_pods_ready" in str(info.value) and field in str(info.value), str(info.value)

@@ -156,3 +156,26 @@ def test_a_workload_whose_queue_does_not_exist_fails_at_once_unless_the_local_qu
                  queue=queue(1))
     out, _ = decide(no_cq, Timers(start=0.0), 0.0, QUEUED, REF)
     assert isinstance(out, Outcome) and "a cluster admin applies the team's ClusterQueue" in out.reason
+
+
+def test_an_eviction_by_waitforpodsready_is_told_as_such_not_as_a_preemption():
+    """Kueue's waitForPodsReady evicts a Workload whose pods are not all ready in time (a gang short of nodes) with
+    "Exceeded the PodsReady timeout <ns>/<workload>" (workload_controller.go reconcileNotReadyTimeout): the log
+    says evicted for readiness, waiting for Kueue's back-off, not a failed try; not "preempted"."""
+    timeout = "Exceeded the PodsReady timeout nlp/job-train-x-abcde"
+    seen = Seen(job(True), workload=workload(("Evicted", "True", timeout, "t5"),
+                                             ("QuotaReserved", "False", timeout, "t5")), queue=queue(1))
+    decision, _ = decide(seen, replace(Timers(start=0.0), ran=True), 10.0, QUEUED, REF)
+    said = [line for line in decision.say if "by Kueue at" in line]
+    assert said == [f"Job {REF} was evicted by Kueue at t5: {timeout} - not all of its pods were ready within "
+                    "Kueue's waitForPodsReady timeout (a node short for the gang?); its pods were stopped and it "
+                    "waits in the queue to run again after Kueue's back-off (not a failed try)"], decision.say
+
+    _, timers = decide(seen, replace(Timers(start=0.0), ran=True), 10.0, QUEUED, REF)
+    _, timers = decide(seen, timers, 11.0, QUEUED, REF)
+    later = Seen(job(True), workload=workload(("Evicted", "True", timeout, "t9"),
+                                              ("QuotaReserved", "False", timeout, "t9")), queue=queue(1))
+    second, timers = decide(later, timers, 20.0, QUEUED, REF)     # evicted again: same words, a new time
+    assert [line for line in second.say if "evicted by Kueue at t9" in line], second.say
+    third, _ = decide(later, timers, 21.0, QUEUED, REF)
+    assert not [line for line in third.say if "evicted by Kueue" in line], third.say

@@ -8,8 +8,12 @@ Run by a Skiff step with ``workers=N`` (docs/user-guide.md): each worker reads i
 across the workers (worker r takes rows r, r+N, ...); each computes the gradient of its shard, the workers
 exchange them over TCP (rank 0 adds them up and sends the sum back: an all-reduce through rank 0), and every
 worker applies the same full-batch update, so the model is the one-worker model (up to the order of float
-additions). Rank 0 writes the checkpoint (after each epoch, in ``SKIFF_CHECKPOINT_DIR``), ``model.npz`` and
-``metrics.json`` (with the training time, for ``compare.py``). With one worker it trains alone.
+additions). Rank 0 writes the checkpoint (after each epoch, in ``SKIFF_CHECKPOINT_DIR``, which every rank sees),
+``model.npz`` and ``metrics.json`` (with the training time, for ``compare.py``). With one worker it trains alone.
+
+Preempted (SIGTERM to every rank: Kueue suspends the Job, the Job controller deletes its pods), a rank says so and
+exits 143; Skiff's retry or Kueue's readmission starts the whole gang again and every rank resumes after the last
+epoch rank 0 saved: batch order comes from (seed, epoch), so the model is exactly the uninterrupted run's.
 
 ``--throttle`` stands in for the accelerator time of a real model: each worker pauses that long per full batch
 times its share of the rows, so N workers share it; numpy on this tiny model is itself too fast to gain from it.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -134,6 +139,11 @@ def load_data(args):
 def main(argv: list[str]) -> int:
     args = parse(argv)
     rank, workers = int(os.environ.get("SKIFF_RANK", "0")), int(os.environ.get("SKIFF_WORKERS", "1"))
+
+    def on_sigterm(signum, frame) -> None:
+        say(f"rank {rank}: SIGTERM: stopping; the gang resumes from rank 0's last checkpoint")
+        os._exit(143)   # at once, mid-exchange: the other ranks stop too, and a half-written checkpoint never lands
+    signal.signal(signal.SIGTERM, on_sigterm)
     master, port = os.environ.get("SKIFF_MASTER_ADDR", "127.0.0.1"), int(os.environ.get("SKIFF_MASTER_PORT", "29500"))
     ckpt_dir = os.environ.get("SKIFF_CHECKPOINT_DIR") or None
     say(f"train_dp.py: rank {rank} of {workers} workers, rank 0 at {master}:{port}")
@@ -147,6 +157,7 @@ def main(argv: list[str]) -> int:
             params = {k: z[k].copy() for k in KEYS}
         start_epoch, history = meta["epoch"], meta["history"]
         say(f"rank {rank}: resuming after epoch {start_epoch} from {path}")
+    resumed_after = start_epoch
     batches = -(-len(y) // args.batch_size)
     started = time.monotonic()
     for epoch in range(start_epoch, args.epochs):
@@ -173,7 +184,8 @@ def main(argv: list[str]) -> int:
         save_npz(os.path.join(args.model_out, "model.npz"), **params)
         save_json(os.path.join(args.model_out, "metrics.json"), {
             "epochs": history, "val_auc": history[-1]["val_auc"] if history else None, "model_sha256": digest,
-            "workers": workers, "train_seconds": seconds, "seed": args.seed, "hidden": args.hidden})
+            "workers": workers, "train_seconds": seconds, "seed": args.seed, "hidden": args.hidden,
+            "resumed_after_epoch": resumed_after, "preemptions": int(os.environ.get("SKIFF_PREEMPTIONS") or 0)})
         say(f"rank 0: trained on {workers} worker(s) in {seconds:.1f} s; wrote {args.model_out}/model.npz")
     return 0
 
