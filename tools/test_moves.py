@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 AREAS = {"architecture", "deploy", "devinstances", "devstack", "docs", "hostile", "k8s", "kubesim", "metrics",
          "platform", "rbac", "sedna", "settings", "teams", "training", "ui"}
 IN_PLACE = ("tests/unit/", "tests/integration/", "tests/e2e/", "tests/support/", "tests/e2e_dags/")
-KEEP = {"tests/conftest.py"}
+KEEP = {"tests/conftest.py", "tests/__init__.py"}
 
 # Unit tests: one module (or one package's pure part), no server or process. Named after the module they test, in
 # the folder mirroring the source (as the Airflow providers' tests/unit/<provider>/<package>/test_<module>.py).
@@ -157,8 +157,9 @@ class Rewriter:
         # paths: files, then folders all of whose files go to one folder
         self.paths = dict(moves)
         folders: dict[str, set[str]] = {}
-        for o, n in moves.items():
-            folders.setdefault(str(PurePosixPath(o).parent), set()).add(str(PurePosixPath(n).parent))
+        for o, n in moves.items():     # a folder named is where its test files went (helpers are not its point)
+            if PurePosixPath(o).name.startswith("test_") or not o.endswith(".py"):
+                folders.setdefault(str(PurePosixPath(o).parent), set()).add(str(PurePosixPath(n).parent))
         after_dirs = {str(PurePosixPath(f).parent) for f in all_after}
         self.folders = {o: next(iter(n)) for o, n in folders.items() if len(n) == 1 and o not in after_dirs}
         self.split_folders = sorted(o for o, n in folders.items() if len(n) > 1 or o in after_dirs)
@@ -173,6 +174,8 @@ class Rewriter:
         if python and in_tests and self._from_bare:
             text = self._from_bare.sub(lambda m: f"{m.group(1)}from {self.bare[m.group(2)]} import ", text)
             text = self._import_bare.sub(self._import_line, text)
+        if python:     # `from tests.kubesim import kueue_tables as t`: the module is the last name
+            text = self._FROM_PKG.sub(self._from_pkg, text)
         if self._dotted_re:
             text = self._dotted_re.sub(lambda m: self.dotted[m.group(1)], text)
         if self._path_re:
@@ -180,6 +183,25 @@ class Rewriter:
         if self._folder_re:
             text = self._folder_re.sub(lambda m: self.folders[m.group(1)], text)
         return text
+
+    _FROM_PKG = re.compile(r"^(\s*)from (tests(?:\.\w+)*) import ([\w ,]+?)(\s*(?:#.*)?)$", re.M)
+
+    def _from_pkg(self, m: re.Match) -> str:
+        indent, pkg, names, tail = m.groups()
+        lines, kept = [], []
+        for part in [p.strip() for p in names.split(",") if p.strip()]:
+            name, _, alias = part.partition(" as ")
+            new = self.dotted.get(f"{pkg}.{name.strip()}")
+            if new is None:
+                kept.append(part)
+            else:
+                parent, _, leaf = new.rpartition(".")
+                lines.append(f"{indent}from {parent} import {leaf}" + (f" as {alias.strip()}" if alias else ""))
+        if not lines:
+            return m.group(0)
+        lines = ([f"{indent}from {pkg} import {', '.join(kept)}"] if kept else []) + lines
+        lines[0] += tail
+        return "\n".join(lines)
 
     def _import_line(self, m: re.Match) -> str:
         pkg, _, leaf = self.bare[m.group(2)].rpartition(".")
@@ -269,8 +291,14 @@ def _git(root: Path, *args: str) -> None:
 
 
 def rewrite_targets(root: Path) -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True,
-                         text=True, check=True).stdout
+    """The project's text files (git's list; every file under root when it is no git work tree, e.g. a copy)."""
+    done = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True, text=True)
+    if done.returncode == 0 and (root / ".git").exists():
+        out = done.stdout
+    else:
+        out = "\n".join(p.relative_to(root).as_posix() for p in root.rglob("*")
+                        if p.is_file() and not any(part.startswith(".") or part == "__pycache__"
+                                                   for part in p.relative_to(root).parts))
     skip = {"tools/test_moves.py", "tools/kubesim_moves.py", "tests/unit/tools/test_test_moves.py"}
     return [root / f for f in out.splitlines()
             if f not in skip and (root / f).is_file()
