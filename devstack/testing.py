@@ -16,7 +16,10 @@ import pytest
 from devstack.airflow_env import REPO, airflow_env, kubernetes_connection_uri
 from devstack.smtp import SmtpSink, smtp_connection_uri
 
-TEST_HOME = REPO / ".airflow" / "test"
+# Under pytest-xdist (make test-unit: -n 2) each worker has a home of its own: dag.test() writes to the SQLite DB in
+# it and the session migrates it, which two processes must not do to one file at once.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+TEST_HOME = REPO / ".airflow" / ("test" if not _WORKER else f"test-{_WORKER}")
 TEST_HOME.mkdir(parents=True, exist_ok=True)
 for _k in [k for k in os.environ if k.startswith("AIRFLOW__") or k.startswith("AIRFLOW_CONN_")]:
     del os.environ[_k]  # a developer's own Airflow settings must not leak into the tests

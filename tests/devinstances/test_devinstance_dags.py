@@ -66,12 +66,15 @@ def test_dags_import_with_titled_schemad_forms(bag):
     assert type(cull.timetable).__name__ == "CronTriggerTimetable" and cull.max_active_runs == 1
 
 
-def run(bag, action: str, **conf):
-    """One dag.test() run; the DAG is parsed afresh each time (dag.test() keeps a run's conf in the DAG's params)."""
+def run(bag, action: str, retries: int | None = None, **conf):
+    """One dag.test() run; the DAG is parsed afresh each time (dag.test() keeps a run's conf in the DAG's params).
+    ``retries`` replaces the task's (dag.test() waits out each retry's delay)."""
     from airflow.dag_processing.dagbag import DagBag
 
     dag_id = f"dev_instance_{action}"
     dag = DagBag(dag_folder=str(DAGS / f"{dag_id}.py")).dags[dag_id]
+    if retries is not None:
+        dag.get_task(action).retries = retries
     return dag.test(run_conf={"team": NS, "name": "nb", "owner": "alice", **conf})
 
 
@@ -159,7 +162,9 @@ def test_refused_runs_fail_with_the_reason(bag, k8s, team, airflow_db, caplog, c
                 ({"cpu": 9}, "CPU, quota 8"))  # recsys's quota in the platform file
     for conf, _ in refusals:
         assert run(bag, "create", **conf).state == "failed", conf
-    assert run(bag, "stop", name="ghost").state == "failed"
+    # the refusal is what is checked here, not stop's retry policy for transient errors (3 retries 5, 10, 20 s
+    # apart, which dag.test() waits out: 35 s), so the run has no retries
+    assert run(bag, "stop", retries=0, name="ghost").state == "failed"
     output = "".join(capfd.readouterr()) + caplog.text  # the task logs (dag.test() runs tasks in-process)
     for reason in [r for _, r in refusals] + ["no development instance 'ghost' of 'alice'"]:
         assert reason in output

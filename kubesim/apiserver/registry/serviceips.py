@@ -3,31 +3,48 @@ portallocator: the service-cluster-ip-range 10.96.0.0/16, whose first address is
 service-node-port-range 30000-32767), and what the API server does with them on a Service's create and delete:
 an address the Service asks for is reserved or refused (422 "provided IP is already allocated"), one it does not
 ask for is allocated while defaulting (admission/defaults.py), and a deleted Service's goes back to the range.
+
+Which free address a Service gets is random, as upstream: ipallocator/bitmap.go reserves the range's lower band for
+addresses Services ask for (`calculateRangeOffset`: min(max(16, size/16), 256) addresses, 256 for a /16) and
+`AllocateNext` picks a random free one above it (allocator/bitmap.go `randomScanStrategyWithOffset`), the lower band
+only once the upper one is full. Each clusterIP answers on the host's loopback twin (127.96.b.c, kubeproxy/), so two
+kubesims on one machine (two pytest-xdist workers, two developers' test runs) do not hand out the same addresses.
 """
 from __future__ import annotations
 
+import random
 import threading
 
 
 class ClusterIPs:
     """The service-cluster-ip-range allocator: 10.96.0.0/16 (10.96.0.1 is the `kubernetes` Service)."""
 
+    SIZE = 65534          # 10.96.0.1 - 10.96.255.254: offset i is 10.96.0.0 + 1 + i
+    STATIC_BAND = 256     # calculateRangeOffset for a /16
+
     def __init__(self):
-        self._next = 10
         self._used: set[str] = set()
         self._fresh: dict[str, bool] = {}
         self._port = 29999
         self._lock = threading.Lock()
+        self._random = random.Random()
+
+    @staticmethod
+    def _ip(offset: int) -> str:
+        n = offset + 1
+        return f"10.96.{(n >> 8) & 255}.{n & 255}"
 
     def allocate(self) -> str:
         with self._lock:
-            while True:
-                n, self._next = self._next, self._next + 1
-                ip = f"10.96.{(n >> 8) & 255}.{n & 255}"
-                if ip not in self._used:
-                    self._used.add(ip)
-                    self._fresh[ip] = True
-                    return ip
+            for lo, hi in ((self.STATIC_BAND, self.SIZE), (0, self.STATIC_BAND)):
+                start = self._random.randrange(lo, hi)
+                for i in range(hi - lo):
+                    ip = self._ip(lo + (start - lo + i) % (hi - lo))
+                    if ip not in self._used:
+                        self._used.add(ip)
+                        self._fresh[ip] = True
+                        return ip
+            raise RuntimeError("the service-cluster-ip-range 10.96.0.0/16 is full")
 
     def node_port(self) -> int:
         """The service-node-port-range allocator (30000-32767), in order."""
