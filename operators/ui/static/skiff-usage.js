@@ -1,6 +1,6 @@
 // The GPU-hours card: a horizontal SVG bar per user from the last usage report (the usage_report DAG's).
 import { formatTime, t } from "./skiff-i18n.js";
-import { $, S, h, num, replace, tData } from "./skiff-common.js";
+import { $, S, h, replace, tData } from "./skiff-common.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 function niceMax(x) {
@@ -40,8 +40,9 @@ function usageChart(rows) {
     el("text", { x: left - 8, y: y + 16, "text-anchor": "end", translate: "no" }, r.user);
     const bar = el("rect", { x: left, y: y + 4, width: w, height: rowH - 8, rx: 4,
       class: "bar-rect" + (S.me && r.user === S.me.user ? " me" : ""), "data-user": r.user });
-    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: num(r.gpu_hours) }) }));
-    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no" }, num(r.gpu_hours) + " h");
+    // hundredths of an hour, as the report's rows are rounded (views.gpu_hours_by_user): tenths drew 0.01 h as "0 h"
+    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: tickLabel(r.gpu_hours) }) }));
+    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no" }, tickLabel(r.gpu_hours) + " h");
   });
   return svg;
 }
