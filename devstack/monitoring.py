@@ -24,6 +24,7 @@ INTERVAL = "10s"  # the demo's scrape and rule interval: data within seconds of 
 # the demo's metrics travel by StatsD: the rules of every transport and StatsD's (alerts.yaml's header)
 RULES = (SHIPPED / "alerts.yaml", SHIPPED / "alerts-statsd.yaml")
 PAGES = ("alerts", "rules", "targets")   # the Prometheus pages the demo prints
+READY_TIMEOUT_S = 120  # Prometheus' start (its TSDB, the rules) on a busy 2-core machine
 
 
 def page_addresses(url: str, get) -> dict[str, str]:
@@ -182,4 +183,28 @@ class Monitoring:
             [str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"], logs / "prometheus.log",
             {"PATH": "/usr/bin:/bin"})
+        self.wait_ready(self.procs["prometheus"], logs / "prometheus.log")
         return self.procs["prometheus"]
+
+    def wait_ready(self, proc: subprocess.Popen, log: Path, timeout: float = READY_TIMEOUT_S) -> None:
+        """Wait until Prometheus answers ``/-/ready``: before that its pages answer 503 (or nothing), and the demo
+        printed only the page that happened to answer first (issue 36: ``targets`` alone, no alerts or rules)."""
+        import time
+
+        import httpx
+
+        def _tail() -> str:
+            return "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log.exists() else "(no output)"
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited with {proc.returncode}: {_tail()}")
+            try:
+                if httpx.get(f"{self.url}/-/ready", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"prometheus not ready at {self.url}/-/ready within {timeout:.0f} s: {_tail()}")
+            time.sleep(0.3)

@@ -84,3 +84,26 @@ def test_every_prometheus_address_the_demo_prints_opens_on_the_prometheus_it_run
         for page, address in pages.items():
             r = httpx.get(address, timeout=10, follow_redirects=True)
             assert r.status_code == 200 and page in r.text.lower(), (address, r.status_code)
+
+
+def test_the_demos_prometheus_is_ready_when_started_so_every_page_it_prints_opens(tmp_path):
+    """issue 36, a newcomer's run: the demo printed only ``targets``: it asked for the pages right after spawning
+    Prometheus, which on the busy machine answered its alerts and rules pages only later. ``start_prometheus``
+    returns a Prometheus that is ready, here one that starts 2 s late (as under load): every page at once."""
+    import sys
+
+    from devstack.monitoring import PAGES, Monitoring
+    from devstack.stack import _spawn, free_port
+
+    def late(argv, log, env):  # Debian's Prometheus, exec'ed 2 s after the spawn
+        return _spawn(["/bin/sh", "-c", 'sleep 2; exec "$@"', "sh", *argv], log, env)
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    monitoring = Monitoring(tmp_path, free_port=free_port, spawn=late, python=sys.executable)
+    proc = monitoring.start_prometheus("127.0.0.1:9", logs)
+    try:
+        assert sorted(monitoring.pages()) == sorted(PAGES)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

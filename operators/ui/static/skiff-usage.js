@@ -1,6 +1,6 @@
 // The GPU-hours card: a horizontal SVG bar per user from the last usage report (the usage_report DAG's).
 import { formatTime, t } from "./skiff-i18n.js";
-import { $, S, h, num, replace, tData } from "./skiff-common.js";
+import { $, S, h, replace, tData } from "./skiff-common.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 function niceMax(x) {
@@ -40,13 +40,14 @@ function usageChart(rows) {
     el("text", { x: left - 8, y: y + 16, "text-anchor": "end", translate: "no" }, r.user);
     const bar = el("rect", { x: left, y: y + 4, width: w, height: rowH - 8, rx: 4,
       class: "bar-rect" + (S.me && r.user === S.me.user ? " me" : ""), "data-user": r.user });
-    // held (the Jobs' GPU requests x their run time) and, where the report read Prometheus, used (the GPUs' utilisation)
+    // held (the Jobs' GPU requests x their run time) and, where the report read Prometheus, used (the GPUs' utilisation);
+    // hundredths of an hour, as the report's rows are rounded (views.gpu_hours_by_user): tenths drew 0.01 h as "0 h"
     const used = r.gpu_hours_used === null || r.gpu_hours_used === undefined ? null
-      : { used: num(r.gpu_hours_used), share: Math.round((100 * r.gpu_hours_used) / r.gpu_hours) };
-    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: num(r.gpu_hours) })
+      : { used: tickLabel(r.gpu_hours_used), share: Math.round((100 * r.gpu_hours_used) / r.gpu_hours) };
+    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: tickLabel(r.gpu_hours) })
       + (used ? " · " + t("usage.used", used) : "") }));
     el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no", "data-used": used ? used.used : "" },
-      num(r.gpu_hours) + " h" + (used ? ` · ${used.share} %` : ""));
+      tickLabel(r.gpu_hours) + " h" + (used ? ` · ${used.share} %` : ""));
   });
   return svg;
 }
