@@ -204,3 +204,23 @@ def test_image_copies_of_an_old_etc_are_pruned_unless_a_pod_holds_their_range(tm
     held.close()
     assert prune_images(str(cache), locks, str(etc)) == [f"etc-{RANGE}-1"]
     assert sorted(os.listdir(cache)) == [f"etc-{RANGE}-{now}", "other"]
+
+
+def test_without_libseccomp_a_filtered_container_is_refused_with_the_reason_never_run_unfiltered(tmp_path, monkeypatch):
+    """A machine without libseccomp.so.2: RuntimeDefault (the default) and Localhost cannot be compiled, and the
+    error names the missing library (the pod's CreateContainerError event carries it); Unconfined still runs."""
+    import ctypes
+
+    from kubesim.kubelet.procrt import seccomp
+
+    def missing(name, *a, **kw):
+        raise OSError(f"{name}: cannot open shared object file: No such file or directory")
+    monkeypatch.setattr(seccomp, "_lib", None)
+    monkeypatch.setattr(seccomp, "_lib_problem", None)
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    filters = seccomp.Filters(str(tmp_path), str(tmp_path / "seccomp"))
+    with pytest.raises(seccomp.ProfileError, match=r"libseccomp is missing \(libseccomp\.so\.2: .*install Debian's "
+                                                   r"libseccomp2"):
+        filters.path("RuntimeDefault", None, ["CHOWN"])
+    assert seccomp.problem().startswith("libseccomp is missing")
+    assert filters.path("Unconfined", None, []) is None
