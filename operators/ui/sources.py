@@ -165,6 +165,24 @@ def _failure(ti: dict, job: dict | None, pods: list[dict]) -> str | None:
 # ---------------------------------------------------------------- live usage (the metrics API)
 
 POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/pods"
+# The metrics API changes once per metric resolution (metrics-server's 15 s): one read serves every page poll of
+# this process for this long (each request still shows only its caller's rows), so N open pages cost one read
+# per few seconds, not N per poll (BENCHMARKS.md ui: the list was the instances and training endpoints' tail).
+POD_METRICS_TTL_S = 5.0
+_metrics_lock = threading.Lock()
+_metrics_cache: dict[str, tuple[float, tuple]] = {}
+
+
+def pod_metrics_cached(k: Kube, now: float | None = None) -> tuple[dict[tuple[str, str], dict], str | None]:
+    """``pod_metrics``, read at most once per ``POD_METRICS_TTL_S`` per connection (one reader at a time)."""
+    import time
+
+    with _metrics_lock:
+        now = time.monotonic() if now is None else now
+        hit = _metrics_cache.get(conn_id())
+        if hit is None or now - hit[0] >= POD_METRICS_TTL_S:
+            hit = _metrics_cache[conn_id()] = (now, pod_metrics(k))
+        return hit[1]
 
 
 def pod_metrics(k: Kube) -> tuple[dict[tuple[str, str], dict], str | None]:
@@ -191,7 +209,7 @@ def with_live_usage(k: Kube, rows: list[tuple[dict, dict | None]]) -> None:
     running = [(row, pod) for row, pod in rows if pod is not None and (pod.get("status") or {}).get("phase") == "Running"]
     if not running:
         return
-    found, problem = pod_metrics(k)
+    found, problem = pod_metrics_cached(k)
     gpus = gpu_resource()
     for row, pod in running:
         meta = pod.get("metadata") or {}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -63,3 +65,29 @@ def running_prometheus(work: Path, job: dict, evaluation_interval: str) -> Itera
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+class SkiffEndpoint:
+    """Skiff's endpoint without the api-server: ``read_cluster`` through its cache and writer (the endpoint's own
+    code), served on loopback for Prometheus (``url``: host:port); ``server.shutdown()`` when done."""
+
+    def __init__(self, kube) -> None:
+        from operators.exporter.endpoint import ClusterCache, exposition, read_cluster
+
+        cache = ClusterCache(lambda: read_cluster(kube), max_age=0)
+        self.kube = kube
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                body = exposition(cache.get(), cache, sum(kube.requests.values()))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()

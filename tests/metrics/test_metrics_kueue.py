@@ -8,8 +8,6 @@ around it is test_metrics_e2e.py's)."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -17,9 +15,8 @@ from kubernetes import client
 
 from kubesim.testing import wait_until
 from operators.exporter import cluster
-from operators.exporter.endpoint import ClusterCache, exposition, read_cluster
 from operators.k8s import Kube
-from tests.metrics.prometheus_support import MONITORING, running_prometheus
+from tests.metrics.prometheus_support import MONITORING, SkiffEndpoint, running_prometheus
 from tests.training.kueue_support import kueue_teams  # noqa: F401 - the fixture
 
 GPU = "nvidia.com/gpu"
@@ -89,32 +86,9 @@ def test_in_kueue_mode_a_team_quota_gauge_comes_from_its_clusterqueues_not_the_c
 
 
 # ---- kubesim with Kueue, a real Prometheus --------------------------------------------------------------
-class _Endpoint:
-    """``read_cluster`` through the endpoint's cache and writer, served on loopback for Prometheus."""
-
-    def __init__(self, kube: Kube) -> None:
-        cache = ClusterCache(lambda: read_cluster(kube), max_age=0)
-        self.kube = kube
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
-                body = exposition(cache.get(), cache, sum(kube.requests.values()))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
 def prometheus(kueue_teams, tmp_path):  # noqa: F811 - the imported fixture
-    endpoint = _Endpoint(Kube(kueue_teams))
+    endpoint = SkiffEndpoint(Kube(kueue_teams))
     job = {"job_name": "skiff", "scrape_interval": "2s", "scrape_timeout": "2s", "metrics_path": "/metrics",
            "static_configs": [{"targets": [endpoint.url]}]}
     try:

@@ -30,3 +30,19 @@ def test_a_container_without_a_memory_limit_leaves_the_pod_without_one():
     pod = {"spec": {"containers": [{"name": "a", "resources": {"limits": {"memory": "1Gi"}}}, {"name": "b"}]}}
     got = pod_usage(pod, {"containers": []}, None)
     assert (got["memory_limit"], got["cpu_request"], got["gpu"]) == (None, None, 0)
+
+
+def test_the_pages_metrics_read_is_shared_for_a_few_seconds(monkeypatch):
+    """One PodMetrics list serves every poll within POD_METRICS_TTL_S (the metrics API changes every 15 s)."""
+    from operators.ui import sources
+
+    reads = []
+    monkeypatch.setattr(sources, "pod_metrics", lambda k: reads.append(k) or ({("ns", "p"): {"n": len(reads)}}, None))
+    monkeypatch.setattr(sources, "conn_id", lambda: "conn-under-test")
+    sources._metrics_cache.clear()
+    first = sources.pod_metrics_cached("k", now=100.0)
+    assert sources.pod_metrics_cached("k", now=100.0 + sources.POD_METRICS_TTL_S - 0.1) == first
+    assert len(reads) == 1
+    later = sources.pod_metrics_cached("k", now=100.0 + sources.POD_METRICS_TTL_S)
+    assert len(reads) == 2 and later[0][("ns", "p")] == {"n": 2}
+    sources._metrics_cache.clear()
