@@ -138,7 +138,7 @@ def show_data_parallel(stack: Stack, run_id: str, state: str) -> list[str]:
             continue
         met = next((line for line in lines if "connected" in line), lines[0])     # the rendezvous, then the end
         for line in dict.fromkeys((met, lines[-1])):
-            say(f"    {line[:160]}")
+            say(f"    {line[:300]}")
     speed = next((line[line.index("speed-up"):] for line in compared.splitlines() if "speed-up on 2 workers" in line),
                  None)
     if speed is None:

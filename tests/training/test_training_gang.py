@@ -7,6 +7,7 @@ process nodes run the argv Skiff builds; no Airflow stack."""
 from __future__ import annotations
 
 import json
+import re
 
 import process_nodes
 import pytest
@@ -173,7 +174,12 @@ def test_the_demo_trains_data_parallel_on_two_workers_with_the_one_worker_accura
     for task_id, workers, out in (("dp1", 1, "one"), ("dp2", 2, "two")):
         op = operator(task_id, work_dir="/root/recsys", exec_command="python -u", entry_path="recsys/train_dp.py",
                       run_args=[*train, "--model-out", f"/root/models/dp/{out}"], workers=workers)
+        trained = logged(op)
         op.execute(make_context(task_id))
+    # the lines the demo shows (devstack/__main__.py show_data_parallel): each rank's rendezvous, by name
+    assert any(re.search(r"^\[rank 0 \S+\] rank 0: all 2 workers connected$", line) for line in trained.lines)
+    assert any(re.search(r"^\[rank 1 \S+\] rank 1: connected to rank 0 at \S+-0\.\S+\.recsys\.svc:29500$", line)
+               for line in trained.lines), trained.lines
     op = operator("cmp", work_dir="/root/recsys", exec_command="python -u", entry_path="recsys/compare.py",
                   run_args=["--one", "/root/models/dp/one", "--many", "/root/models/dp/two"])
     lines = logged(op)
