@@ -389,13 +389,16 @@ def test_the_gpu_hours_axis_of_short_steps_reads_five_different_ticks(stack, bro
 
     from selenium.webdriver.common.by import By
 
-    run_id = stack.trigger("training_recommendation_daily")
-    assert stack.wait_run("training_recommendation_daily", run_id, timeout=600) == "success"
+    # three runs: a train step holds its GPU ~8 s (0.002 h), and a user under 0.005 h has no bar (it would read
+    # "0 h": views.gpu_hours_by_user), so one run left the chart empty and this test waiting for alice's bar
+    runs = [stack.trigger("training_recommendation_daily") for _ in range(3)]
+    for run_id in runs:
+        assert stack.wait_run("training_recommendation_daily", run_id, timeout=600) == "success"
     report = stack.trigger("usage_report")
     assert stack.wait_run("usage_report", report, timeout=300) == "success"
     rows = json.loads((stack.home / "skiff" / "usage.json").read_text())["by_user"]
     alice = sum(r["gpu_hours"] for r in rows if r["user"] == "alice")
-    assert 0 < alice < 0.1, rows  # short steps: the case that drew "0 0 0 0 0"
+    assert 0.005 <= alice < 0.1, rows  # short steps: the case that drew "0 0 0 0 0"
 
     page = Page(browser, stack)
     page.prefix = "usage"
