@@ -72,18 +72,19 @@ code-server:
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
 # The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
-# Two pytest runs: the tests that start no Airflow on both cores (as make test-unit), then the stack tests one at a
+# Two pytest runs: the tests that start no Airflow in parallel (as make test-unit), then the stack tests one at a
 # time (fixed ports, and two Airflows on two cores slow each other); it fails when either fails.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider
-XDIST := -n 2 --dist loadgroup
+XDIST := -n 4 --dist loadfile
 test: venv browser kubectl sshd services monitoring bubblewrap
 	eval "$$($(BIN)/python -m devstack.services detect)" && \
 	  { $(PYTEST) -m "not stack" $(XDIST); unit=$$?; $(PYTEST) -m stack; stack=$$?; \
 	    echo "make test: not stack -> exit $$unit, stack -> exit $$stack"; [ $$unit = 0 ] && [ $$stack = 0 ]; }
 
 # The fast loop: every test that starts no Airflow (no stack, api-server or demo: marker `stack`, set by
-# tests/conftest.py on e2e tests and tests using a stack fixture), on both cores with pytest-xdist (tests that must
-# not run beside each other share an xdist_group). Measured in docs/development.md.
+# tests/conftest.py on e2e tests and tests using a stack fixture), with pytest-xdist: four workers on the two cores
+# (the tests mostly wait on processes and clusters: two workers kept 64 % of one core busy), a test file's tests in
+# one worker (--dist loadfile: a module-scoped fixture is built once). Measured in docs/development.md.
 test-unit: venv kubectl sshd services monitoring bubblewrap
 	eval "$$($(BIN)/python -m devstack.services detect)" && $(PYTEST) -m "not stack" $(XDIST)
 

@@ -14,19 +14,9 @@ STACK_FIXTURES = frozenset({"airflow_stack", "prod_stack", "process_stack", "tea
 E2E_DIR = Path(__file__).parent / "e2e"
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection and xdist's groups (their modifyitems hooks)
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection (its pytest_collection_modifyitems)
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("e2e") or STACK_FIXTURES.intersection(getattr(item, "fixturenames", ())) \
                 or E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.stack)
-        # pytest-xdist (make test-unit: -n 2 --dist loadgroup): the tests of a module sharing a module-scoped
-        # fixture (a process-node cluster, a JupyterLab, a DagBag, a built virtualenv) run in one worker, so it is set
-        # up once; a test's own xdist_group mark wins
-        if not item.get_closest_marker("xdist_group") and _uses_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(name=item.module.__name__))
-
-
-def _uses_module_fixture(item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    return bool(info) and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values() if defs)

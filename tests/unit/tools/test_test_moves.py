@@ -17,7 +17,8 @@ _spec.loader.exec_module(tm)
 def test_every_file_under_tests_has_a_place():
     moves, unmapped = tm.plan(REPO)
     assert unmapped == [], f"give these a place in tools/test_moves.py (AREAS, UNIT or E2E): {unmapped}"
-    assert moves, "nothing to move: the plan is applied already, and this test and the tool can go"
+    if not moves:
+        pytest.skip("the plan is applied: tools/test_moves.py and this file can go")
 
 
 def test_explicit_entries_name_files_that_exist():
