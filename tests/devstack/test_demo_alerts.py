@@ -1,7 +1,7 @@
 """A healthy demo fires no alert in its first 15 minutes, in either mode (issue 36 item 3).
 
-The suite cannot wait 15 minutes: two real demos (``make demo`` and ``make demo KUEUE=1``, left up untouched after
-"everything is up") were recorded for 15 minutes from their Prometheus' start (``python -m devstack.alert_replay
+The suite cannot wait 15 minutes: two real demos (``make demo`` and ``make demo KUEUE=1``, left up after "everything
+is up" and walked through as a newcomer would) were recorded for 15 minutes from their Prometheus' start (``python -m devstack.alert_replay
 record``; docs/development.md, "A healthy demo fires no alert"), and every alert rule the demo loads is replayed
 over those series by ``promtool test rules``, each with its ``for:``: no alert fires at any evaluation. A rule
 changed so that it would fire on a healthy demo fails here; so does one loaded for a transport the demo does not
