@@ -25,13 +25,13 @@ bubblewrap:
 	@if [ -x /usr/bin/bwrap ] && /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 '; then echo "bubblewrap, libseccomp2: installed"; \
 	else $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2; fi
 
-# Debian's chromium + chromedriver for tests/ui (selenium is pointed at /usr/bin/chromedriver, never downloads one),
+# Debian's chromium + chromedriver for tests/*/ui/ (selenium is pointed at /usr/bin/chromedriver, never downloads one),
 # and a CJK font: without one, headless chromium draws the zh-CN page's characters as empty boxes (tofu).
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && [ -f /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ]; then echo "chromium, CJK font: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-cjk; fi
 
-# Debian's kubectl (package kubernetes-client) for tests/kubesim/test_kubectl.py, unpacked into .tools/ rather than
+# Debian's kubectl (package kubernetes-client) for tests/integration/kubesim/test_kubectl.py, unpacked into .tools/ rather than
 # installed with dpkg: the package ships /usr/bin/kubectl, which dpkg refuses to overwrite when another package owns
 # that path (google-cloud-sdk's kubectl dispatcher does on some machines), and a dpkg-divert would change which
 # kubectl every user of the machine runs. apt-get download checks the .deb against the signed archive; the binary
@@ -50,13 +50,13 @@ services:
 	@if [ -x /usr/bin/redis-server ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql, redis-server: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server; fi
 
-# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/devinstances); sshpass
+# Debian's sshd (and chpasswd) for the development-instance start-up script test (tests/*/devinstances/); sshpass
 # for the test that logs in to a running instance with its password over ssh (`sshpass -e`: from the environment).
 sshd:
 	@if [ -x /usr/sbin/sshd ] && [ -x /usr/bin/sshpass ]; then echo "sshd, sshpass: installed"; else \
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server sshpass; fi
 
-# Debian's prometheus + promtool for tests/metrics (alert rules checked and unit-tested, a real Prometheus scraping
+# Debian's prometheus + promtool for tests/*/metrics/ (alert rules checked and unit-tested, a real Prometheus scraping
 # Skiff's endpoint); the package's service is not used: the tests start their own on loopback.
 monitoring:
 	@if [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; then echo "prometheus, promtool: installed"; else \
@@ -70,7 +70,7 @@ code-server:
 
 # A PostgreSQL / Redis already answering on 127.0.0.1 (the project's machines run both) is used through
 # SKIFF_TEST_PG_URL / SKIFF_TEST_REDIS_URL, with a fresh database / db number per session; else private ones.
-# The short soak (tests/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
+# The short soak (tests/e2e/devstack/test_soak_e2e.py, marker soak; also alone as `make soak-short`) is part of it:
 # 4 to 5 minutes of the 2-core machine (docs/development.md, `make soak`).
 # Two pytest runs: the tests that start no Airflow in parallel (as make test-unit), then the stack tests one at a
 # time (fixed ports, and two Airflows on two cores slow each other); it fails when either fails.

@@ -1,4 +1,4 @@
-"""Run inside an installed Skiff image (or the clean venv tests/deploy/test_image_install.py builds): the DAGs
+"""Run inside an installed Skiff image (or the clean venv tests/integration/deploy/test_image_install.py builds): the DAGs
 import with no errors, the plugins load, every Skiff trigger imports by its classpath as the triggerer does it,
 and the test/demo tools are not there. Prints one JSON object; exits 1 when something is wrong.
 

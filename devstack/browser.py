@@ -1,4 +1,4 @@
-"""Headless Debian chromium through selenium, for the UI tests (tests/ui) and the page-load benchmark.
+"""Headless Debian chromium through selenium, for the UI tests (tests/*/ui/) and the page-load benchmark.
 
 Always /usr/bin/chromium with /usr/bin/chromedriver (``make browser`` installs both, and Debian's Noto CJK font):
 selenium never downloads a driver. Without a CJK font headless chromium draws the zh-CN page as empty boxes.

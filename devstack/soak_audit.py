@@ -1,6 +1,6 @@
 """The soak's auditor: pure functions from what was observed after a soak (kubesim's objects, Airflow's task
 instances, texts users can read) to the invariants Skiff promises, as a table. No I/O here: ``devstack.soak``
-observes and calls :func:`audit`; ``tests/devstack/test_soak_audit.py`` feeds it hand-built states."""
+observes and calls :func:`audit`; ``tests/integration/devstack/test_soak_audit.py`` feeds it hand-built states."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The soak's Sedna load: FederatedLearningJobs and JointInferenceServices (the samples of tests/sedna, pods
+"""The soak's Sedna load: FederatedLearningJobs and JointInferenceServices (the samples of tests/*/sedna/, pods
 kept running by a ``kubesim.io/duration`` template annotation) created before the faults, then edited and
 having children deleted while they last; afterwards what each should have (``operators.sedna``'s own desired
 state, computed from the CR as the reconcile DAG does) is compared with what it has, for the auditor."""

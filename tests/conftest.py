@@ -5,7 +5,7 @@ import pytest
 
 pytest_plugins = ["kubesim.testing"]
 
-# Fixtures that start Airflow: a whole stack (devstack/testing.py) or an api-server of its own (tests/ui/conftest.py).
+# Fixtures that start Airflow: a whole stack (devstack/testing.py) or an api-server of its own (tests/support/ui/fixtures.py).
 # A test that uses one of them (directly or through another fixture) is marked ``stack``, as is every ``e2e`` test
 # (those start a stack or the demo through own_stack or `make demo`), and every test under tests/e2e/ (the layout of
 # tools/test_moves.py); `make test-unit` runs ``-m "not stack"``.

@@ -48,6 +48,7 @@ KEEP = {"tests/conftest.py", "tests/__init__.py"}
 # Unit tests: one module (or one package's pure part), no server or process. Named after the module they test, in
 # the folder mirroring the source (as the Airflow providers' tests/unit/<provider>/<package>/test_<module>.py).
 UNIT = {
+    "tests/benchmarks/test_ui_bench_setup.py": "tests/unit/benchmarks/test_ui.py",
     "tests/devinstances/test_devinstance_spec.py": "tests/unit/operators/devinstances/test_spec.py",
     "tests/devstack/test_stack_scripted_nodes.py": "tests/unit/devstack/test_stack.py",
     "tests/k8s/test_k8s_retry.py": "tests/unit/operators/k8s/test_retry.py",

@@ -33,7 +33,7 @@ def home_pvc(user: str) -> str:
     """A user's default PVC (mounted at /root): ``<user>-home`` when the name is already DNS-safe, else the
     normalised name plus a hash of the original, so "Bob.Smith" and "bob-smith" never share a volume. A DNS-safe
     name that ends like a hash ("bob-1a2b3c4d") takes the hashed form too, so no user's plain name can equal
-    another user's hashed name (tests/hostile: ``platform-home-pvc-collision``); the rule is ``names.user_key``."""
+    another user's hashed name (tests/integration/hostile: ``platform-home-pvc-collision``); the rule is ``names.user_key``."""
     return f"{user_key(user)}-home"
 
 

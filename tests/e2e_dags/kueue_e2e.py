@@ -1,4 +1,4 @@
-"""Test-only DAGs for the Kueue end-to-end tests (tests/training/test_training_kueue_e2e.py), on a stack whose
+"""Test-only DAGs for the Kueue end-to-end tests (tests/e2e/training/test_training_kueue_e2e.py), on a stack whose
 platform file says ``queueing: kueue``: two teams in one cohort, each 4 GPUs and 8 CPUs of nominal quota.
 
 ``kueue_e2e_nlp_borrow``: team nlp's two scheduled steps of 4 GPUs each (its own 4, then recsys' idle 4).

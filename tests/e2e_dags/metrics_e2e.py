@@ -1,4 +1,4 @@
-"""Test-only DAG for tests/metrics/test_metrics_e2e.py: one training step that succeeds and one that the
+"""Test-only DAG for tests/e2e/metrics/test_metrics_e2e.py: one training step that succeeds and one that the
 kernel's OOM killer ends (kubesim's scripted outcome), so the StatsD counters of both outcomes are sent."""
 
 from __future__ import annotations

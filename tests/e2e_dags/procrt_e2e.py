@@ -1,4 +1,4 @@
-"""Test-only DAG for tests/training/test_training_procrt_e2e.py: on the demo's process nodes (kubesim/kubelet/procrt) the
+"""Test-only DAG for tests/e2e/training/test_training_procrt_e2e.py: on the demo's process nodes (kubesim/kubelet/procrt) the
 argv Skiff builds (``bash -ic 'cd -- "$1" && shift && exec "$@"' ...``) really runs; this step prints two lines
 and exits 3, so its task must fail with exit code 3 and its own output."""
 

@@ -3,7 +3,7 @@
 // Airflow 3's UI keeps both choices in the browser: the language as i18next caches it (localStorage "i18nextLng",
 // e.g. "zh-CN"), the time zone as JSON under "timezone" (its time-zone menu; absent: the browser's zone), and
 // formats times as "YYYY-MM-DD HH:mm:ss" (airflow/ui/src/utils/datetimeUtils.ts, DEFAULT_DATETIME_FORMAT).
-// English and Simplified Chinese are complete (every key in both; tests/ui/test_views checks it); any other
+// English and Simplified Chinese are complete (every key in both; tests/unit/operators/ui/test_views.py checks it); any other
 // language falls back to English.
 "use strict";
 
