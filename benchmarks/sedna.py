@@ -40,7 +40,7 @@ NS = "default"
 def _sample(name: str) -> dict:
     import yaml
 
-    return yaml.safe_load((REPO / "tests" / "sedna" / "samples" / name).read_text())
+    return yaml.safe_load((REPO / "tests" / "support" / "sedna" / "samples" / name).read_text())
 
 
 def process_cpu(pid: int) -> float:

@@ -14,7 +14,7 @@ import yaml
 from devstack.airflow_env import REPO
 from devstack.soak_audit import SednaObs
 
-SAMPLES = REPO / "tests" / "sedna" / "samples"
+SAMPLES = REPO / "tests" / "support" / "sedna" / "samples"
 NS = "default"
 PREFIX = "soak-"
 LONG = {"kubesim.io/duration": "100000"}

@@ -18,7 +18,7 @@ import pytest
 from devstack.alert_replay import DEMO_RULES, PROMTOOL, _values, alert_names, firing, replay
 from devstack.monitoring import RULES, SHIPPED
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "support" / "devstack" / "data"
 RECORDINGS = {"quota": DATA / "demo-alerts-quota.json", "kueue": DATA / "demo-alerts-kueue.json"}
 MINUTES = 15
 
