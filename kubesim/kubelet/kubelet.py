@@ -49,6 +49,15 @@ class Kubelet(Controller):
         self.logs = LogProvider(self)
         self.stats = None       # the usage sampler (kubelet/stats.py), set by the cluster that runs one
         self._procs: procrt.ProcessPods | None = None
+        # the event loop keeps only weak references to tasks: an unreferenced pending one can be collected mid-run
+        # (asyncio docs, create_task: "Save a reference to the result of this function"); a pod then stayed
+        # ContainerCreating for good ("Task was destroyed but it is pending!")
+        self._background: set[asyncio.Future] = set()
+
+    def _in_background(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     @property
     def procs(self) -> procrt.ProcessPods:
@@ -128,7 +137,7 @@ class Kubelet(Controller):
         if run.process:
             if not run.terminating:
                 run.terminating = True
-                asyncio.ensure_future(self._stop_gracefully(run, pod, remove=True))
+                self._in_background(self._stop_gracefully(run, pod, remove=True))
             return
         run.phase = "Failed"
         for c in run.containers.values():
@@ -252,7 +261,7 @@ class Kubelet(Controller):
             run.blocked = True
             return
         if run.process:
-            asyncio.ensure_future(self.procs.start_pod(run, pod))
+            self._in_background(self.procs.start_pod(run, pod))
             return
         for spec in pod["spec"].get("containers") or []:
             c = run.containers[spec["name"]]
@@ -335,7 +344,7 @@ class Kubelet(Controller):
     def _run_container(self, run: PodRun, pod: dict, c: ContainerRun) -> None:
         if run.process:
             spec = next(s for s in pod["spec"]["containers"] if s["name"] == c.name)
-            asyncio.ensure_future(self.procs.start_container(run, pod, c, spec))
+            self._in_background(self.procs.start_container(run, pod, c, spec))
             return
         rec = self.recorder
         fp = f"spec.containers{{{c.name}}}"
@@ -418,7 +427,7 @@ class Kubelet(Controller):
         self.recorder.record(pod, "Normal", "DeadlineExceeded", message, host=run.node)
         if run.process:
             run.phase, run.terminating = "Running", True     # Failed once its containers are stopped
-            asyncio.ensure_future(self._stop_gracefully(run, pod, remove=False))
+            self._in_background(self._stop_gracefully(run, pod, remove=False))
             return
         for c in run.containers.values():
             if c.running:
@@ -445,7 +454,7 @@ class Kubelet(Controller):
             return
         self.recorder.record(pod, "Warning", "Evicted", message, host=run.node)
         run.reason, run.message, run.terminating = "Evicted", message, True
-        asyncio.ensure_future(self._stop_gracefully(run, pod, remove=False, grace=0))
+        self._in_background(self._stop_gracefully(run, pod, remove=False, grace=0))
 
     async def _stop_gracefully(self, run: PodRun, pod: dict, remove: bool, grace: float | None = None) -> None:
         """killPod on a process pod: Killing Events, SIGTERM, the grace period, SIGKILL; then the terminal

@@ -75,6 +75,7 @@ class LoopbackServices(Controller):
         self.servers: dict[tuple[str, int], asyncio.AbstractServer] = {}
         self.targets: dict[tuple[str, int], tuple[str, str, int]] = {}
         self._rr = itertools.count()
+        self._listening: set[asyncio.Future] = set()   # strong references: the loop keeps only weak ones to tasks
         kubelet.services_net = self      # the process pods' agents forward through forward_from_pod
 
     def on_event(self, event_type, rt, obj, old):
@@ -98,7 +99,9 @@ class LoopbackServices(Controller):
                 self.servers.pop(addr).close()
         for addr in want:
             if addr not in self.servers:
-                asyncio.ensure_future(self._listen(addr))
+                task = asyncio.ensure_future(self._listen(addr))
+                self._listening.add(task)
+                task.add_done_callback(self._listening.discard)
         if self.kubelet.procs_if_any is not None:
             self.kubelet.procs_if_any.services_changed()
 
