@@ -114,3 +114,30 @@ def test_a_finished_pods_sandbox_is_stopped_but_its_logs_stay(pcore, procsim_ser
     from kubesim.testing import wait_until
     wait_until(lambda: procs.pods[uid].sandbox is None and procs.runs_pod("default", "brief") is None, 10)
     assert log(pcore, "brief") == "bye\n"
+
+
+def test_the_kubelet_keeps_a_starting_pods_task_through_a_garbage_collection(procsim_server, pcore, monkeypatch):
+    """The event loop holds tasks weakly (asyncio's create_task docs: "Save a reference to the result of this
+    function"). A start task nobody referenced, pending on a future only it held, was collected and its pod stayed
+    ContainerCreating for good (the gang benchmark's 8-pod gangs: "Task was destroyed but it is pending!"). Here the
+    start waits on such a future; a full collection must not close it."""
+    import asyncio
+    import gc
+    import threading
+
+    procs = procsim_server.cluster.kubelet.procs
+    waiting, closed = threading.Event(), threading.Event()
+
+    async def start_pod(run, pod):
+        try:
+            waiting.set()
+            await asyncio.get_running_loop().create_future()     # referenced by this coroutine alone
+        except GeneratorExit:                                      # what a collected coroutine gets from close()
+            closed.set()
+            raise
+
+    monkeypatch.setattr(procs, "start_pod", start_pod)
+    pcore.create_namespaced_pod("default", pod("held", ["sleep", "30"]))
+    assert waiting.wait(15), "the kubelet never started the pod"
+    gc.collect()
+    assert not closed.is_set(), "the pending start task was garbage-collected"
