@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.kubesim_proc import kubesim_process
+from kubesim.testing import wait_until
 
 SIZES = (2, 4, 8)
 REPEAT = 3
@@ -38,13 +39,7 @@ def _clients(kubeconfig: Path):
 
 
 def _until(predicate, timeout: float = 180.0, interval: float = 0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError("benchmark condition not met")
+    return wait_until(predicate, timeout, interval, what="benchmark condition")
 
 
 def _running(core, selector: str) -> int:

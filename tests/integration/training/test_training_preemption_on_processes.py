@@ -56,6 +56,22 @@ def _file(api, namespace: str, pvc: str, path: str) -> str:
     return core.read_namespaced_pod_log(name, namespace, _preload_content=False).data.decode()
 
 
+def _reclaimed_by_recsys(steps: dict, gpu: int, what: str):
+    """recsys' online step takes back `gpu` GPUs, so Kueue preempts one of nlp's borrowing `steps`; every run
+    (recsys' and nlp's) then ends without error. The preempted step's id, the other's, and the preempted's lines."""
+    online = operator("a1", owner="alice", namespace="recsys", gpu=gpu, online=True, pod_annotations=sim(3))
+    a = start(online, "a1")
+    victim_id = wait_until(lambda: next((t for t, (_, lines, _) in steps.items()
+                                         if lines.has("was preempted by Kueue")), None), timeout=60, what=what)
+    other_id = next(t for t in steps if t != victim_id)
+    a["thread"].join(120)
+    assert "error" not in a, a.get("error")
+    for _, _, run in steps.values():
+        run["thread"].join(300)
+        assert "error" not in run, run.get("error")
+    return victim_id, other_id, steps[victim_id][1]
+
+
 def test_a_preempted_step_saves_on_sigterm_resumes_and_ends_with_the_same_model(kueue_teams):
     import json
 
@@ -70,18 +86,7 @@ def test_a_preempted_step_saves_on_sigterm_resumes_and_ends_with_the_same_model(
     wait_until(lambda: all(lines.has("epoch 1/3 batch 20/") for _, lines, _ in steps.values()), timeout=120,
                what="both nlp steps training")
 
-    online = operator("a1", owner="alice", namespace="recsys", gpu=4, online=True, pod_annotations=sim(3))
-    a = start(online, "a1")
-    victim_id = wait_until(lambda: next((t for t, (_, lines, _) in steps.items()
-                                         if lines.has("was preempted by Kueue")), None), timeout=60,
-                           what="an nlp step preempted")
-    _, victim_lines, victim = steps[victim_id]
-    other_id = next(t for t in steps if t != victim_id)
-    a["thread"].join(120)
-    assert "error" not in a, a.get("error")
-    for _, _, run in steps.values():
-        run["thread"].join(300)
-        assert "error" not in run, run.get("error")
+    victim_id, other_id, victim_lines = _reclaimed_by_recsys(steps, gpu=4, what="an nlp step preempted")
 
     said = victim_lines.lines
     saved = next(line for line in said if "SIGTERM: saved a checkpoint at epoch" in line)
@@ -118,18 +123,7 @@ def test_a_preempted_two_worker_step_resumes_both_ranks_from_the_checkpoint_with
     wait_until(lambda: all(lines.has("rank 0: epoch 1/4") for _, lines, _ in steps.values()), timeout=180,
                what="both nlp gangs past their first checkpoint")
 
-    online = operator("a1", owner="alice", namespace="recsys", gpu=2, online=True, pod_annotations=sim(3))
-    a = start(online, "a1")
-    victim_id = wait_until(lambda: next((t for t, (_, lines, _) in steps.items()
-                                         if lines.has("was preempted by Kueue")), None), timeout=60,
-                           what="an nlp gang preempted")
-    _, victim_lines, victim = steps[victim_id]
-    other_id = next(t for t in steps if t != victim_id)
-    a["thread"].join(120)
-    assert "error" not in a, a.get("error")
-    for _, _, run in steps.values():
-        run["thread"].join(300)
-        assert "error" not in run, run.get("error")
+    victim_id, other_id, victim_lines = _reclaimed_by_recsys(steps, gpu=2, what="an nlp gang preempted")
 
     said = victim_lines.lines
     models = {t: json.loads(_file(api, "nlp", "carol-home", f"/root/models/{t}/metrics.json")) for t in steps}
