@@ -20,3 +20,15 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("e2e") or STACK_FIXTURES.intersection(getattr(item, "fixturenames", ())) \
                 or E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.stack)
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_gc_callback():
+    """A test that builds the page's app in-process installs the api-server's gc-pause logger (operators.ui.heap):
+    take it out again, or every later long collection in this worker logs through a handler whose captured stream
+    pytest has closed ("Logging error ... I/O operation on closed file")."""
+    import gc
+
+    before = list(gc.callbacks)
+    yield
+    gc.callbacks[:] = [c for c in gc.callbacks if c in before]
