@@ -53,7 +53,9 @@ with DAG(
         entry_path="recsys/train.py",
         run_args=["--features", f"/root/features/{DAY}", "--epochs", "{{ params.epochs }}",
                   "--model-out", f"/root/models/{DAY}", "--tensorboard", f"/root/tensorboard/recsys/{DAY}",
-                  "--throttle", "0.05"],  # the demo's model trains in a second: slowed down to be watched
+                  # the demo's model trains in a second: slowed to about a minute, to be watched and to be seen
+                  # by Prometheus (a step shorter than the metrics' resolution and a scrape or two never is)
+                  "--throttle", "0.25"],
         env={"RUN_ID": "{{ run_id }}", "CUDA_VISIBLE_DEVICES": "0"},
         cpu=1,
         memory=2,

@@ -46,7 +46,9 @@ def setup_demo(stack) -> dict:
 
 # The demo user's development instance, created through dev_instance_create as alice would from the UI's form.
 DEMO_INSTANCE_OWNER = "alice"
-DEMO_INSTANCE = {"name": "notebook", "team": DEMO_TEAM, "cpu": 1, "memory": 2}
+# It holds a GPU and leaves it idle, the waste the dashboard's usage row exists to show ("GPUs held idle now"),
+# beside the pipeline's train step, whose GPU is busy while it runs.
+DEMO_INSTANCE = {"name": "notebook", "team": DEMO_TEAM, "image": "tf2-gpu", "cpu": 1, "memory": 2, "gpu": 1}
 
 
 def demo_instance_lines(kube, owner: str = DEMO_INSTANCE_OWNER) -> list[str]:

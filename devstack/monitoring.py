@@ -140,6 +140,7 @@ class Monitoring:
         self.statsd_port, self.bridge_port, self.port = free_udp_port(), free_port(), free_port()
         self.procs: dict[str, subprocess.Popen] = {}
         self.rules = list(RULES)  # the shipped rules (a test may load a copy with a shorter `for`)
+        self.usage_rules: list[Path] | None = None  # None: the shipped usage-alerts.yaml (a test: a shorter copy)
 
     @property
     def url(self) -> str:
@@ -174,6 +175,7 @@ class Monitoring:
         token_file = work / "skiff-metrics-token"
         write_private(token_file, self.token)
         extra_jobs, extra_rules = usage_scrape(kubeconfig, work) if kubeconfig is not None else ([], [])
+        extra_rules = self.usage_rules if self.usage_rules is not None and kubeconfig is not None else extra_rules
         config = prometheus_config(yaml.safe_load((SHIPPED / "scrape.yaml").read_text()),
                                    skiff_target=airflow_hostport, token_file=token_file,
                                    statsd_target=f"127.0.0.1:{self.bridge_port}", rules=self.rules,

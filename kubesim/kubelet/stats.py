@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -127,13 +129,36 @@ def scripted_reading(annotations: dict, started: float, now: float) -> Reading:
     return Reading(cpu_ns, memory, memory, memory, 0, memory)
 
 
-def gpu_util(annotations: dict, util_file: str | None) -> float | None:
-    """The simulated GPU load: the file a process wrote (its /tmp/kubesim-gpu-util), else the annotation, else 0."""
-    if util_file:
+def read_in_root(root: str, relative: str, limit: int = 64) -> str | None:
+    """At most ``limit`` bytes of the regular file ``relative`` under ``root``, a container's root filesystem, or
+    None. The container owns everything there and kubesim reads as root, so no component is followed if it is a
+    symlink (its /tmp made a link to the host's /etc would otherwise be read here), and a FIFO is not waited on."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, flags | os.O_DIRECTORY))
+        *dirs, name = relative.strip("/").split("/")
+        for part in dirs:
+            fds.append(os.open(part, flags | os.O_DIRECTORY, dir_fd=fds[-1]))
+        fds.append(os.open(name, flags | os.O_NONBLOCK, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
+            return None
+        return os.read(fds[-1], limit).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def gpu_util(annotations: dict, written: str | None) -> float | None:
+    """The simulated GPU load: what a process wrote (its /tmp/kubesim-gpu-util), else the annotation, else 0."""
+    if written is not None:
         try:
-            with open(util_file) as f:
-                return max(0.0, min(100.0, float(f.read().strip() or 0)))
-        except (OSError, ValueError):
+            value = float(written.strip() or 0)
+            if math.isfinite(value):
+                return max(0.0, min(100.0, value))
+        except ValueError:
             pass
     try:
         return max(0.0, min(100.0, float(annotations.get(ANN_GPU) or 0)))
@@ -212,11 +237,12 @@ class UsageSampler:
                 reading = read_cgroup(group.memory_dir, getattr(group, "cpu_dir", None), group.version)
                 if reading is None:
                     continue
-                util_file = os.path.join(procs.dirs.pod_dir(run.uid), "tmp", name, GPU_UTIL_FILE)
+                rootfs = proc.rootfs
             else:
-                reading, util_file = scripted_reading(ann, started, now), None
+                reading, rootfs = scripted_reading(ann, started, now), None
             if gpus:
-                reading = Reading(**{**reading.__dict__, "gpu_util": gpu_util(ann, util_file)})
+                written = read_in_root(rootfs, f"tmp/{GPU_UTIL_FILE}") if rootfs else None
+                reading = Reading(**{**reading.__dict__, "gpu_util": gpu_util(ann, written)})
             out[name] = Point(now, started, reading, memory, cpu_req, cpu_lim, gpus, specs[name].get("image", ""))
         return out
 

@@ -113,6 +113,21 @@ def save_json(path: str, value) -> None:
     atomic_write(path, lambda f: f.write(json.dumps(value, indent=2, sort_keys=True).encode() + b"\n"))
 
 
+# ---- the GPU's load, on the demo's cluster --------------------------------------------------------------------------
+GPU_LOAD_FILE = "/tmp/kubesim-gpu-util"  # kubesim/kubelet/stats.py GPU_UTIL_FILE, in the container's own /tmp
+
+
+def report_gpu_load(percent: float) -> None:
+    """The demo's model computes on the CPU (numpy), so a GPU it holds would read 0 %. On the demo's cluster kubesim
+    simulates dcgm-exporter: a process that holds a GPU states its utilisation by writing the percent here, and the
+    dashboard's GPU panels show it (docs/operations.md). On a real GPU node dcgm-exporter measures the device and
+    nothing reads this file. Only for a process given a GPU (CUDA_VISIBLE_DEVICES set)."""
+    if not os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return
+    with contextlib.suppress(OSError):
+        atomic_write(GPU_LOAD_FILE, lambda f: f.write(f"{percent:g}\n".encode()))
+
+
 # ---- TensorBoard events -----------------------------------------------------------------------------------------
 def _crc32c_table() -> list[int]:
     table = []

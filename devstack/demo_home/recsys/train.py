@@ -31,6 +31,7 @@ from demo_lib import (
     make_data,
     np,
     params_sha256,
+    report_gpu_load,
     save_json,
     save_npz,
     say,
@@ -121,6 +122,7 @@ def main(argv: list[str]) -> int:
     meta["resumed"] = meta.get("resumed", 0) + (1 if saved else 0)
     tb = EventWriter(args.tensorboard or os.path.join(args.model_out, "tensorboard"))
 
+    report_gpu_load(90)  # busy while it trains (kubesim's simulated dcgm-exporter reads it; see demo_lib)
     for epoch in range(meta["epoch"], args.epochs):
         order = np.random.default_rng([args.seed, epoch]).permutation(len(y))
         for batch in range(meta["batch"] if epoch == meta["epoch"] else 0, batches):

@@ -187,6 +187,11 @@ class Container:
         self.readers: list[asyncio.Task] = []
         self.finished: asyncio.Future | None = None     # the kubelet's watch of its exit
 
+    @property
+    def rootfs(self) -> str | None:
+        """The host directory of its root filesystem (its writable layer's, bound at /), None without a layer."""
+        return os.path.join(self.layer.directory, "root") if self.layer is not None else None
+
     def signal(self, sig: int) -> None:
         try:
             os.kill(self.pid, sig)

@@ -34,6 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(STARTUP_TIMEOUT_S + 8 * RUN_T
 
 ALERT = "SkiffTrainingFailureRate"
 FOR = "10s"
+USAGE_FOR = "45s"
 # (panel title, legend) -> why the demo's activity does not feed it. Kept exact: a query listed here that
 # returns data fails the test as well, so the list stays true.
 NOT_FED = {
@@ -56,24 +57,13 @@ NOT_FED = {
     ("Reconcile passes failed, CR failures (per hour)", "{{kind}} CR failures"):
         "the sample job's pods stay Pending (its nodes edge1/edge2 are not in the demo's cluster): it never fails",
     ("platform_sync runs, writes, refusals (per day)", "refusals"): "the example platform file is accepted whole",
-    # the usage row (issue 37): what runs when the panels are read is alice's instance (no GPU) and Sedna's
-    # pending workers; the pipeline's GPU step is over, and a GPU's series ends with its pod
-    ("GPUs held idle now (under 5 %), by whom", "{{user}} {{kind}} {{pod}}"):
-        "no pod holds a GPU once the pipeline's train step is over (alice's demo instance has none)",
-    ("GPU utilisation of the GPUs held, by user", "{{user}} ({{team}})"):
-        "no pod holds a GPU once the pipeline's train step is over",
-    ("Each instance: GPU utilisation", "{{user}} {{pod}}"): "alice's demo instance holds no GPU",
 }
 # fed or not by timing: the demo's set-up applies the platform file, and platform_sync writes only what it finds
-# missing, so its first run writes something when it comes before the set-up (seen under load) and nothing after
-# A step's usage is seen only if it runs across the kubelet's readings (every 15 s, kubesim's metric resolution
-# as metrics-server's): its peak memory needs one, its peak CPU rate two; what it holds (skiff_pod_requests)
-# only if its pod lives across one of the endpoint's reads (every 15 s, [skiff] metrics_cache_seconds). The
-# demo's steps take seconds, so whether one of them did is timing.
-EITHER = {("platform_sync runs, writes, refusals (per day)", "writes"),
-          ("Training steps: peak memory / limit (last hour)", "{{dag}}.{{task}}"),
-          ("Training steps: peak CPU used vs requested (last hour)", "{{dag}}.{{task}} peak used"),
-          ("Training steps: peak CPU used vs requested (last hour)", "{{dag}}.{{task}} requested")}
+# missing, so its first run writes something when it comes before the set-up (seen under load) and nothing after.
+# The usage row is fed whole: alice's instance holds a GPU it leaves idle (DEMO_INSTANCE), and the pipeline's train
+# step runs about a minute, long enough for the kubelet's readings (every 15 s), two scrapes (10 s) and Skiff's
+# endpoint (skiff_pod_info, cached 15 s) to see it, so its peaks are in the "last hour" panels.
+EITHER = {("platform_sync runs, writes, refusals (per day)", "writes")}
 
 
 class Prom:
@@ -105,13 +95,13 @@ def _panel_queries() -> dict[tuple[str, str], str]:
             for p in dashboard["panels"] for t in p.get("targets", [])}
 
 
-def _rules_with_short_for(path):
+def _rules_with_short_for(path, shipped: str = "alerts.yaml", for_: str = FOR):
     """The shipped rules, every ``for:`` shortened (the expressions untouched)."""
-    rules = yaml.safe_load((SHIPPED / "alerts.yaml").read_text())
+    rules = yaml.safe_load((SHIPPED / shipped).read_text())
     for group in rules["groups"]:
         for rule in group["rules"]:
             if "for" in rule:
-                rule["for"] = FOR
+                rule["for"] = for_
     path.write_text(yaml.safe_dump(rules, sort_keys=False))
     return path
 
@@ -120,6 +110,10 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
     stack = Stack(tmp_path / "demo", dags_dirs=[REPO / "dags"], nodes_file=REPO / "devstack" / "demo_nodes.yaml",
                   rbac=True, people=[u for u in STACK_USERS if u != "admin"], metrics=True)
     stack.monitoring.rules = [_rules_with_short_for(tmp_path / "alerts.yaml"), SHIPPED / "alerts-statsd.yaml"]
+    # the usage alerts' hours cut to USAGE_FOR: longer than one of the kubelet's readings (15 s), so a GPU read idle
+    # once, as a step's is before its process says it is busy, cannot fire
+    stack.monitoring.usage_rules = [_rules_with_short_for(tmp_path / "usage-alerts.yaml", "usage-alerts.yaml",
+                                                          USAGE_FOR)]
     with _taken(8793, 8794):  # Airflow's default log-server ports: a stack must start while they are taken
         stack.start(timeout=STARTUP_TIMEOUT_S)
     with ExitStack() as cleanup:
@@ -167,6 +161,16 @@ def test_the_demo_feeds_the_dashboard_and_the_failure_rate_alert_fires_past_half
         wrongly_listed = [k for k in NOT_FED if _returns_data(prom, queries[k])]
         assert (empty(), wrongly_listed) == ([], []), \
             f"fed panels without data: {empty()}; listed as not fed but returning data: {wrongly_listed}"
+
+        # the usage row on real processes: alice's instance holds a GPU it leaves idle, the idle-GPU alert fires for
+        # it; the train step's GPU was busy (its process said 90 %) and the alert never fired for it
+        idle = 'ALERTS{alertname="SkiffGpuHeldIdle", alertstate="firing"}'
+        firing_idle = wait_until(lambda: prom.query(idle), 180, 2, what="SkiffGpuHeldIdle firing for alice's instance")
+        assert [(a["metric"]["namespace"], a["metric"]["container"]) for a in firing_idle] == [(DEMO_TEAM, "notebook")]
+        assert prom.value('max_over_time(DCGM_FI_DEV_GPU_UTIL{container="train"}[1h])') == 90
+        assert prom.query(f'max_over_time({idle[:-1]}, container="train"}}[1h])') == []
+        held_idle = prom.query(queries[("GPUs held idle now (under 5 %), by whom", "{{user}} {{kind}} {{pod}}")])
+        assert [(s["metric"]["user"], s["metric"]["kind"]) for s in held_idle] == [(DEMO_INSTANCE_OWNER, "instance")]
 
         # the failure demo until failures outnumber the pipeline's successes: 4 of 7 (57 %)
         more = succeeded  # 1 failure so far; succeeded + 1 in all
