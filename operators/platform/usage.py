@@ -163,5 +163,7 @@ def run_usage_report() -> dict:
     report = usage(Kube(api_client()), load_platform())
     path = usage_file()
     write_report(report, path)
+    gpu = report["gpu"]  # the task's log says whether the GPU efficiency is known, and if not, why
     return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),
-            "dags": len(report["by_dag"])}
+            "dags": len(report["by_dag"]), "gpu_efficiency": (f"{len(gpu['by_user'])} rows from {gpu['source']}"
+                                                              if gpu["source"] else f"not known: {gpu['problem']}")}
