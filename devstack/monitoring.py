@@ -158,7 +158,8 @@ class Monitoring:
         return page_addresses(self.url, get)
 
     def settings(self) -> dict[str, str]:
-        return airflow_settings(self.statsd_port, self.token)
+        """Airflow's settings for this stack; the usage report reads its GPU efficiency from this Prometheus."""
+        return {**airflow_settings(self.statsd_port, self.token), "AIRFLOW__SKIFF__PROMETHEUS_URL": self.url}
 
     def start_bridge(self, logs: Path) -> subprocess.Popen:
         self.procs["statsd-bridge"] = self.spawn(

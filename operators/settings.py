@@ -108,9 +108,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "Bearer token Prometheus sends to Skiff's endpoint (/skiff-metrics/metrics); set it from a Kubernetes "
            "Secret (AIRFLOW__SKIFF__METRICS_TOKEN). Empty: only an Airflow admin's login may read the endpoint."),
     Option("prometheus_url", "string", "",
-           "Prometheus' address (e.g. http://prometheus.monitoring:9090) for the usage report's GPU-hours used: "
-           "dcgm-exporter's DCGM_FI_DEV_GPU_UTIL of training steps' GPUs joined with skiff_pod_info. Empty: the "
-           "report says used GPU-hours are not known.", "http://prometheus.monitoring:9090"),
+           "Prometheus' address (e.g. http://prometheus.monitoring:9090) for the usage report's GPU efficiency: "
+           "GPU-hours held (skiff_pod_requests) and used (dcgm-exporter's DCGM_FI_DEV_GPU_UTIL) by every pod of "
+           "Skiff's (training steps, instances, Sedna workers), joined with skiff_pod_info. Empty: the report says "
+           "held and used GPU-hours are not known.", "http://prometheus.monitoring:9090"),
     Option("metrics_cache_seconds", "float", "15",
            "Skiff's endpoint re-reads the cluster (7 list requests, 9 with Kueue) at most this often; scrapes in between are "
            "answered from its cache."),

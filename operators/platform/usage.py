@@ -1,5 +1,6 @@
-"""Usage report: per team, quota vs used; GPU-hours and CPU-hours per user and per DAG from finished Jobs; GPU-hours
-used beside held per user where Prometheus is configured (``gpu_used``).
+"""Usage report: per team, quota vs used; GPU-hours and CPU-hours per user and per DAG from finished Jobs; where
+Prometheus is configured, GPU-hours held and used and the efficiency per user, team and kind of pod (training
+step, development instance, Sedna worker: the ``gpu`` section, ``gpu_used``).
 
 ``summarise`` is pure (objects in, report dict out). A Job's hours are its requests (cpu, GPUs) times the time
 from ``status.startTime`` to its completion (``completionTime``, or the ``Failed`` condition's time); a Job
@@ -117,19 +118,22 @@ def usage(kube: Kube, platform: Platform, *, since: datetime | None = None, unti
 
 def with_gpu_used(report: dict, platform: Platform, since: datetime, until: datetime,
                   url: str | None = None) -> dict:
-    """GPU-hours used beside held per user (``gpu_used``): from Prometheus at ``[skiff] prometheus_url``; no
-    address or no answer: not known, and why."""
+    """The report's ``gpu`` section: GPU-hours held, used and the efficiency per user, team and kind of pod,
+    from Prometheus at ``[skiff] prometheus_url`` (``gpu_used``); no address or no answer: not known, and why."""
     from operators.platform import gpu_used
 
     url = settings.get("prometheus_url") if url is None else url
     team_of_ns = {t.namespace: t.name for t in platform.teams}
     if not url:
-        return gpu_used.add_used(report, None, "no Prometheus configured ([skiff] prometheus_url)", team_of_ns)
+        report["gpu"] = gpu_used.section(None, "no Prometheus configured ([skiff] prometheus_url)", team_of_ns)
+        return report
     try:
-        used = gpu_used.read(url, since, until)
-    except Exception as exc:  # noqa: BLE001 - the report is still written, saying why used is not known
-        return gpu_used.add_used(report, None, f"Prometheus at {url}: {type(exc).__name__}: {exc}"[:300], team_of_ns)
-    return gpu_used.add_used(report, used, None, team_of_ns)
+        hours = gpu_used.read(url, since, until)
+    except Exception as exc:  # noqa: BLE001 - the report is still written, saying why held and used are not known
+        report["gpu"] = gpu_used.section(None, f"Prometheus at {url}: {type(exc).__name__}: {exc}"[:300], team_of_ns)
+        return report
+    report["gpu"] = gpu_used.section(hours, None, team_of_ns)
+    return report
 
 
 def usage_file() -> Path:
@@ -159,5 +163,7 @@ def run_usage_report() -> dict:
     report = usage(Kube(api_client()), load_platform())
     path = usage_file()
     write_report(report, path)
+    gpu = report["gpu"]  # the task's log says whether the GPU efficiency is known, and if not, why
     return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),
-            "dags": len(report["by_dag"])}
+            "dags": len(report["by_dag"]), "gpu_efficiency": (f"{len(gpu['by_user'])} rows from {gpu['source']}"
+                                                              if gpu["source"] else f"not known: {gpu['problem']}")}

@@ -59,25 +59,32 @@ def free_quota(bars: Iterable[dict]) -> dict[str, float]:
 
 
 def gpu_hours_by_user(report: Mapping | None, teams: set[str] | None) -> dict:
-    """The usage report's ``by_user`` rows of ``teams`` (None: all) summed per user, most GPU-hours first."""
+    """The usage report's ``by_user`` rows of ``teams`` (None: all) summed per user, most GPU-hours first (held by
+    training Jobs), and its GPU efficiency rows of those teams (``gpu_efficiency``)."""
     if not report:
         return {"users": [], "generated": None, "since": None, "until": None}
     totals: dict[str, float] = {}
-    used: dict[str, float | None] = {}
     for row in report.get("by_user") or []:
         if teams is None or row.get("team") in teams:
             totals[row["user"]] = totals.get(row["user"], 0.0) + float(row.get("gpu_hours") or 0)
-            # GPU-hours used (Prometheus); None when the report could not know (a row of one team unknown: all)
-            part = row.get("gpu_hours_used")
-            known = used.get(row["user"], 0.0)
-            used[row["user"]] = None if part is None or known is None else known + float(part)
     period = report.get("period") or {}
     # hundredths of an hour, as the chart labels them: a user under 0.005 h would be a bar labelled "0 h" (issue 36)
-    users = [{"user": u, "gpu_hours": round(h, 2), "gpu_hours_used": None if used[u] is None else round(used[u], 2)}
-             for u, h in totals.items() if round(h, 2) > 0]
+    users = [{"user": u, "gpu_hours": round(h, 2)} for u, h in totals.items() if round(h, 2) > 0]
     return {"users": sorted(users, key=lambda r: (-r["gpu_hours"], r["user"])),
             "generated": report.get("generated_at"), "since": period.get("since"), "until": period.get("until"),
-            "used_problem": (report.get("gpu_used") or {}).get("problem")}
+            "efficiency": gpu_efficiency(report.get("gpu"), teams)}
+
+
+def gpu_efficiency(section: Mapping | None, teams: set[str] | None) -> dict | None:
+    """The report's ``gpu`` section (``operators.platform.gpu_used.section``: GPU-hours held, used and the
+    efficiency per user, team and kind) for ``teams`` (None: all); None for a report written before it had one.
+    Not known (no Prometheus, or no answer): no rows and the ``problem``, never a number."""
+    if section is None:
+        return None
+    mine = (lambda row: True) if teams is None else (lambda row: row.get("team") in teams)
+    return {"source": section.get("source"), "problem": section.get("problem"),
+            "teams": [dict(r) for r in section.get("by_team") or [] if mine(r)],
+            "users": [dict(r) for r in section.get("by_user") or [] if mine(r)]}
 
 
 # ---------------------------------------------------------------- training

@@ -1,6 +1,7 @@
-// The GPU-hours card: a horizontal SVG bar per user from the last usage report (the usage_report DAG's).
+// The GPU-hours card: a horizontal SVG bar per user from the last usage report (the usage_report DAG's), and its
+// GPU efficiency table (held and used per team, user and kind of pod, from Prometheus).
 import { formatTime, t } from "./skiff-i18n.js";
-import { $, S, h, replace, tData } from "./skiff-common.js";
+import { $, S, data, h, replace, tData } from "./skiff-common.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 function niceMax(x) {
@@ -40,14 +41,10 @@ function usageChart(rows) {
     el("text", { x: left - 8, y: y + 16, "text-anchor": "end", translate: "no" }, r.user);
     const bar = el("rect", { x: left, y: y + 4, width: w, height: rowH - 8, rx: 4,
       class: "bar-rect" + (S.me && r.user === S.me.user ? " me" : ""), "data-user": r.user });
-    // held (the Jobs' GPU requests x their run time) and, where the report read Prometheus, used (the GPUs' utilisation);
-    // hundredths of an hour, as the report's rows are rounded (views.gpu_hours_by_user): tenths drew 0.01 h as "0 h"
-    const used = r.gpu_hours_used === null || r.gpu_hours_used === undefined ? null
-      : { used: tickLabel(r.gpu_hours_used), share: Math.round((100 * r.gpu_hours_used) / r.gpu_hours) };
-    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: tickLabel(r.gpu_hours) })
-      + (used ? " · " + t("usage.used", used) : "") }));
-    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no", "data-used": used ? used.used : "" },
-      tickLabel(r.gpu_hours) + " h" + (used ? ` · ${used.share} %` : ""));
+    // held by training Jobs (their GPU requests x their run time), in hundredths of an hour, as the report's rows
+    // are rounded (views.gpu_hours_by_user): tenths drew 0.01 h as "0 h". Used against held: the table below
+    bar.append(Object.assign(document.createElementNS(SVG, "title"), { textContent: t("usage.bar", { user: r.user, hours: tickLabel(r.gpu_hours) }) }));
+    el("text", { x: left + w + 6, y: y + 16, class: "value", translate: "no" }, tickLabel(r.gpu_hours) + " h");
   });
   return svg;
 }
@@ -59,7 +56,42 @@ export function renderUsage(body) {
     $("usage-hint").replaceChildren(...tData("usage.hint_report", { days, time: formatTime(body.generated, S.zone) }));
   }
   const empty = !body.generated ? t("usage.no_report") : !rows.length ? t("usage.empty") : null;
-  // used GPU-hours not known (no Prometheus, or it did not answer): said once under the chart, never a number
-  const noUsed = body.generated && rows.length && body.used_problem ? h("div", { class: "sub used-unknown" }, t("usage.used_unknown")) : null;
-  replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null, noUsed);
+  replace("usage", usageChart(rows), empty ? h("div", { class: "empty chart-empty" }, empty) : null,
+    body.generated ? efficiencyTable(body.efficiency) : null);
+}
+
+// hundredths of an hour, as the report's bars (a 30-day total of 1234.56 h stays 1234.56 h, not 1.23e3)
+const hours = (x) => data("span", {}, String(Math.round(x * 100) / 100) + " h");
+const KINDS = { training: "usage.kind.training", instance: "usage.kind.instance", sedna: "usage.kind.sedna", all: "usage.kind.all" };
+
+/** GPU-hours held and used and the efficiency per team and per user, each kind of pod on its own row (the report's
+ * gpu section, from Prometheus: operators/platform/gpu_used.py). Not known: one line saying so and why, no number. */
+function efficiencyTable(eff) {
+  if (!eff) return null;  // a report written before it had the section
+  const box = h("div", { class: "efficiency", id: "gpu-efficiency" }, h("h3", {}, t("usage.eff_title")));
+  if (eff.source === null || eff.source === undefined) {
+    box.append(h("div", { class: "sub eff-unknown" }, t("usage.eff_unknown"), " ", data("span", { class: "mono" }, eff.problem || "")));
+    return box;
+  }
+  if (!eff.teams.length && !eff.users.length) {
+    box.append(h("div", { class: "sub" }, t("usage.eff_empty")));
+    return box;
+  }
+  const cell = (r) => {
+    if (r.efficiency_percent === null) return h("td", { class: "num eff-none", title: t("usage.eff_not_measured") }, t("usage.not_known"));
+    const partial = Math.round(100 * r.gpu_hours_measured) < Math.round(100 * r.gpu_hours_held);
+    return h("td", { class: "num", "data-efficiency": r.efficiency_percent }, data("b", {}, `${r.efficiency_percent} %`),
+      partial ? h("div", { class: "sub" }, tData("usage.eff_of_measured", { hours: String(Math.round(r.gpu_hours_measured * 100) / 100) })) : null);
+  };
+  const row = (who, sub, r, cls) => h("tr", { class: cls, "data-team": r.team, "data-user": r.user, "data-kind": r.kind },
+    h("td", {}, who, sub), h("td", {}, KINDS[r.kind] ? t(KINDS[r.kind]) : data("span", {}, r.kind)), h("td", { class: "num" }, hours(r.gpu_hours_held)),
+    h("td", { class: "num" }, r.gpu_hours_used === null ? t("usage.not_known") : hours(r.gpu_hours_used)), cell(r));
+  const teamRows = eff.teams.map((r) => row(data("b", {}, r.team), null, r, "eff-team" + (r.kind === "all" ? " eff-total" : "")));
+  const userRows = eff.users.map((r) => row(r.user ? data("span", {}, r.user) : h("span", { class: "sub" }, t("usage.no_user")),
+    data("div", { class: "sub" }, r.team), r, "eff-user"));
+  const heads = ["usage.eff_who", "usage.eff_kind", "usage.eff_held", "usage.eff_used", "usage.eff_share"];
+  box.append(h("div", { class: "scroll" }, h("table", { class: "eff" },
+    h("thead", {}, h("tr", {}, heads.map((k) => h("th", {}, t(k))))),
+    h("tbody", {}, teamRows, userRows))), h("div", { class: "sub" }, t("usage.eff_hint")));
+  return box;
 }

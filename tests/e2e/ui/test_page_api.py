@@ -460,11 +460,31 @@ def test_gpu_hours_come_from_the_usage_report_for_the_users_teams(api_server):
                                   {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "cpu_hours": 1, "jobs": 1},
                                   {"user": "carol", "team": "nlp", "gpu_hours": 9.0, "cpu_hours": 1, "jobs": 1}]},
                      api_server.home / "skiff" / "usage.json")
-        # a report without gpu_hours_used (no Prometheus): used is not known, never 0
-        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0, "gpu_hours_used": None}]
+        assert bob.get("/api/usage").json()["users"] == [{"user": "alice", "gpu_hours": 3.0}]
     with api_server.client("alice") as alice:
-        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0, "gpu_hours_used": None},
-                                                            {"user": "alice", "gpu_hours": 5.0, "gpu_hours_used": None}]
+        assert alice.get("/api/usage").json()["users"] == [{"user": "carol", "gpu_hours": 9.0},
+                                                            {"user": "alice", "gpu_hours": 5.0}]
+        # a report without Prometheus: GPU-hours held and used not known, the reason, no number
+        write_report({"generated_at": "2026-11-30T12:00:00+00:00",
+                      "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 3.0, "cpu_hours": 1, "jobs": 1}],
+                      "gpu": {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)",
+                              "step_seconds": 300, "by_user": [], "by_team": []}},
+                     api_server.home / "skiff" / "usage.json")
+        assert alice.get("/api/usage").json()["efficiency"] == {
+            "source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)", "teams": [], "users": []}
+    # with Prometheus: the GPU efficiency rows of the caller's teams only (bob: recsys)
+    idle = {"gpu_hours_held": 1.0, "gpu_hours_measured": 1.0, "gpu_hours_used": 0.0, "efficiency_percent": 0.0}
+    write_report({"generated_at": "2026-11-30T12:00:00+00:00", "by_user": [],
+                  "gpu": {"source": "prometheus", "problem": None, "step_seconds": 300,
+                          "by_user": [{"user": "alice", "team": "recsys", "kind": "instance", **idle},
+                                      {"user": "carol", "team": "nlp", "kind": "instance", **idle}],
+                          "by_team": [{"team": "recsys", "kind": "instance", **idle},
+                                      {"team": "nlp", "kind": "instance", **idle}]}},
+                 api_server.home / "skiff" / "usage.json")
+    with api_server.client("bob") as bob:
+        eff = bob.get("/api/usage").json()["efficiency"]
+        assert [(r["user"], r["kind"], r["efficiency_percent"]) for r in eff["users"]] == [("alice", "instance", 0.0)]
+        assert [r["team"] for r in eff["teams"]] == ["recsys"] and eff["source"] == "prometheus"
 
 
 def test_a_name_the_user_already_has_in_the_team_is_a_409_saying_so_and_nothing_is_triggered(instances):

@@ -289,7 +289,9 @@ def _airflow_format(iso: str, zone: str) -> str:
 
 KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_report", "Sedna", "CRD", "StatefulSet",
         "Service", "FederatedLearningJob", "JointInferenceService", "JupyterLab", "VS", "Code", "TensorBoard",
-        "notebook", "Asia", "Shanghai", "h"}
+        "notebook", "Asia", "Shanghai", "h",
+        # product and setting names the usage card's GPU efficiency names (as tests/unit/operators/ui/test_i18n.py)
+        "Pod", "Prometheus", "dcgm", "exporter", "skiff", "prometheus_url"}
 
 
 @pytest.mark.timeout(900)  # training_failure_demo's run alone took over 300 s at load 23
@@ -417,3 +419,7 @@ def test_the_gpu_hours_axis_of_short_steps_reads_five_different_ticks(stack, bro
     # 0.01 h read "0 h", labelled in tenths)
     label = browser.find_element(By.CSS_SELECTOR, "#usage svg text.value").text
     assert label == f"{round(alice, 2):g} h" and label != "0 h", (label, alice)
+    # this stack has no Prometheus: the GPU efficiency says held and used are not known, and why; no number
+    unknown = page.css("#gpu-efficiency .eff-unknown")
+    assert "not known" in unknown.text and "no Prometheus configured" in unknown.text, unknown.text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#gpu-efficiency table")

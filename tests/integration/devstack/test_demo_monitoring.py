@@ -8,7 +8,7 @@ import yaml
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.monitoring import RULES, SHIPPED, airflow_settings, prometheus_config
+from devstack.monitoring import RULES, SHIPPED, Monitoring, airflow_settings, prometheus_config
 from devstack.statsd_bridge import Bridge, load_mappings, map_name, parse_line
 
 
@@ -65,6 +65,9 @@ def test_prometheus_gets_the_shipped_jobs_pointed_at_the_stack_and_the_shipped_r
     settings = airflow_settings(9125, "tok")
     assert settings["AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED"] == "True"  # else Airflow drops every tag
     assert settings["AIRFLOW__METRICS__STATSD_PORT"] == "9125" and settings["AIRFLOW__SKIFF__METRICS_TOKEN"] == "tok"
+    # the stack's usage report reads its GPU efficiency (held and used GPU-hours) from the stack's Prometheus
+    monitoring = Monitoring(tmp_path, free_port=lambda: 9090, spawn=None, python="")
+    assert monitoring.settings()["AIRFLOW__SKIFF__PROMETHEUS_URL"] == monitoring.url == "http://127.0.0.1:9090"
 
 
 def test_every_prometheus_address_the_demo_prints_opens_on_the_prometheus_it_runs(tmp_path):

@@ -105,6 +105,7 @@ def test_helm_values_turn_metrics_on_and_map_skiffs_events_to_their_prometheus_n
     assert errors == []
     assert values["config"]["metrics"]["statsd_on"] == "True" and values["statsd"]["enabled"]
     assert values["config"]["metrics"]["statsd_influxdb_enabled"] == "True"  # else Airflow drops every tag
+    assert values["config"]["skiff"]["prometheus_url"].startswith("http")  # the usage report's GPU efficiency
     assert values["secret"] == base["secret"]  # the connections of the base file survive the layering
     token = next(e for e in values["apiServer"]["env"] if e["name"] == "AIRFLOW__SKIFF__METRICS_TOKEN")
     assert "secretKeyRef" in token["valueFrom"]  # from a Kubernetes Secret, never a value in the file

@@ -325,5 +325,8 @@ def test_usage_reads_finished_jobs_and_quota_from_the_cluster(enforced, k8s, tmp
     assert report["by_dag"][0]["dag_id"] == "platform_tests"
     recsys = next(t for t in report["teams"] if t["team"] == "recsys")
     assert recsys["quota"]["storage"] == {"hard": "20Gi", "used": "10Gi"}   # 2 homes x 2Gi + 5Gi + 1Gi
+    # no [skiff] prometheus_url: the GPU efficiency is not known and the report says why, no number
+    assert report["gpu"]["source"] is None and report["gpu"]["problem"].startswith("no Prometheus configured")
+    assert report["gpu"]["by_user"] == report["gpu"]["by_team"] == []
     write_report(report, tmp_path / "usage.json")
     assert read_report(tmp_path / "usage.json") == json.loads(json.dumps(report))

@@ -152,24 +152,37 @@ def test_gpu_hours_sum_a_users_rows_of_the_callers_teams_only():
                           {"user": "carol", "team": "nlp", "gpu_hours": 7.0},
                           {"user": "dave", "team": "recsys", "gpu_hours": 0.0}]}
     recsys = views.gpu_hours_by_user(report, {"recsys"})
-    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0, "gpu_hours_used": None},
-                               {"user": "alice", "gpu_hours": 2.5, "gpu_hours_used": None}]  # a report of no Prometheus
+    assert recsys["users"] == [{"user": "bob", "gpu_hours": 4.0}, {"user": "alice", "gpu_hours": 2.5}]
+    assert recsys["efficiency"] is None  # a report written before it had a gpu section
     every = views.gpu_hours_by_user(report, None)["users"]
     assert [(r["user"], r["gpu_hours"]) for r in every] == [("carol", 7.0), ("bob", 4.0), ("alice", 3.5)]
     assert views.gpu_hours_by_user(None, None) == {"users": [], "generated": None, "since": None, "until": None}
 
 
-def test_gpu_hours_used_beside_held_summed_per_user_or_not_known():
-    """The report's gpu_hours_used (Prometheus) summed like held; a row whose used is not known makes the user's
-    not known (never a partial sum shown as the whole), and the report's reason reaches the page."""
-    report = {"generated_at": "2026-11-30T12:00:00+00:00", "gpu_used": {"source": "prometheus", "problem": None},
-              "by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 2.0, "gpu_hours_used": 0.5},
-                          {"user": "alice", "team": "nlp", "gpu_hours": 2.0, "gpu_hours_used": 1.0},
-                          {"user": "bob", "team": "recsys", "gpu_hours": 4.0, "gpu_hours_used": None}]}
-    got = {u["user"]: u["gpu_hours_used"] for u in views.gpu_hours_by_user(report, None)["users"]}
-    assert got == {"alice": 1.5, "bob": None}
-    report["gpu_used"] = {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)"}
-    assert views.gpu_hours_by_user(report, None)["used_problem"].startswith("no Prometheus")
+def test_gpu_efficiency_rows_of_the_callers_teams_or_not_known():
+    """The report's gpu section (held, used, efficiency per user, team and kind, from Prometheus) reaches the
+    page for the caller's teams only; not known: no row, the report's reason, never a number."""
+    row = {"gpu_hours_held": 2.0, "gpu_hours_measured": 2.0, "gpu_hours_used": 1.0, "efficiency_percent": 50.0}
+    idle = {"gpu_hours_held": 1.0, "gpu_hours_measured": 1.0, "gpu_hours_used": 0.0, "efficiency_percent": 0.0}
+    report = {"generated_at": "2026-11-30T12:00:00+00:00",
+              "by_user": [{"user": "bob", "team": "recsys", "gpu_hours": 2.0}],
+              "gpu": {"source": "prometheus", "problem": None, "step_seconds": 300,
+                      "by_user": [{"user": "bob", "team": "recsys", "kind": "training", **row},
+                                  {"user": "alice", "team": "recsys", "kind": "instance", **idle},
+                                  {"user": "carol", "team": "nlp", "kind": "instance", **idle}],
+                      "by_team": [{"team": "recsys", "kind": "training", **row},
+                                  {"team": "recsys", "kind": "instance", **idle},
+                                  {"team": "nlp", "kind": "instance", **idle}]}}
+    eff = views.gpu_hours_by_user(report, {"recsys"})["efficiency"]
+    assert [(r["user"], r["kind"], r["efficiency_percent"]) for r in eff["users"]] == [
+        ("bob", "training", 50.0), ("alice", "instance", 0.0)]
+    assert [(r["team"], r["kind"]) for r in eff["teams"]] == [("recsys", "training"), ("recsys", "instance")]
+    assert len(views.gpu_hours_by_user(report, None)["efficiency"]["users"]) == 3  # an Airflow admin: all
+    report["gpu"] = {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)", "by_user": [],
+                     "by_team": []}
+    eff = views.gpu_hours_by_user(report, None)["efficiency"]
+    assert eff == {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)", "teams": [],
+                   "users": []}
 
 
 def test_split_by_team_keeps_the_callers_teams_and_rows_of_no_team_yet():
