@@ -1,4 +1,5 @@
-"""Usage report: per team, quota vs used; GPU-hours and CPU-hours per user and per DAG from finished Jobs; where
+"""Usage report: per team, quota vs used; GPU-hours and CPU-hours per user and per DAG from finished Jobs (a ledger
+beside the report keeps those Kubernetes has deleted since: ``merge_ledger``); where
 Prometheus is configured, GPU-hours held and used and the efficiency per user, team and kind of pod (training
 step, development instance, Sedna worker: the ``gpu`` section, ``gpu_used``).
 
@@ -70,7 +71,54 @@ def _add(rows: dict, key: tuple, cpu_h: Decimal, gpu_h: Decimal) -> None:
     row[2] += 1
 
 
-def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: datetime, until: datetime) -> dict:
+def job_record(job: dict, owners: dict[str, str], team_of_ns: dict[str, str], gpu_resource: str) -> dict | None:
+    """A finished Job's line of the ledger: who, which DAG, when it finished and its CPU- and GPU-hours (its pods'
+    requests times its run time; a gang of N workers holds N pods' worth); None while it has not finished."""
+    finished, started = job_finished_at(job), _time((job.get("status") or {}).get("startTime"))
+    if finished is None or started is None:
+        return None
+    hours = Decimal(max((finished - started).total_seconds(), 0)) / 3600
+    cpu, gpu = job_requests(job, gpu_resource)
+    pods = (job.get("spec") or {}).get("parallelism") or 1
+    meta = job["metadata"]
+    return {"uid": meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}",
+            "user": job_user(job, owners), "team": team_of_ns.get(meta.get("namespace"), meta.get("namespace")),
+            "dag_id": (meta.get("annotations") or {}).get("skiff.io/dag-id") or "(none)",
+            "finished": finished.isoformat(), "cpu_hours": float(cpu * hours * pods),
+            "gpu_hours": float(gpu * hours * pods)}
+
+
+def merge_ledger(previous: list[dict], current: list[dict], since: datetime) -> list[dict]:
+    """The Jobs that finished since ``since``: the previous runs' lines with the Jobs in the cluster now (a Job
+    seen again replaces its line). Kubernetes deletes a finished Job after its ``ttlSecondsAfterFinished`` (a day
+    by Skiff's default), so the cluster alone holds about a day of a 30-day period: the ledger keeps the rest,
+    as long as the report runs within that TTL (hourly, by its DAG)."""
+    lines = {line["uid"]: line for line in previous if _finished(line) is not None}
+    lines.update((line["uid"], line) for line in current)
+    return sorted((line for line in lines.values() if _finished(line) >= since),
+                  key=lambda line: (line["finished"], line["uid"]))
+
+
+LINE_TEXT = ("uid", "user", "team", "dag_id", "finished")
+
+
+def _finished(line) -> datetime | None:
+    """A ledger line's finish time; None for a line that is not one (a damaged file's is dropped, not trusted)."""
+    if not isinstance(line, dict) or not all(isinstance(line.get(k), str) for k in LINE_TEXT) or not all(
+            isinstance(line.get(k), int | float) and not isinstance(line.get(k), bool) and 0 <= line[k] < 1e9
+            for k in ("cpu_hours", "gpu_hours")):
+        return None
+    try:
+        finished = _time(line["finished"])
+    except ValueError:
+        return None
+    return finished if finished is not None and finished.tzinfo is not None else None
+
+
+def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: datetime, until: datetime,
+              ledger: list[dict] = ()) -> dict:
+    """The report for ``[since, until)`` from the quotas and the Jobs (with the previous runs' ``ledger``); the
+    merged ledger is in ``report["ledger"]`` for the next run (written beside the report, not shown)."""
     owners = {home_pvc(u): u for u in platform.users()}
     gpu_resource = platform.node_pools.gpu_resource
     resources = {**QUOTA_RESOURCES, "gpu": f"requests.{gpu_resource}"}
@@ -82,36 +130,35 @@ def summarise(platform: Platform, quotas: list[dict], jobs: list[dict], since: d
             name: {"hard": (status.get("hard") or {}).get(key), "used": (status.get("used") or {}).get(key)}
             for name, key in resources.items()}})
     team_of_ns = {t.namespace: t.name for t in platform.teams}
+    current = [r for r in (job_record(j, owners, team_of_ns, gpu_resource) for j in jobs) if r is not None]
+    lines = merge_ledger(list(ledger), current, since)
     users: dict[tuple, list] = {}
     dags: dict[tuple, list] = {}
-    for job in jobs:
-        finished, started = job_finished_at(job), _time((job.get("status") or {}).get("startTime"))
-        if finished is None or started is None or not since <= finished < until:
+    for line in lines:
+        if _time(line["finished"]) >= until:
             continue
-        hours = Decimal((finished - started).total_seconds()) / 3600
-        cpu, gpu = job_requests(job, gpu_resource)
-        team = team_of_ns.get(job["metadata"].get("namespace"), job["metadata"].get("namespace"))
-        dag = ((job["metadata"].get("annotations") or {}).get("skiff.io/dag-id")) or "(none)"
-        _add(users, (job_user(job, owners), team), cpu * hours, gpu * hours)
-        _add(dags, (dag, team), cpu * hours, gpu * hours)
+        cpu_h, gpu_h = Decimal(str(line["cpu_hours"])), Decimal(str(line["gpu_hours"]))
+        _add(users, (line["user"], line["team"]), cpu_h, gpu_h)
+        _add(dags, (line["dag_id"], line["team"]), cpu_h, gpu_h)
 
     def rows(table: dict, key_name: str) -> list[dict]:
         return [{key_name: k[0], "team": k[1], "cpu_hours": round(float(v[0]), 4), "gpu_hours": round(float(v[1]), 4),
                  "jobs": v[2]} for k, v in sorted(table.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))]
 
     return {"period": {"since": since.isoformat(), "until": until.isoformat()}, "platform_file": platform.source,
-            "teams": teams, "by_user": rows(users, "user"), "by_dag": rows(dags, "dag_id")}
+            "teams": teams, "by_user": rows(users, "user"), "by_dag": rows(dags, "dag_id"), "ledger": lines}
 
 
-def usage(kube: Kube, platform: Platform, *, since: datetime | None = None, until: datetime | None = None) -> dict:
-    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster."""
+def usage(kube: Kube, platform: Platform, *, since: datetime | None = None, until: datetime | None = None,
+          ledger: list[dict] = ()) -> dict:
+    """The report for ``[since, until)`` (default: the last 30 days), read from the cluster and the ledger."""
     from operators.k8s.resource import JOBS, Resource
 
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_PERIOD
     quotas = kube.list(Resource("v1", "resourcequotas"))
     jobs = kube.list(JOBS, label_selector=JOB_SELECTOR)
-    report = summarise(platform, quotas, jobs, since, until)
+    report = summarise(platform, quotas, jobs, since, until, ledger)
     report["generated_at"] = until.isoformat()
     return with_gpu_used(report, platform, since, until)
 
@@ -140,7 +187,21 @@ def usage_file() -> Path:
     return Path(settings.get("usage_file"))
 
 
-def write_report(report: dict[str, Any], path: Path) -> None:
+def ledger_file(report: Path) -> Path:
+    """Beside the report, not in it: the page serves the report, and the ledger names every Job's user."""
+    return report.with_name(report.stem + "-ledger.json")
+
+
+def read_ledger(path: Path) -> list[dict]:
+    """The previous runs' Jobs; none before the first run, or if the file is not a ledger (it is rebuilt)."""
+    try:
+        lines = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return []
+    return [line for line in lines if isinstance(line, dict)] if isinstance(lines, list) else []
+
+
+def write_report(report: dict[str, Any] | list, path: Path) -> None:
     """Atomically (write + rename): the UI never reads a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -160,8 +221,9 @@ def run_usage_report() -> dict:
     from operators.k8s import Kube, api_client
     from operators.platform import load_platform
 
-    report = usage(Kube(api_client()), load_platform())
     path = usage_file()
+    report = usage(Kube(api_client()), load_platform(), ledger=read_ledger(ledger_file(path)))
+    write_report(report.pop("ledger"), ledger_file(path))  # first: a report never counts Jobs its ledger lost
     write_report(report, path)
     gpu = report["gpu"]  # the task's log says whether the GPU efficiency is known, and if not, why
     return {"file": str(path), "teams": len(report["teams"]), "users": len(report["by_user"]),

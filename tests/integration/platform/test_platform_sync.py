@@ -330,3 +330,25 @@ def test_usage_reads_finished_jobs_and_quota_from_the_cluster(enforced, k8s, tmp
     assert report["gpu"]["by_user"] == report["gpu"]["by_team"] == []
     write_report(report, tmp_path / "usage.json")
     assert read_report(tmp_path / "usage.json") == json.loads(json.dumps(report))
+
+
+def test_the_usage_dag_still_counts_a_job_kubernetes_deleted_since_its_last_run(enforced, k8s, tmp_path, monkeypatch):
+    """A finished Job goes after its ttlSecondsAfterFinished (a day by default) while the report covers 30 days:
+    the DAG's task keeps each Job it saw in a ledger beside the report, and the page's report never holds it."""
+    from kubesim.testing import wait_until
+    from operators.platform.usage import ledger_file, read_report, run_usage_report
+
+    monkeypatch.setenv("AIRFLOW__SKIFF__USAGE_FILE", str(tmp_path / "usage.json"))
+    _training("train", cpu=2, gpu=1).execute(_context("train"))
+    assert run_usage_report()["users"] == 1
+    first = read_report(tmp_path / "usage.json")
+    batch = client.BatchV1Api(k8s)
+    (job,) = batch.list_namespaced_job("recsys").items
+    batch.delete_namespaced_job(job.metadata.name, "recsys", propagation_policy="Foreground")
+    wait_until(lambda: not batch.list_namespaced_job("recsys").items, 30, what="the Job deleted (its TTL, sooner)")
+    run_usage_report()
+    report = read_report(tmp_path / "usage.json")
+    assert report["by_user"] == first["by_user"] and report["by_user"][0]["jobs"] == 1
+    assert "ledger" not in report and "alice" not in json.dumps({k: v for k, v in report.items() if k != "by_user"
+                                                                  and k != "gpu"})
+    assert [line["uid"] for line in json.loads(ledger_file(tmp_path / "usage.json").read_text())] == [job.metadata.uid]

@@ -83,7 +83,8 @@ def test_desired_objects_change_hash_when_the_file_changes():
     assert before["skiff-quota"]["metadata"]["annotations"][key] != after["skiff-quota"]["metadata"]["annotations"][key]
 
 
-def _job(ns: str, pvc: str, dag: str, cpu: str, gpu: int, start: datetime, seconds: float, failed=False) -> dict:
+def _job(ns: str, pvc: str, dag: str, cpu: str, gpu: int, start: datetime, seconds: float, failed=False,
+         workers: int = 1) -> dict:
     end = (start + timedelta(seconds=seconds)).isoformat()
     status = {"startTime": start.isoformat()}
     if failed:
@@ -91,8 +92,10 @@ def _job(ns: str, pvc: str, dag: str, cpu: str, gpu: int, start: datetime, secon
     else:
         status["completionTime"] = end
     requests = {"cpu": cpu, **({"nvidia.com/gpu": str(gpu)} if gpu else {})}
-    return {"metadata": {"namespace": ns, "annotations": {"skiff.io/dag-id": dag}}, "status": status,
-            "spec": {"template": {"spec": {"containers": [{"resources": {"requests": requests}}],
+    uid = f"{dag}-{start.isoformat()}-{seconds}-{cpu}-{gpu}"
+    return {"metadata": {"namespace": ns, "name": uid, "uid": uid, "annotations": {"skiff.io/dag-id": dag}},
+            "status": status,
+            "spec": {"parallelism": workers, "template": {"spec": {"containers": [{"resources": {"requests": requests}}],
                                            "volumes": [{"name": "root-dir",
                                                         "persistentVolumeClaim": {"claimName": pvc}}]}}}}
 
@@ -114,6 +117,44 @@ def test_usage_hours_per_user_and_dag():
     recsys = next(t for t in report["teams"] if t["team"] == "recsys")
     assert recsys["quota"]["gpu"] == {"hard": "2", "used": "1"}
     assert next(t for t in report["teams"] if t["team"] == "nlp")["quota"]["cpu"] == {"hard": None, "used": None}
+
+
+def test_the_ledger_keeps_jobs_kubernetes_deleted_within_the_period_and_counts_each_once():
+    """A finished Job is deleted a day later (ttlSecondsAfterFinished); the report covers 30 days: what an earlier
+    run saw stays counted from the ledger, a Job seen again is not counted twice, one older than the period goes."""
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    day1 = _job("recsys", "alice-home", "rec_daily", "2", 1, t0, 3600)                   # 2 CPU-h, 1 GPU-h
+    day5 = _job("recsys", "alice-home", "rec_daily", "2", 1, t0 + timedelta(days=4), 3600)
+    gang = _job("recsys", "bob-home", "rec_dp", "1", 1, t0 + timedelta(days=5), 1800, workers=4)  # 4 pods: 2 GPU-h
+    first = summarise(platform(), [], [day1], t0 - timedelta(days=30), t0 + timedelta(days=1))
+    # day 6: day1's Job is long deleted by its TTL, day5's still there; the ledger of the first run is passed on
+    later = summarise(platform(), [], [day5, gang], t0 + timedelta(days=6) - timedelta(days=30),
+                      t0 + timedelta(days=6), first["ledger"])
+    assert later["by_user"] == [
+        {"user": "alice", "team": "recsys", "cpu_hours": 4.0, "gpu_hours": 2.0, "jobs": 2},
+        {"user": "bob", "team": "recsys", "cpu_hours": 2.0, "gpu_hours": 2.0, "jobs": 1}]
+    again = summarise(platform(), [], [day5, gang], t0 + timedelta(days=6) - timedelta(days=30),
+                      t0 + timedelta(days=6), later["ledger"])
+    assert again["by_user"] == later["by_user"] and len(again["ledger"]) == 3          # seen twice, counted once
+    past = summarise(platform(), [], [], t0 + timedelta(days=33) - timedelta(days=30), t0 + timedelta(days=33),
+                     again["ledger"])
+    assert [r["jobs"] for r in past["by_user"]] == [1, 1] and len(past["ledger"]) == 2  # day1 left the period
+    damaged = [{**again["ledger"][0], "finished": "yesterday"}, {**again["ledger"][1], "gpu_hours": "2"},
+               {"uid": "x"}, again["ledger"][2]]
+    kept = summarise(platform(), [], [], t0 + timedelta(days=6) - timedelta(days=30), t0 + timedelta(days=6), damaged)
+    assert kept["ledger"] == again["ledger"][2:]                                        # only the sound line
+
+
+def test_the_ledger_file_is_beside_the_report_and_a_damaged_one_is_rebuilt(tmp_path):
+    from operators.platform.usage import ledger_file, read_ledger, write_report
+
+    report = tmp_path / "usage.json"
+    assert ledger_file(report) == tmp_path / "usage-ledger.json"
+    assert read_ledger(ledger_file(report)) == []                                      # before the first run
+    write_report([{"uid": "u1", "finished": "2026-11-01T00:00:00+00:00"}, "junk"], ledger_file(report))
+    assert read_ledger(ledger_file(report)) == [{"uid": "u1", "finished": "2026-11-01T00:00:00+00:00"}]
+    ledger_file(report).write_text("{not json")
+    assert read_ledger(ledger_file(report)) == []
 
 
 async def test_file_trigger_fires_on_change_only(tmp_path):
