@@ -12,6 +12,7 @@ One run for both: the Kueue demo is the default demo and its Kueue part (the sui
 for two). The default demo's stack without Kueue (quota mode) runs the same activity in
 tests/e2e/devstack/test_demo_dashboard.py."""
 
+import html
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ import pytest
 from devstack.__main__ import DEMO_LIMIT_S, RUN_TIMEOUT_S
 from devstack.airflow_env import REPO, STACK_USERS
 from devstack.browser import chromium
+from devstack.smtp import read_maildir
 from kubesim.testing import wait_until
 from tests.support.devstack import demo_walk
 
@@ -114,6 +116,12 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         # the failure demo is a real OOM kill: the kernel's, at the container's 1Gi cgroup limit
         assert re.search(r"failed: OOMKilled: container train in pod \S+ exceeded its memory limit of 1Gi "
                          r"\(exit code 137\)", text), text
+        # issue 37: its e-mail ends with what the step used: a peak at its limit, from the pod's OOMKilled
+        maildir = Path(re.search(r"e-mails: (\S+)", text).group(1))
+        (oom,) = [m for m in read_maildir(maildir) if "train_too_big failed" in m["Subject"]]
+        body = html.unescape("\n".join(part.get_content() for part in oom.walk()
+                                       if part.get_content_maintype() == "text"))  # Skiff's alert is HTML
+        assert re.search(r"Usage of pod \S+: peak memory at its limit of 1 GiB \(OOMKilled", body), body[-3000:]
         # alice's instance really runs (process nodes): its JupyterLab answers at the printed address, before Ctrl-C
         assert re.search(r"alice's instance recsys/notebook: Running", instance_part), instance_part
         assert re.search(r"ssh +ssh -p 2\d{4} root@", instance_part), instance_part
