@@ -15,13 +15,13 @@ export function peakLine(p) {
   if (!p) return null;
   if (p.missing) return h("div", { class: "sub peak", "data-missing": p.missing },
     p.missing === "unreadable" ? tData("peak.unreadable", { key: PEAK_ANNOTATION }) : t("peak." + p.missing));
-  const memory = p.oom && p.memory_limit !== null ? tData("peak.memory_oom", { limit: `${gib(p.memory_limit)} ${t("unit.GiB")}` })
+  const memory = p.oom ? (p.memory_limit === null ? t("peak.oom") : tData("peak.memory_oom", { limit: `${gib(p.memory_limit)} ${t("unit.GiB")}` }))
     : p.memory_limit === null ? tData("peak.memory_no_limit", { used: `${gib(p.memory)} ${t("unit.GiB")}` })
       : tData("peak.memory", { used: gib(p.memory), limit: `${gib(p.memory_limit)} ${t("unit.GiB")}`, percent: Math.round(p.memory_percent) });
   const cpu = p.cpu === null ? null : p.cpu_request === null ? tData("peak.cpu_no_request", { used: cores(p.cpu) })
     : tData("peak.cpu", { used: cores(p.cpu), request: `${cores(p.cpu_request)} ${t("unit.cores")}` });
   return h("div", { class: "sub peak", "data-memory": p.memory, "data-cpu": p.cpu, "data-final": String(p.final) },
-    memory, cpu ? [t("peak.and"), cpu] : null,
+    memory, cpu ? [t("peak.and"), ...cpu] : null,
     " · ", t("peak.readings", { n: p.readings }), p.pods > 1 ? [" · ", t("peak.pods", { n: p.pods })] : null,
     p.final ? null : [" · ", t("peak.so_far")]);
 }
