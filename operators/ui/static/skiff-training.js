@@ -65,7 +65,7 @@ export function renderTraining(body) {
         r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
       // a distributed step: one row, its node the shown pod's, "×N" its pods
-      h("td", { class: "mono" }, data("span", {}, r.node || "–"), r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null,
+      h("td", {}, data("span", { class: "mono" }, r.node || "–"), r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null,
         usageLine(r.usage), peakLine(r.peak)),
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
