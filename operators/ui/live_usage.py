@@ -76,8 +76,8 @@ def step_peak(job: Mapping | None, *, finished: bool, running: bool) -> dict | N
     except ValueError:
         return {**empty, "missing": BAD_PEAK}
     containers = ((((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [])
-    limit = _held(lambda: _sum(containers, "limits", "memory"))
-    request = _held(lambda: _sum(containers, "requests", "cpu") or _sum(containers, "limits", "cpu"))
+    limit = _held(lambda: _sum(containers, "limits", "memory")) or None   # 0: no share to show either
+    request = _held(lambda: _sum(containers, "requests", "cpu") or _sum(containers, "limits", "cpu")) or None
     if peak.memory is None and not peak.oom:
         return {**empty, "missing": NO_READING if not finished else NO_PEAK}
 

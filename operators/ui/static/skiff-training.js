@@ -22,7 +22,7 @@ export function peakLine(p) {
     : tData("peak.cpu", { used: cores(p.cpu), request: `${cores(p.cpu_request)} ${t("unit.cores")}` });
   return h("div", { class: "sub peak", "data-memory": p.memory, "data-cpu": p.cpu, "data-final": String(p.final) },
     memory, cpu ? [t("peak.and"), ...cpu] : null,
-    " · ", t("peak.readings", { n: p.readings }), p.pods > 1 ? [" · ", t("peak.pods", { n: p.pods })] : null,
+    p.readings ? [" · ", t("peak.readings", { n: p.readings })] : null, p.pods > 1 ? [" · ", t("peak.pods", { n: p.pods })] : null,
     p.final ? null : [" · ", t("peak.so_far")]);
 }
 

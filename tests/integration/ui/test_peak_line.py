@@ -72,8 +72,8 @@ def test_an_oom_kill_and_a_missing_or_unreadable_peak_are_said_in_words_without_
     no_limits = {**RUNNING, "memory_limit": None, "memory_percent": None, "cpu_request": None, "cpu_percent": None}
     missing = [{**EMPTY, "missing": m} for m in ("no_reading", "none", "unreadable")]
     got = [r["text"] for r in _render(tmp_path, [oom, oom_no_limit, no_limits, *missing], "en")]
-    assert got == ["peak memory at its limit of 1 GiB (OOMKilled) · 0 reading(s)",
-                   "peak memory: the container was OOM-killed · 0 reading(s)",
+    assert got == ["peak memory at its limit of 1 GiB (OOMKilled)",   # no reading: no count either
+                   "peak memory: the container was OOM-killed",
                    "peak memory 0.29 GiB (no limit), peak CPU 0.5 (no request) · 4 reading(s) · so far",
                    "peak: no reading yet", "peak: none recorded",
                    "peak: not readable (the Job's skiff.io/usage-peak annotation is not Skiff's)"]

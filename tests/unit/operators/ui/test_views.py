@@ -270,3 +270,6 @@ def test_a_job_whose_template_sizes_do_not_parse_keeps_the_peak_without_a_share(
                              pod(), now=NOW)["peak"]
     assert (got["memory"], got["memory_limit"], got["memory_percent"]) == (2**30, None, None)
     assert (got["cpu_request"], got["cpu_percent"]) == (0.5, 200.0)
+    zero = views.training_row(ti("running"), _job_with_peak(encode_peak(Peak(2**30, 1.0, 1.0, 2, 1)), memory="0"),
+                              pod(), now=NOW)["peak"]
+    assert (zero["memory_limit"], zero["memory_percent"]) == (None, None)   # a limit of 0: no share, not "0 %"
