@@ -318,6 +318,8 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     assert english == [], english
     title = browser.find_element(By.CSS_SELECTOR, "#quota-card h2").text
     assert title == "团队配额" and page.draws_glyphs(title), f"{title!r} drawn as tofu: no CJK font (make browser)"
+    # the OOM-killed step's peak (no reading in its 3 s): at its limit, from its Job, in the page's language
+    assert browser.find_element(By.CSS_SELECTOR, f"{row} .peak").text == "内存峰值达到限额 1 GiB（内存不足被终止）"
     page.shot("zh-CN")
 
     # times in the chosen zone, in Airflow's format
