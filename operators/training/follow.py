@@ -323,7 +323,7 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
     async with contextlib.AsyncExitStack() as stack:
         try:
             checks = await _observe(stack, kube, namespace, obs, started_pod, informers, settings.queued)
-            watch = UsageWatch(kube, namespace, f"{LABEL_JOB}={name}", CONTAINER, settings.usage_interval)
+            watch = UsageWatch(kube, namespace, f"{LABEL_JOB}={name}", CONTAINER, settings.usage_interval, job=name)
             if settings.usage_interval > 0:
                 watch.start()
                 stack.push_async_callback(watch.stop)
@@ -342,10 +342,12 @@ async def follow_job(api_client, namespace: str, name: str, settings: FollowSett
                 reason = await explain_failure(kube, namespace, name, obs.job or {}, list(obs.pods.values()))
             usage = []
             if settings.usage_interval > 0:
-                await watch.stop()
+                unrecorded = await watch.finish(obs.pods.values())   # the final peak, on the Job for the page
                 usage = watch.lines(obs.pods.values(), container_name, settings.usage_advice_share)
                 for line in usage:
                     log(line)
+                if unrecorded:
+                    log(f"Could not record the usage peak on Job {namespace}/{name} for Skiff's page: {unrecorded}")
             log_tail = list(tail)
             culprit = failure.culprit(obs.job or {}, obs.pods.values()) if outcome.status == "failed" else None
             if culprit is not None and failure.rank_of(culprit) is not None and out.own.get(pod_name(culprit)):

@@ -7,6 +7,11 @@ at the limit, so that is what the working set is measured against), GPUs request
 source here (the metrics API has none; dcgm-exporter's series are on the dashboard), and the row says so rather
 than showing a number. Without the metrics API, or before a pod's first reading, ``missing`` says which: the
 page words it; a made-up figure is never shown.
+
+A training row also shows its step's peak (``step_peak``): what the step's follower recorded on its Job
+(``operators.training.usage.PEAK_ANNOTATION``), while it runs and after it ended, as long as the Job exists,
+against the Job's own pod template (memory limit, CPU request). The annotation is read with ``read_peak``:
+bounded, numbers only; one a team member wrote by hand is "not readable", never a figure.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
 
 NO_API, NO_READING = "no_api", "no_reading"
+NO_PEAK, BAD_PEAK = "none", "unreadable"   # step_peak: none recorded (a finished step); not Skiff's JSON
 
 
 def _sum(containers: list, kind: str, key: str, missing: object = None) -> float | None:
@@ -41,3 +47,43 @@ def pod_usage(pod: Mapping, item: Mapping | None, problem: str | None, gpu_resou
     return {"cpu": float(sum(parse_quantity(str(u.get("cpu", "0"))) for u in usage)),
             "memory": int(sum(parse_quantity(str(u.get("memory", "0"))) for u in usage)),
             "at": item.get("timestamp"), "window": item.get("window"), "missing": None, **held}
+
+
+def _held(read) -> float | None:
+    """What the Job's template holds; None if it does not parse (admitted by the API server, but not trusted)."""
+    try:
+        return read()
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def step_peak(job: Mapping | None, *, finished: bool, running: bool) -> dict | None:
+    """A training row's peak from its Job: ``{memory, memory_limit, memory_percent, cpu, cpu_mean, cpu_request,
+    cpu_percent, readings, pods, final, oom, missing}`` (bytes, cores; per pod: a gang's is its highest pod's);
+    ``missing``: NO_READING (running, nothing recorded yet), NO_PEAK (finished, nothing recorded), BAD_PEAK
+    (the annotation is not Skiff's). None: nothing to say (no Job, or a step not started)."""
+    from operators.training.usage import PEAK_ANNOTATION, read_peak
+
+    if job is None:
+        return None
+    value = ((job.get("metadata") or {}).get("annotations") or {}).get(PEAK_ANNOTATION)
+    empty = {"memory": None, "memory_limit": None, "memory_percent": None, "cpu": None, "cpu_mean": None,
+             "cpu_request": None, "cpu_percent": None, "readings": 0, "pods": 0, "final": False, "oom": False}
+    if value is None:
+        return {**empty, "missing": NO_READING} if running else {**empty, "missing": NO_PEAK} if finished else None
+    try:
+        peak = read_peak(value)
+    except ValueError:
+        return {**empty, "missing": BAD_PEAK}
+    containers = ((((job.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [])
+    limit = _held(lambda: _sum(containers, "limits", "memory")) or None   # 0: no share to show either
+    request = _held(lambda: _sum(containers, "requests", "cpu") or _sum(containers, "limits", "cpu")) or None
+    if peak.memory is None and not peak.oom:
+        return {**empty, "missing": NO_READING if not finished else NO_PEAK}
+
+    def share(used: float | None, held: float | None) -> float | None:
+        return round(100 * used / held, 1) if used is not None and held else None
+
+    return {"memory": peak.memory, "memory_limit": limit, "memory_percent": share(peak.memory, limit),
+            "cpu": peak.cpu, "cpu_mean": peak.cpu_mean, "cpu_request": request, "cpu_percent": share(peak.cpu, request),
+            "readings": peak.readings, "pods": peak.pods, "final": peak.final, "oom": peak.oom, "missing": None}

@@ -15,6 +15,7 @@ from operators.core.nodepools import GPU_RESOURCE
 from operators.core.quantity import parse_quantity
 from operators.training.checkpoint import written_preemptions
 from operators.training.metrics import failure_class
+from operators.ui.live_usage import step_peak
 
 GI = Decimal(2**30)
 UNITS = {"cpu": "cores", "memory": "GiB", "gpu": "GPUs", "storage": "GiB"}
@@ -180,6 +181,8 @@ def training_row(ti: Mapping, job: Mapping | None, pod: Mapping | None, *, now: 
     spec = (job or {}).get("spec") or {}
     row["workers"] = int(spec.get("completions") or 1) if spec.get("completionMode") == "Indexed" else 1
     row["gpu"] *= row["workers"]
+    # the step's peak so far (running) or its last (finished), from its Job (operators/training/usage.py)
+    row["peak"] = step_peak(job, finished=ti["state"] in FINISHED_STATES, running=row["pod_phase"] == "Running")
     if row["waiting_for"] in ("kueue", "preempted", "preempted_gpus"):
         row["queue_reason"] = queue_reason
     return row

@@ -79,13 +79,14 @@ export function paged(id, rows) {
     h("button", { class: "small", type: "button", "data-page": "next", disabled: page === pages - 1, onclick: go(page + 1) }, t("page.next")))];
 }
 const GIB = 1024 ** 3;
+/** Bytes in GiB, two decimals ("0.29"). */
+export const gib = (b) => (Math.round((b / GIB) * 100) / 100).toString();
 /** A running pod's use now beside what it holds (operators/ui/live_usage.py), or why it is not known. */
 export function usageLine(u) {
   if (!u) return null;
   const gpu = u.gpu ? [" · ", h("span", { class: "sub gpu-use" }, t("use.gpu"))] : [];
   if (u.missing) return h("div", { class: "sub usage", "data-missing": u.missing }, t("use." + u.missing), gpu);
   const of = (used, held, unit) => held === null || held === undefined ? `${used} ${unit}` : `${used} / ${held} ${unit}`;
-  const gib = (b) => (Math.round((b / GIB) * 100) / 100).toString();
   return h("div", { class: "sub usage", "data-cpu": u.cpu, "data-memory": u.memory },
     tData("use.line", { cpu: of(Math.round(u.cpu * 100) / 100, u.cpu_request, t("unit.cores")),
       memory: of(gib(u.memory), u.memory_limit === null ? null : gib(u.memory_limit), t("unit.GiB")) }),

@@ -1,10 +1,30 @@
 // The training card: training task instances joined with their Jobs and pods, filtered by state.
 import { t } from "./skiff-i18n.js";
-import { S, ago, data, h, load, paged, pill, replace, tData, time, usageLine } from "./skiff-common.js";
+import { S, ago, data, gib, h, load, paged, pill, replace, tData, time, usageLine } from "./skiff-common.js";
 
 const TI_KIND = { running: "ok", deferred: "ok", queued: "info", scheduled: "info", up_for_retry: "warn", restarting: "warn", failed: "bad", success: "ok" };
 const FILTERS = { all: () => true, failed: (r) => r.state === "failed", success: (r) => r.state === "success",
   active: (r) => r.state !== "failed" && r.state !== "success" };
+
+const PEAK_ANNOTATION = "skiff.io/usage-peak";  // operators/training/usage.py PEAK_ANNOTATION
+const cores = (x) => (Math.round(x * 100) / 100).toString();
+
+/** A training step's peak (operators/ui/live_usage.py step_peak): memory against its limit, CPU against its
+ * request, per pod (a gang's highest pod); "so far" while it runs; in words when none is recorded or readable. */
+export function peakLine(p) {
+  if (!p) return null;
+  if (p.missing) return h("div", { class: "sub peak", "data-missing": p.missing },
+    p.missing === "unreadable" ? tData("peak.unreadable", { key: PEAK_ANNOTATION }) : t("peak." + p.missing));
+  const memory = p.oom ? (p.memory_limit === null ? t("peak.oom") : tData("peak.memory_oom", { limit: `${gib(p.memory_limit)} ${t("unit.GiB")}` }))
+    : p.memory_limit === null ? tData("peak.memory_no_limit", { used: `${gib(p.memory)} ${t("unit.GiB")}` })
+      : tData("peak.memory", { used: gib(p.memory), limit: `${gib(p.memory_limit)} ${t("unit.GiB")}`, percent: Math.round(p.memory_percent) });
+  const cpu = p.cpu === null ? null : p.cpu_request === null ? tData("peak.cpu_no_request", { used: cores(p.cpu) })
+    : tData("peak.cpu", { used: cores(p.cpu), request: `${cores(p.cpu_request)} ${t("unit.cores")}` });
+  return h("div", { class: "sub peak", "data-memory": p.memory, "data-cpu": p.cpu, "data-final": String(p.final) },
+    memory, cpu ? [t("peak.and"), ...cpu] : null,
+    p.readings ? [" · ", t("peak.readings", { n: p.readings })] : null, p.pods > 1 ? [" · ", t("peak.pods", { n: p.pods })] : null,
+    p.final ? null : [" · ", t("peak.so_far")]);
+}
 
 function setScope(scope) {
   S.query = { ...(S.query || {}), training: scope === "all" ? "scope=all" : "" };
@@ -45,8 +65,8 @@ export function renderTraining(body) {
         r.queue_reason ? data("div", { class: "sub queue-reason" }, r.queue_reason) : null),
       data("td", {}, r.team || "–"),
       // a distributed step: one row, its node the shown pod's, "×N" its pods
-      h("td", { class: "mono" }, data("span", {}, r.node || "–"), r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null,
-        usageLine(r.usage)),
+      h("td", {}, data("span", { class: "mono" }, r.node || "–"), r.workers > 1 ? h("div", { class: "sub" }, "×" + r.workers) : null,
+        usageLine(r.usage), peakLine(r.peak)),
       h("td", { class: "num" }, r.gpu ? String(r.gpu) : "–"),
       h("td", { class: "num" }, time(r.started) || "–", r.age_seconds !== null && !r.ended ? h("div", { class: "sub" }, ago(r.age_seconds)) : null),
       h("td", { class: "num" }, time(r.ended) || "–"),

@@ -320,6 +320,8 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     assert english == [], english
     title = browser.find_element(By.CSS_SELECTOR, "#quota-card h2").text
     assert title == "团队配额" and page.draws_glyphs(title), f"{title!r} drawn as tofu: no CJK font (make browser)"
+    # the OOM-killed step's peak (no reading in its 3 s): at its limit, from its Job, in the page's language
+    assert browser.find_element(By.CSS_SELECTOR, f"{row} .peak").text == "内存峰值达到限额 1 GiB（内存不足被终止）"
     page.shot("zh-CN")
 
     # times in the chosen zone, in Airflow's format
@@ -423,3 +425,94 @@ def test_the_gpu_hours_axis_of_short_steps_reads_five_different_ticks(stack, bro
     unknown = page.css("#gpu-efficiency .eff-unknown")
     assert "not known" in unknown.text and "no Prometheus configured" in unknown.text, unknown.text
     assert not browser.find_elements(By.CSS_SELECTOR, "#gpu-efficiency table")
+
+
+USAGE_NB = "ui-usage-nb"
+
+
+def _text(page, selector: str) -> str:
+    """The element's text, "" while it is not there (the page re-renders its tables at each poll)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    try:
+        return page.d.find_element(By.CSS_SELECTOR, selector).text
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
+@pytest.mark.timeout(1200)
+def test_a_running_instance_and_a_training_step_show_their_use_and_the_step_its_peak_to_whom_may_see_them(stack, browser):
+    """issue 37, the page: alice's running instance and her running training step show what they use now against
+    what they hold, read from the metrics API (kubesim's scripted pods use what their annotations say: 250m / 300 MiB
+    and 500m / 300 MiB), and the step its peak so far from its Job; once the step ended its row keeps the final
+    peak. bob (recsys too) does not see alice's instance, so not its use; carol (nlp) does not see recsys's step
+    under her teams' training (the step's row is its team's to see, as its task log is)."""
+    from selenium.webdriver.common.by import By
+
+    from operators.devinstances import lifecycle
+    from operators.devinstances.operator import request_from_params
+    from operators.devinstances.settings import Settings
+    from operators.k8s import Kube
+    from operators.platform import example_path, load_platform
+
+    k8s = stack.k8s()
+    core = client.CoreV1Api(k8s)
+    req = request_from_params(load_platform(example_path()), "alice",
+                              {"name": USAGE_NB, "team": "recsys", "cpu": 1, "memory": 1})
+    lifecycle.create(Kube(k8s), req, Settings.from_config())   # as the create DAG would (test_page_api's way)
+    page = Page(browser, stack)
+    page.prefix = "use"
+    try:
+        pod = wait_until(lambda: next(iter(core.list_namespaced_pod(
+            "recsys", label_selector=f"skiff.io/instance={USAGE_NB}").items), None), 60, 0.5, what="the instance's pod")
+        core.patch_namespaced_pod(pod.metadata.name, "recsys", {"metadata": {"annotations": {
+            "kubesim.io/cpu-usage": "250m", "kubesim.io/memory-usage": "300Mi"}}})
+        run_id = stack.trigger("page_usage_e2e")
+        row = f"#training-table tr[data-run='{run_id}']"
+        instance = f"tr[data-instance='{USAGE_NB}'][data-team='recsys']"
+
+        page.login("alice")
+        page.open_from_navigation()
+        # the instance: its use now (two readings of the annotations make the rate exact) against what it holds
+        page.wait(120).until(lambda _: page.d.find_elements(By.CSS_SELECTOR, f"{instance} .usage[data-cpu='0.25']"),
+                             "alice's instance never showed 250m of CPU")
+        use = _text(page, f"{instance} .usage")
+        assert use.startswith("using CPU 0.25 / 1 cores, memory 0.29 / 1 GiB · read "), use
+        # the training step while it runs: use now and its peak so far (the follower's first reading on its Job)
+        page.wait(240).until(lambda _: page.d.find_elements(By.CSS_SELECTOR, f"{row} .peak[data-memory]"),
+                             "the running step never showed its peak")
+        page.wait(60).until(lambda _: _text(page, f"{row} .usage").startswith(
+            "using CPU 0.5 / 1 cores, memory 0.29 / 1 GiB"), "the running step never showed its use now")
+        peak = _text(page, f"{row} .peak")
+        assert peak.startswith("peak memory 0.29 of 1 GiB limit (29 %), peak CPU 0.5 of 1 cores requested · "), peak
+        assert peak.endswith(" · so far"), peak
+        assert page.css(f"{row} .peak").get_attribute("data-memory") == str(300 * 2**20)
+        page.shot("running-use-and-peak")
+
+        # bob, in recsys, sees neither alice's instance nor its use
+        page.login("bob")
+        page.open_from_navigation()
+        page.wait().until(lambda d: d.find_element(By.ID, "instances").text.strip() not in ("", "Loading…"))
+        assert USAGE_NB not in browser.find_element(By.ID, "instances").text
+        assert not browser.find_elements(By.CSS_SELECTOR, instance)
+        # carol (nlp) does not see recsys's step, nor so its use, under her teams' training
+        page.login("carol")
+        page.open_from_navigation()
+        page.css("#training .scope-note", 60)
+        assert not browser.find_elements(By.CSS_SELECTOR, row)
+        page.shot("carol-sees-no-recsys-step")
+
+        # the step ends: its row keeps the final peak (the Job's), with no use now
+        assert stack.wait_run("page_usage_e2e", run_id, timeout=600) == "success"
+        page.login("alice")
+        page.open_from_navigation()
+        page.wait(60).until(lambda _: page.d.find_elements(
+            By.CSS_SELECTOR, f"{row}[data-state='success'] .peak[data-final='true']"), "no final peak on the ended step")
+        final = _text(page, f"{row} .peak")
+        assert final.startswith("peak memory 0.29 of 1 GiB limit (29 %), peak CPU 0.5 of 1 cores requested · "), final
+        assert "so far" not in final and not browser.find_elements(By.CSS_SELECTOR, f"{row} .usage")
+        page.shot("ended-step-final-peak")
+    finally:
+        page.shot("last")
+        lifecycle.delete(Kube(k8s), "alice", "recsys", USAGE_NB, Settings.from_config())

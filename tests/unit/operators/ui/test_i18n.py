@@ -55,7 +55,8 @@ def test_every_key_the_page_names_is_defined():
               [f"res.{r}" for r in ("cpu", "memory", "gpu", "storage")] + \
               [f"unit.{u}" for u in ("cores", "GiB", "GPUs")] + [f"wait.{w}" for w in ("pool", "quota", "scheduling", "kueue")] + \
               [f"ti.{s}" for s in ("running", "queued", "scheduled", "up_for_retry", "restarting", "failed", "success")] + \
-              [f"queue.{q}" for q in ("training", "dev", "nominal", "used", "borrowed", "lent")]
+              [f"queue.{q}" for q in ("training", "dev", "nominal", "used", "borrowed", "lent")] + \
+              [f"peak.{m}" for m in ("no_reading", "none")] + [f"use.{m}" for m in ("no_api", "no_reading")]
     assert [k for k in dynamic if k not in en] == []
 
 

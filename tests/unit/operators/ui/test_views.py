@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from operators.ui import views
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -221,3 +223,66 @@ def test_the_gpu_hours_chart_draws_no_bar_that_reads_0_h():
                                                                                    "gpu_hours": 0.003}]}
     users = views.gpu_hours_by_user(report, None)["users"]
     assert [(u["user"], u["gpu_hours"]) for u in users] == [("alice", 0.25), ("carol", 0.01)]
+
+
+def _job_with_peak(value: str | None, memory: str = "1Gi", cpu: str = "500m") -> dict:
+    j = job()
+    if value is not None:
+        j["metadata"]["annotations"]["skiff.io/usage-peak"] = value
+    j["spec"] = {"template": {"spec": {"containers": [{"name": "train", "resources": {
+        "requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}}]}}}
+    return j
+
+
+def test_a_training_row_shows_its_steps_peak_against_the_jobs_limit_and_request_running_and_finished():
+    """issue 37: the peak the step's follower recorded on its Job (operators/training/usage.py), beside use now
+    while it runs and after it ended, as long as the Job exists."""
+    from operators.training.usage import Peak, encode_peak
+
+    so_far = encode_peak(Peak(300 * 2**20, 0.25, 0.2, 4, 1))
+    row = views.training_row(ti("running"), _job_with_peak(so_far), pod(), now=NOW)
+    assert row["peak"] == {"memory": 300 * 2**20, "memory_limit": float(2**30), "memory_percent": 29.3, "cpu": 0.25,
+                           "cpu_mean": 0.2, "cpu_request": 0.5, "cpu_percent": 50.0, "readings": 4, "pods": 1,
+                           "final": False, "oom": False, "missing": None}
+    final = encode_peak(Peak(512 * 2**20, 0.5, 0.4, 9, 2, final=True))
+    done = views.training_row(ti("success", end_date=NOW), _job_with_peak(final), None, now=NOW)["peak"]
+    assert (done["memory_percent"], done["cpu_percent"], done["pods"], done["final"]) == (50.0, 100.0, 2, True)
+    oom = encode_peak(Peak(None, None, None, 0, 0, final=True, oom=True))
+    got = views.training_row(ti("failed", end_date=NOW), _job_with_peak(oom), None, now=NOW)["peak"]
+    assert (got["oom"], got["memory"], got["memory_limit"], got["missing"]) == (True, None, float(2**30), None)
+
+
+def test_without_a_recorded_peak_a_row_says_so_and_never_shows_a_number():
+    from operators.ui.live_usage import NO_PEAK, NO_READING
+
+    running = views.training_row(ti("running"), _job_with_peak(None), pod(), now=NOW)["peak"]
+    finished = views.training_row(ti("success", end_date=NOW), _job_with_peak(None), None, now=NOW)["peak"]
+    for got, why in ((running, NO_READING), (finished, NO_PEAK)):
+        assert got["missing"] == why
+        assert [k for k, v in got.items() if isinstance(v, int | float) and not isinstance(v, bool) and v] == []
+    # a step not started (its pod pending) or with no Job yet: nothing to say
+    assert views.training_row(ti("running"), _job_with_peak(None), pod(phase="Pending"), now=NOW)["peak"] is None
+    assert views.training_row(ti("queued"), None, None, now=NOW)["peak"] is None
+
+
+@pytest.mark.parametrize("value", ['{"v": 1, "memory": "9Ei"}', "x" * 5000, '{"v": 1, "memory": 1e300, "cpu": 1, '
+                                   '"cpu_mean": 1, "readings": 1, "pods": 1}', "[]", '{"v": 1, "memory": 5}'])
+def test_a_hand_written_peak_annotation_is_not_readable_and_shows_no_number(value):
+    """A team member allowed to edit Jobs in their namespace could write the annotation: the page reads it
+    bounded, numbers only, and says it is not readable instead of showing what it says."""
+    from operators.ui.live_usage import BAD_PEAK
+
+    got = views.training_row(ti("running"), _job_with_peak(value), pod(), now=NOW)["peak"]
+    assert got["missing"] == BAD_PEAK and got["memory"] is None and got["cpu"] is None
+
+
+def test_a_job_whose_template_sizes_do_not_parse_keeps_the_peak_without_a_share():
+    from operators.training.usage import Peak, encode_peak
+
+    got = views.training_row(ti("running"), _job_with_peak(encode_peak(Peak(2**30, 1.0, 1.0, 2, 1)), memory="lots"),
+                             pod(), now=NOW)["peak"]
+    assert (got["memory"], got["memory_limit"], got["memory_percent"]) == (2**30, None, None)
+    assert (got["cpu_request"], got["cpu_percent"]) == (0.5, 200.0)
+    zero = views.training_row(ti("running"), _job_with_peak(encode_peak(Peak(2**30, 1.0, 1.0, 2, 1)), memory="0"),
+                              pod(), now=NOW)["peak"]
+    assert (zero["memory_limit"], zero["memory_percent"]) == (None, None)   # a limit of 0: no share, not "0 %"
