@@ -65,7 +65,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            "can fail a try whose deferral resumes within seconds)."),
     Option("usage_interval_seconds", "float", "15",
            "How often a training step's follower reads its pods' usage from the metrics API (metrics.k8s.io) for "
-           "the summary at the step's end (one request per step per interval; 0: no summary)."),
+           "the summary at the step's end and the peak on its Job (skiff.io/usage-peak, the page's training row) "
+           "(one request per step per interval; 0: neither)."),
     Option("usage_advice_share", "float", "0.25",
            "A step whose peak memory (or mean CPU) stayed under this share of its limit (request) gets one "
            "advice line at its end."),
