@@ -290,8 +290,9 @@ def _airflow_format(iso: str, zone: str) -> str:
 KEEP = {"Skiff", "CPU", "GPU", "GiB", "Gi", "ResourceQuota", "DAG", "usage_report", "Sedna", "CRD", "StatefulSet",
         "Service", "FederatedLearningJob", "JointInferenceService", "JupyterLab", "VS", "Code", "TensorBoard",
         "notebook", "Asia", "Shanghai", "h",
-        # product and setting names the usage card's GPU efficiency names (as tests/unit/operators/ui/test_i18n.py)
-        "Pod", "Prometheus", "dcgm", "exporter", "skiff", "prometheus_url"}
+        # product and setting names the usage card's GPU efficiency names (as tests/unit/operators/ui/test_i18n.py);
+        # the setting `[skiff] prometheus_url` as the word pattern below splits it
+        "Pod", "Prometheus", "dcgm", "exporter", "skiff", "prometheus", "url"}
 
 
 @pytest.mark.timeout(900)  # training_failure_demo's run alone took over 300 s at load 23
