@@ -13,22 +13,19 @@ depends on a reading taken before a process set itself up.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
-import httpx
 import pytest
 import yaml
 
 from devstack.monitoring import prometheus_config, usage_scrape
-from devstack.stack import _spawn, _tail, free_port
 from kubesim import KubeSim
 from kubesim.controllers.framework import Timing
 from kubesim.kubelet.stats import GPU_UTIL_FILE
 from kubesim.testing import wait_until
 from tests.support.kubesim.procrt_support import log, pod
-from tests.support.metrics.prometheus_support import MONITORING, PROMETHEUS
+from tests.support.metrics.prometheus_support import MONITORING, PROMETHEUS, prometheus_with
 
 FOR = "5s"
 NODES = [{"name": "proc-gpu", "runtime": "process", "cpu": 8, "memory": "32Gi", "gpu": 4,
@@ -86,39 +83,21 @@ def test_near_oom_and_idle_gpu_alerts_fire_on_processes_and_not_on_busy_ones(sim
     cfg = prometheus_config({"scrape_configs": []}, skiff_target="", token_file=tmp_path / "t", statsd_target="",
                             rules=[_short_rules(tmp_path / "usage-alerts.yaml")], extra_jobs=jobs)
     cfg["global"]["evaluation_interval"] = "1s"
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(cfg))
-    port, plog = free_port(), tmp_path / "prometheus.log"
-    proc = _spawn([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                   f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                   "--log.level=warn"], plog, {"PATH": "/usr/bin:/bin"})
-
-    def query(promql: str) -> list[dict]:
-        assert proc.poll() is None, f"prometheus exited: {_tail(plog)}"
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": promql}, timeout=5)
-        except httpx.HTTPError:
-            return []
-        return r.json()["data"]["result"] if r.status_code == 200 else []  # 503: not ready yet
-
-    def firing() -> set[tuple[str, str]]:
-        return {(s["metric"]["alertname"], s["metric"]["pod"]) for s in query('ALERTS{alertstate="firing"}')}
-
     try:
-        wait_until(lambda: EXPECTED <= firing(), 90, interval=1, what=f"{sorted(EXPECTED)} firing")
-        started = time.time()  # the busy pods have had as long as the idle ones: a few more evaluations, still silent
-        wait_until(lambda: time.time() - started > 3 and firing() == EXPECTED, 30, interval=1,
-                   what=f"only {sorted(EXPECTED)} firing, not {sorted(firing() - EXPECTED)}")
-        assert query('max_over_time(ALERTS{pod=~"roomy|busy-gpu"}[10m])') == []   # not even pending
-        share = query('max(container_memory_working_set_bytes{pod="near-oom", container="train"}) / 2^20')
-        assert 480 <= float(share[0]["value"][1]) < 512, share    # what the rule saw: its working set, under the limit
-        assert core.read_namespaced_pod("near-oom", "default").status.phase == "Running"
+        with prometheus_with(tmp_path, cfg) as prom:
+            def firing() -> set[tuple[str, str]]:
+                return {(s["metric"]["alertname"], s["metric"]["pod"]) for s in prom.query('ALERTS{alertstate="firing"}')}
+
+            wait_until(lambda: EXPECTED <= firing(), 90, interval=1, what=f"{sorted(EXPECTED)} firing")
+            started = time.time()  # the busy pods have had as long as the idle ones: a few more evaluations, silent
+            wait_until(lambda: time.time() - started > 3 and firing() == EXPECTED, 30, interval=1,
+                       what=f"only {sorted(EXPECTED)} firing, not {sorted(firing() - EXPECTED)}")
+            assert prom.query('max_over_time(ALERTS{pod=~"roomy|busy-gpu"}[10m])') == []   # not even pending
+            held = prom.query('max(container_memory_working_set_bytes{pod="near-oom", container="train"}) / 2^20')
+            assert 480 <= float(held[0]["value"][1]) < 512, held   # what the rule saw: its working set, under the limit
+            assert core.read_namespaced_pod("near-oom", "default").status.phase == "Running"
     finally:
         api.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _log(core, name: str) -> str:

@@ -8,20 +8,16 @@ the row returns data, grouped under the step's DAG and task and the instance's o
 from __future__ import annotations
 
 import math
-import subprocess
 
-import httpx
 import pytest
-import yaml
 
 from devstack.monitoring import prometheus_config, usage_scrape
-from devstack.stack import _spawn, _tail, free_port
 from kubesim import KubeSim
 from kubesim.controllers.framework import Timing
 from kubesim.testing import wait_until
 from operators.k8s import Kube
 from tests.integration.metrics.test_usage_dashboard import usage_panels
-from tests.support.metrics.prometheus_support import PROMETHEUS, SkiffEndpoint
+from tests.support.metrics.prometheus_support import PROMETHEUS, SkiffEndpoint, prometheus_with
 
 NS = "recsys"
 
@@ -92,49 +88,36 @@ def test_every_usage_panel_returns_data_from_kubesim_and_skiffs_endpoint(sim, tm
         job["scrape_interval"] = "1s"
     cfg = prometheus_config({"scrape_configs": []}, skiff_target="", token_file=tmp_path / "t", statsd_target="",
                             rules=[], extra_jobs=[*jobs, skiff])
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(cfg))
-    port, log = free_port(), tmp_path / "prometheus.log"
-    proc = _spawn([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                   f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                   "--log.level=warn"], log, {"PATH": "/usr/bin:/bin"})
-
-    def result(expr: str) -> list[dict]:
-        assert proc.poll() is None, f"prometheus exited: {_tail(log)}"
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": expr}, timeout=5)
-        except httpx.HTTPError:
-            return []
-        if r.status_code == 503:  # not ready yet: Prometheus answers a plain "Service Unavailable", not JSON
-            return []
-        assert r.status_code == 200, (expr, r.text[:300])
-        return [s for s in (r.json().get("data") or {}).get("result", []) if math.isfinite(float(s["value"][1]))]
-
-    panels = usage_panels()
     try:
-        def empty() -> list:
-            return [k for k, e in panels.items() if not result(e)]
-        try:
-            wait_until(lambda: not empty(), 90, interval=1, what="every usage panel returning data")
-        except TimeoutError:
-            pass
-        assert empty() == []
-        step = result(panels[("Training steps: peak memory / limit (last hour)", "{{dag}}.{{task}}")])
-        assert [(s["metric"]["dag"], s["metric"]["task"]) for s in step] == [("training_recommendation_daily", "train")]
-        assert float(step[0]["value"][1]) == pytest.approx(300 / 1024)        # 300 MiB of its 1 GiB limit
-        idle = result(panels[("GPUs held idle now (under 5 %), by whom", "{{user}} {{kind}} {{pod}}")])
-        assert [(s["metric"]["user"], s["metric"]["kind"]) for s in idle] == [("bob", "training")]  # 3 %, not 40 %
-        inst = result(panels[("Each instance: CPU cores used vs requested", "{{user}} {{pod}} used")])
-        assert [s["metric"]["user"] for s in inst] == ["alice"]
-        # rate() over the panels' 5 minutes of a few seconds' series is scaled down alike for both: their ratio
-        # is the annotations' (5m against 500m)
-        users = {s["metric"]["user"]: float(s["value"][1])
-                 for s in result(panels[("CPU cores used vs requested, by user", "{{user}} ({{team}}) used")])}
-        assert users["alice"] / users["bob"] == pytest.approx(0.01, rel=0.2)
+        with prometheus_with(tmp_path, cfg) as prom:
+            _every_panel_answers(prom)
     finally:
         endpoint.server.shutdown()
         api.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+
+
+def _every_panel_answers(prom) -> None:
+    def result(expr: str) -> list[dict]:
+        return [s for s in prom.query(expr) if math.isfinite(float(s["value"][1]))]
+
+    panels = usage_panels()
+
+    def empty() -> list:
+        return [k for k, e in panels.items() if not result(e)]
+    try:
+        wait_until(lambda: not empty(), 90, interval=1, what="every usage panel returning data")
+    except TimeoutError:
+        pass
+    assert empty() == []
+    step = result(panels[("Training steps: peak memory / limit (last hour)", "{{dag}}.{{task}}")])
+    assert [(s["metric"]["dag"], s["metric"]["task"]) for s in step] == [("training_recommendation_daily", "train")]
+    assert float(step[0]["value"][1]) == pytest.approx(300 / 1024)        # 300 MiB of its 1 GiB limit
+    idle = result(panels[("GPUs held idle now (under 5 %), by whom", "{{user}} {{kind}} {{pod}}")])
+    assert [(s["metric"]["user"], s["metric"]["kind"]) for s in idle] == [("bob", "training")]  # 3 %, not 40 %
+    inst = result(panels[("Each instance: CPU cores used vs requested", "{{user}} {{pod}} used")])
+    assert [s["metric"]["user"] for s in inst] == ["alice"]
+    # rate() over the panels' 5 minutes of a few seconds' series is scaled down alike for both: their ratio
+    # is the annotations' (5m against 500m)
+    users = {s["metric"]["user"]: float(s["value"][1])
+             for s in result(panels[("CPU cores used vs requested, by user", "{{user}} ({{team}}) used")])}
+    assert users["alice"] / users["bob"] == pytest.approx(0.01, rel=0.2)

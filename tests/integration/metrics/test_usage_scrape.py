@@ -5,18 +5,13 @@ load beside them. Debian's build has no kubernetes_sd, so the nodes come from a 
 kubernetes_sd's node role labels them; the shipped relabelling is unchanged."""
 from __future__ import annotations
 
-import subprocess
-
-import httpx
 import pytest
-import yaml
 
 from devstack.monitoring import SHIPPED, prometheus_config, usage_scrape
-from devstack.stack import _spawn, _tail, free_port
 from kubesim import KubeSim
 from kubesim.controllers.framework import Timing
 from kubesim.testing import wait_until
-from tests.support.metrics.prometheus_support import PROMETHEUS
+from tests.support.metrics.prometheus_support import PROMETHEUS, prometheus_with
 
 
 @pytest.fixture(scope="module")
@@ -54,35 +49,20 @@ def test_prometheus_scrapes_cadvisor_and_dcgm_through_the_api_server(sim, tmp_pa
         job["scrape_interval"] = "2s"
     cfg = prometheus_config({"scrape_configs": []}, skiff_target="", token_file=tmp_path / "t", statsd_target="",
                             rules=rules[:1], extra_jobs=jobs)
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(cfg))
-    port, log = free_port(), tmp_path / "prometheus.log"
-    proc = _spawn([str(PROMETHEUS), f"--config.file={tmp_path / 'prometheus.yml'}",
-                   f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                   "--log.level=warn"], log, {"PATH": "/usr/bin:/bin"})
-
-    def query(promql: str) -> dict:
-        assert proc.poll() is None, f"prometheus exited: {_tail(log)}"
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": promql}, timeout=5)
-        except httpx.HTTPError:
-            return {}
-        result = r.json()["data"]["result"] if r.status_code == 200 else []
-        return {s["metric"].get("pod", s["metric"].get("instance")): float(s["value"][1]) for s in result}
-
     try:
-        rate = 'sum by (pod) (rate(container_cpu_usage_seconds_total{pod="busy"}[10s]))'
-        wait_until(lambda: abs(query(rate).get("busy", 0) - 0.5) < 0.05, 60, interval=0.5,
-                   what="busy's CPU rate in Prometheus at its 500m (once its series spans the window)")
-        assert query('container_memory_working_set_bytes{pod="busy"}')["busy"] == 200 * 2**20
-        assert query('container_spec_memory_limit_bytes{pod="busy"}')["busy"] == 2**30
-        assert wait_until(lambda: query('DCGM_FI_DEV_GPU_UTIL{container="train"}').get("gpu"), 30, interval=0.5,
-                          what="the simulated GPU in Prometheus") == 3
-        up = 'up{job=~"kubernetes-cadvisor|dcgm-exporter"}'
-        assert query(f"count({up} == 1)") == {None: 2 * len(nodes)}   # every node's two targets answer
+        with prometheus_with(tmp_path, cfg) as prom:
+            def query(promql: str) -> dict:
+                return {s["metric"].get("pod", s["metric"].get("instance")): float(s["value"][1])
+                        for s in prom.query(promql)}
+
+            rate = 'sum by (pod) (rate(container_cpu_usage_seconds_total{pod="busy"}[10s]))'
+            wait_until(lambda: abs(query(rate).get("busy", 0) - 0.5) < 0.05, 60, interval=0.5,
+                       what="busy's CPU rate in Prometheus at its 500m (once its series spans the window)")
+            assert query('container_memory_working_set_bytes{pod="busy"}')["busy"] == 200 * 2**20
+            assert query('container_spec_memory_limit_bytes{pod="busy"}')["busy"] == 2**30
+            assert wait_until(lambda: query('DCGM_FI_DEV_GPU_UTIL{container="train"}').get("gpu"), 30, interval=0.5,
+                              what="the simulated GPU in Prometheus") == 3
+            up = 'up{job=~"kubernetes-cadvisor|dcgm-exporter"}'
+            assert query(f"count({up} == 1)") == {None: 2 * len(nodes)}   # every node's two targets answer
     finally:
         api.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -42,11 +42,18 @@ class Prometheus:
 @contextmanager
 def running_prometheus(work: Path, job: dict, evaluation_interval: str) -> Iterator[Prometheus]:
     """Prometheus with `deploy/monitoring/alerts.yaml` and the scrape `job`, ready; stopped afterwards."""
+    with prometheus_with(work, {"global": {"evaluation_interval": evaluation_interval},
+                                "rule_files": [str(MONITORING / "alerts.yaml")], "scrape_configs": [job]}) as prom:
+        yield prom
+
+
+@contextmanager
+def prometheus_with(work: Path, config: dict) -> Iterator[Prometheus]:
+    """Debian's Prometheus loaded with ``config`` (written to ``work/prometheus.yml``), ready (its /-/ready: before
+    that its API answers a plain-text 503); stopped afterwards."""
     if not PROMETHEUS.exists():
         pytest.fail("/usr/bin/prometheus missing: run `make monitoring` (apt-get install prometheus)")
-    (work / "prometheus.yml").write_text(yaml.safe_dump({"global": {"evaluation_interval": evaluation_interval},
-                                                         "rule_files": [str(MONITORING / "alerts.yaml")],
-                                                         "scrape_configs": [job]}))
+    (work / "prometheus.yml").write_text(yaml.safe_dump(config))
     port, log = free_port(), work / "prometheus.log"
     proc = _spawn([str(PROMETHEUS), f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], log, {"PATH": "/usr/bin:/bin"})
@@ -64,7 +71,10 @@ def running_prometheus(work: Path, job: dict, evaluation_interval: str) -> Itera
         yield prom
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 class SkiffEndpoint:
