@@ -215,8 +215,8 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         page.instance_row(timeout=300)  # the create DAG's run: the scheduler, a worker, the operator
         page.wait_state("Running", timeout=300)
         row = page.instance_row()
-        assert row.find_element(By.CSS_SELECTOR, ".ssh").text.startswith("ssh -p ")
-        idle = row.find_element(By.CSS_SELECTOR, "td.idle").text  # kubesim's instance reports no activity
+        assert page.text(f"tr[data-instance='{NAME}'] .ssh").startswith("ssh -p ")
+        idle = page.text(f"tr[data-instance='{NAME}'] td.idle")  # kubesim's instance reports no activity
         assert idle.startswith("not known"), idle
         page.shot("instance-running")
 
@@ -232,7 +232,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         password = _secret_password(core)
         assert password not in browser.page_source
         page.click_in_row("button.show-password")
-        assert page.css(f"tr[data-instance='{NAME}'] code.password").text == password
+        assert page.text(f"tr[data-instance='{NAME}'] code.password") == password
         page.shot("password-shown")
 
         # stop: the state changes on the page without a reload; the password is gone and not offered
@@ -251,7 +251,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         page.click_in_row("button.show-password")
         new_password = _secret_password(core)
         assert new_password != password
-        assert page.css(f"tr[data-instance='{NAME}'] code.password").text == new_password
+        assert page.text(f"tr[data-instance='{NAME}'] code.password") == new_password
         page.shot("password-after-start")
 
         # bob is in recsys too, but sees only his own instances

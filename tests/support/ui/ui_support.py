@@ -66,6 +66,19 @@ class AirflowPage:
 
         return self.wait(timeout).until(found)
 
+    def text(self, selector: str, timeout: float = 30) -> str:
+        """The text of the element ``selector`` once it shows. The page re-renders its tables at each poll (every
+        4 s), so an element found may be replaced before its text is read (a stale element): read it again."""
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        def read(_driver):
+            try:
+                return self.css(selector, timeout).text or False
+            except StaleElementReferenceException:
+                return False
+
+        return self.wait(timeout).until(read, f"no text in {selector}")
+
     def login(self, user: str) -> None:
         from selenium.webdriver.common.by import By
 
