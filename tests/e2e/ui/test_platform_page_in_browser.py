@@ -214,17 +214,17 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         page.shot("create-requested")
         page.instance_row(timeout=300)  # the create DAG's run: the scheduler, a worker, the operator
         page.wait_state("Running", timeout=300)
-        row = page.instance_row()
         assert page.text(f"tr[data-instance='{NAME}'] .ssh").startswith("ssh -p ")
         idle = page.text(f"tr[data-instance='{NAME}'] td.idle")  # kubesim's instance reports no activity
         assert idle.startswith("not known"), idle
         page.shot("instance-running")
 
         # every link opens a new tab on its URL (an iframe'd page could open none)
-        links = {a.get_attribute("data-link"): a for a in row.find_elements(By.CSS_SELECTOR, "a[data-link]")}
+        # (read in a wait, through the driver: the page's 4-second re-render may replace the row between two reads)
+        links = page.wait().until(lambda d: {a.get_attribute("data-link"): a.get_attribute("href") for a in
+                                             d.find_elements(By.CSS_SELECTOR, f"tr[data-instance='{NAME}'] a[data-link]")})
         assert set(links) == {"jupyter", "code-server", "tensorboard", "port-5000"}, set(links)
-        for kind, link in links.items():
-            url = link.get_attribute("href")
+        for kind, url in links.items():
             servers.append(_serve(int(re.match(r"http://localhost:(\d+)/$", url).group(1))))
             _click_opens(page, page.instance_row().find_element(By.CSS_SELECTOR, f"a[data-link='{kind}']"), url)
 
@@ -239,7 +239,7 @@ def test_alice_creates_opens_reveals_stops_starts_and_deletes_an_instance_bob_se
         page.click_in_row("button[data-action='stop']")
         page.wait_state("Stopped", timeout=300)
         assert password not in browser.page_source
-        assert page.instance_row().find_elements(By.CSS_SELECTOR, "button.show-password") == []
+        assert browser.find_elements(By.CSS_SELECTOR, f"tr[data-instance='{NAME}'] button.show-password") == []
         page.shot("instance-stopped")
 
         _refused_stop_by_bob(stack)
@@ -322,13 +322,13 @@ def test_the_page_follows_airflows_language_and_time_zone_and_its_log_link_opens
     title = browser.find_element(By.CSS_SELECTOR, "#quota-card h2").text
     assert title == "团队配额" and page.draws_glyphs(title), f"{title!r} drawn as tofu: no CJK font (make browser)"
     # the OOM-killed step's peak (no reading in its 3 s): at its limit, from its Job, in the page's language
-    assert browser.find_element(By.CSS_SELECTOR, f"{row} .peak").text == "内存峰值达到限额 1 GiB（内存不足被终止）"
+    assert page.text(f"{row} .peak") == "内存峰值达到限额 1 GiB（内存不足被终止）"
     page.shot("zh-CN")
 
     # times in the chosen zone, in Airflow's format
-    started = browser.find_element(By.CSS_SELECTOR, f"{row} time")
-    iso = started.get_attribute("datetime")
-    assert started.text == _airflow_format(iso, "Asia/Shanghai")
+    iso, shown = page.wait().until(lambda d: (lambda t: (t.get_attribute("datetime"), t.text))(
+        d.find_element(By.CSS_SELECTOR, f"{row} time")))   # both from one element, in a wait (stale: read again)
+    assert shown == _airflow_format(iso, "Asia/Shanghai")
     assert "Asia/Shanghai" in browser.find_element(By.ID, "zone").text
 
     # the user changes the zone and language in Airflow: the page follows without a reload
