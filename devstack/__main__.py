@@ -5,8 +5,8 @@ standalone`` (on a PostgreSQL of its own, project-local ``AIRFLOW_HOME`` under `
 Skiff's scrape jobs and alert rules, sets up the demo team's queue, runs the example training pipeline once (the
 scheduled run unpausing it starts: ``start_pipeline``), triggers the failure example and the data-parallel example
 (``dags/training_data_parallel.py``: the model on 1 worker, then on 2 workers in one step, the speed-up; both ranks'
-lines from the task log: ``show_data_parallel``), shows where each Job ran and the alert e-mail, creates alice's development instance and prints how to open it, every user's password and
-what to do next, then keeps everything up for the UI until Ctrl-C (which stops every process, also when the output
+lines from the task log: ``show_data_parallel``), shows where each Job ran and the alert e-mail, creates alice's development instance and prints how to open it, runs the hourly usage report once more
+(the page's GPU-hours chart then counts the steps: ``refresh_usage``), every user's password and what to do next, then keeps everything up for the UI until Ctrl-C (which stops every process, also when the output
 is piped and the reader died with the same Ctrl-C).
 
 ``--kueue`` (``make demo KUEUE=1``): kubesim simulates Kueue and the platform file is the example switched to
@@ -37,13 +37,14 @@ PIPELINE = "training_recommendation_daily"
 FAILING = "training_failure_demo"
 DATA_PARALLEL = "training_data_parallel"   # the model on 1 worker, then on 2 (one step, two pods), compared
 DEV_CREATE = "dev_instance_create"
+USAGE_REPORT = "usage_report"   # hourly: run once more at the end, so the page counts what the demo just ran
 STARTUP_TIMEOUT_S = 600  # a busy 2-core machine took 6 minutes to bring airflow standalone up (measured)
 RUN_TIMEOUT_S = 600  # and minutes for a run that takes 20 s on an idle one
-# the longest the demo may take to say it is ready before one of its own limits stops it: the start, four runs
-# (the data-parallel one beside the failure example), the e-mail and the instance's Running (the piped-demo test
+# the longest the demo may take to say it is ready before one of its own limits stops it: the start, five runs
+# (the data-parallel one beside the failure example; the usage report), the e-mail and the instance's Running (the piped-demo test
 # waits exactly this, and pytest's timeout follows)
 SCHEDULED_WAIT_S = 120  # unpaused, the daily pipeline's scheduled run appears within a scheduler loop or two
-DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 4 * RUN_TIMEOUT_S + 30 + 30
+DEMO_LIMIT_S = STARTUP_TIMEOUT_S + SCHEDULED_WAIT_S + 5 * RUN_TIMEOUT_S + 30 + 30
 
 
 _reader_gone = False
@@ -167,6 +168,44 @@ def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
             pass
         parts.append(f"{ti['task_id']} {ti['state']} (try {ti['try_number']})" + (f": {reason}" if reason else ""))
     return "; ".join(parts or ["no task failed (the run itself did)"]) + f"; task logs: {stack.home / 'logs'}"
+
+
+def usage_lines(report: dict) -> list[str]:
+    """What the page's usage card shows from the report ``usage_report`` wrote: GPU-hours per user (from the Jobs)
+    and the GPU efficiency rows (from Prometheus' 5-minute samples, so a pod younger than a sample has no row)."""
+    users = [f"{u['user']} ({u['team']}) {u['gpu_hours']:.2f} h" for u in report.get("by_user") or []
+             if u.get("gpu_hours")]
+    lines = [f"  GPU-hours per user: {', '.join(users) if users else 'none yet (no finished Job held a GPU)'}"]
+    gpu = report.get("gpu") or {}
+    if not gpu.get("source"):
+        return [*lines, f"  GPU efficiency: not known: {gpu.get('problem') or 'no source'}"]
+    rows = [f"{r['user'] or '-'} {r['kind']} {_percent(r['efficiency_percent'])}" for r in gpu.get("by_user") or []]
+    every = f"{gpu.get('step_seconds', 300) // 60} min"
+    return [*lines, f"  GPU efficiency (used against held; Prometheus sampled every {every}, a pod younger than "
+            f"a sample has no row yet): {'; '.join(rows) if rows else 'no sample yet'}"]
+
+
+def _percent(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.0f} %"
+
+
+def refresh_usage(stack: Stack) -> list[str]:
+    """Run the hourly usage report once now (its first run was before any step), so the page's GPU-hours chart
+    and efficiency table count the demo's steps; print what they show. A problem is returned, not raised."""
+    import json
+
+    run_id = stack.trigger(USAGE_REPORT)
+    state = stack.wait_run(USAGE_REPORT, run_id, timeout=RUN_TIMEOUT_S)
+    if state != "success":
+        return [f"{USAGE_REPORT} {state}: {run_failure(stack, USAGE_REPORT, run_id)}"]
+    say(f"{USAGE_REPORT} (hourly) ran once more, so the page's usage card counts the steps above:")
+    try:
+        report = json.loads((stack.home / "skiff" / "usage.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [f"{USAGE_REPORT} succeeded but its report is not readable: {exc}"]
+    for line in usage_lines(report):
+        say(line)
+    return []
 
 
 def show_dev_instance(stack: Stack) -> None:
@@ -325,6 +364,7 @@ def demo(exit_after: bool, kueue: bool = False) -> int:
         if kueue:
             problems += show_kueue(stack, say, RUN_TIMEOUT_S)
         show_dev_instance(stack)
+        problems += refresh_usage(stack)
         say(f"ready {time.monotonic() - t0:.0f} s after start")
         say_next_steps(stack)
         for problem in problems:

@@ -128,6 +128,9 @@ def test_make_demo_kueue_piped_runs_the_pipeline_resumes_a_preempted_step_and_ct
         assert "JupyterLab answers now" in instance_part, instance_part
         jupyter = re.search(r"jupyter +(http://localhost:\d+)/", instance_part).group(1)
         assert httpx.get(f"{jupyter}/login", timeout=10).status_code == 200
+        # the usage report ran once more at the end (its first run was before any step): the page's GPU-hours
+        # chart counts the train step's GPU minute (1 GPU for about a minute: 0.02 h)
+        assert re.search(r"GPU-hours per user: .*alice \(recsys\) 0\.0[1-9] h", instance_part), instance_part
 
         # every user's password on its own line, the real one (it logs in); the next steps with the kubectl line
         passwords = dict(re.findall(r"^\[demo\]   (\w+) +.* password: (\S+)$", text, re.M))

@@ -149,6 +149,7 @@ def test_a_kueue_story_not_told_is_said_with_its_reason_the_pipeline_stays_a_suc
     monkeypatch.setattr(demo, "Stack", Stack)
     for name in ("show_run", "show_dev_instance", "say_users", "say_kubeconfigs"):
         monkeypatch.setattr(demo, name, lambda *a, **kw: None)
+    monkeypatch.setattr(demo, "refresh_usage", lambda stack: [])
     monkeypatch.setattr(devstack.demo_setup, "setup_demo", lambda stack: None)
     monkeypatch.setattr(demo, "show_kueue", lambda stack, say, timeout: ["Kueue did not preempt the borrower: why"])
     monkeypatch.setattr(signal, "pause", pause)
@@ -270,3 +271,25 @@ def test_with_tee_killed_the_last_lines_still_reach_its_file(tmp_path):
                 p.kill()
     assert log.read_text().splitlines() == ["[demo] first line, while tee reads",
                                             "[demo] stopped every process the demo started."]
+
+
+def test_the_usage_lines_say_each_users_gpu_hours_and_the_efficiency_or_why_it_is_not_known():
+    """usage_lines: what the page's usage card shows after the demo's extra usage_report run, from its report."""
+    import devstack.__main__ as demo
+
+    report = {"by_user": [{"user": "alice", "team": "recsys", "gpu_hours": 0.0167, "cpu_hours": 0.02, "jobs": 7},
+                          {"user": "bob", "team": "recsys", "gpu_hours": 0.0, "cpu_hours": 0.01, "jobs": 1}],
+              "gpu": {"source": "prometheus", "problem": None, "step_seconds": 300, "by_user": [
+                  {"user": "alice", "kind": "training", "efficiency_percent": 90.0},
+                  {"user": "alice", "kind": "instance", "efficiency_percent": 0.0},
+                  {"user": "", "kind": "sedna", "efficiency_percent": None}]}}
+    assert demo.usage_lines(report) == [
+        "  GPU-hours per user: alice (recsys) 0.02 h",    # bob held no GPU: no bar on the page either
+        "  GPU efficiency (used against held; Prometheus sampled every 5 min, a pod younger than a sample has no row "
+        "yet): alice training 90 %; alice instance 0 %; - sedna not measured"]
+    unknown = {"by_user": [], "gpu": {"source": None, "problem": "no Prometheus configured ([skiff] prometheus_url)"}}
+    assert demo.usage_lines(unknown) == [
+        "  GPU-hours per user: none yet (no finished Job held a GPU)",
+        "  GPU efficiency: not known: no Prometheus configured ([skiff] prometheus_url)"]
+    empty = {"by_user": [], "gpu": {"source": "prometheus", "problem": None, "step_seconds": 300, "by_user": []}}
+    assert demo.usage_lines(empty)[1].endswith(": no sample yet")
