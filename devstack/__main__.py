@@ -172,7 +172,7 @@ def run_failure(stack: Stack, dag_id: str, run_id: str) -> str:
 
 def usage_lines(report: dict) -> list[str]:
     """What the page's usage card shows from the report ``usage_report`` wrote: GPU-hours per user (from the Jobs)
-    and the GPU efficiency rows (from Prometheus' 5-minute samples, so a pod younger than a sample has no row)."""
+    and the GPU efficiency rows (from Prometheus' samples, so a pod younger than a sample has no row yet)."""
     users = [f"{u['user']} ({u['team']}) {u['gpu_hours']:.2f} h" for u in report.get("by_user") or []
              if u.get("gpu_hours")]
     lines = [f"  GPU-hours per user: {', '.join(users) if users else 'none yet (no finished Job held a GPU)'}"]
@@ -180,7 +180,7 @@ def usage_lines(report: dict) -> list[str]:
     if not gpu.get("source"):
         return [*lines, f"  GPU efficiency: not known: {gpu.get('problem') or 'no source'}"]
     rows = [f"{r['user'] or '-'} {r['kind']} {_percent(r['efficiency_percent'])}" for r in gpu.get("by_user") or []]
-    every = f"{gpu.get('step_seconds', 300) // 60} min"
+    every = f"{gpu['step_seconds'] // 60} min"   # the report's own resolution (gpu_used.STEP_SECONDS)
     return [*lines, f"  GPU efficiency (used against held; Prometheus sampled every {every}, a pod younger than "
             f"a sample has no row yet): {'; '.join(rows) if rows else 'no sample yet'}"]
 
@@ -199,7 +199,7 @@ def refresh_usage(stack: Stack) -> list[str]:
     if state != "success":
         return [f"{USAGE_REPORT} {state}: {run_failure(stack, USAGE_REPORT, run_id)}"]
     say(f"{USAGE_REPORT} (hourly) ran once more, so the page's usage card counts the steps above:")
-    try:
+    try:   # the stack leaves [skiff] usage_file at its default, under its AIRFLOW_HOME
         report = json.loads((stack.home / "skiff" / "usage.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return [f"{USAGE_REPORT} succeeded but its report is not readable: {exc}"]
